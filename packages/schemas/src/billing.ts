@@ -1,0 +1,248 @@
+/**
+ * Contracts of the internal billing API between the gateway and the control plane.
+ * Both sides import these; the control plane validates requests with them and the gateway
+ * validates answers with them. All token and credit quantities are integer strings on the wire.
+ *
+ * Routes (internal port, `Authorization: Bearer <service token>`):
+ *   GET  /internal/v1/catalog                 -> GatewayCatalog
+ *   POST /internal/v1/keys/resolve            ResolveKeyRequest -> ResolvedKey
+ *   POST /internal/v1/keys/status             ResolveKeyRequest -> KeyStatus
+ *   POST /internal/v1/reservations            ReserveBatchRequest -> ReserveBatchResponse
+ *   POST /internal/v1/reservations/finish     FinishBatchRequest -> FinishBatchResponse
+ */
+import { z } from 'zod';
+import { QuantityString } from './quantity.ts';
+
+/** The four inference protocols an alias may support. */
+export const PROTOCOLS = ['messages', 'count_tokens', 'responses', 'chat_completions'] as const;
+export const Protocol = z.enum(PROTOCOLS);
+export type Protocol = z.infer<typeof Protocol>;
+
+/** The three metered surfaces. */
+export const METERED_SURFACES = ['messages', 'responses', 'chat_completions'] as const;
+export const MeteredSurface = z.enum(METERED_SURFACES);
+export type MeteredSurface = z.infer<typeof MeteredSurface>;
+
+export const KEY_STATES = ['active', 'disabled', 'revoked', 'expired'] as const;
+export const KeyState = z.enum(KEY_STATES);
+export type KeyState = z.infer<typeof KeyState>;
+
+/** Upstream protocol families; OpenAI-compatible servers are configuration of `openai`. */
+export const PROVIDER_KINDS = ['anthropic', 'openai'] as const;
+export const ProviderKind = z.enum(PROVIDER_KINDS);
+export type ProviderKind = z.infer<typeof ProviderKind>;
+
+/** Lower-case hex SHA-256 of the presented secret. The gateway never sends the secret itself. */
+export const KeyDigest = z.string().regex(/^[0-9a-f]{64}$/);
+
+const Id = z.string().min(1).max(64);
+const Alias = z.string().min(1).max(128);
+const IsoTime = z.string().datetime({ offset: true });
+
+// ---------------------------------------------------------------------------------------------
+// Catalogue as the gateway needs it (upstream details included; never shown publicly).
+
+export const GatewayProvider = z.object({
+  id: Id,
+  kind: ProviderKind,
+  baseUrl: z.string().url(),
+  /** Name of the secret (environment variable or secrets-file entry); null when none is needed. */
+  credentialRef: z.string().nullable(),
+});
+export type GatewayProvider = z.infer<typeof GatewayProvider>;
+
+export const GatewayAlias = z.object({
+  alias: Alias,
+  published: z.boolean(),
+  protocols: z.array(Protocol),
+  providerId: Id,
+  upstreamModel: z.string().min(1),
+  defaultMaxOutputTokens: z.number().int().positive(),
+  maxOutputTokens: z.number().int().positive(),
+});
+export type GatewayAlias = z.infer<typeof GatewayAlias>;
+
+export const GatewayCatalog = z.object({
+  providers: z.array(GatewayProvider),
+  aliases: z.array(GatewayAlias),
+});
+export type GatewayCatalog = z.infer<typeof GatewayCatalog>;
+
+// ---------------------------------------------------------------------------------------------
+// Keys.
+
+export const ResolveKeyRequest = z.object({ keyDigest: KeyDigest });
+export type ResolveKeyRequest = z.infer<typeof ResolveKeyRequest>;
+
+export const KeyLimits = z.object({
+  maxRequestBytes: z.number().int().positive(),
+  /** The key's allowance for the maximum-output field; above it -> max_output_tokens_exceeded. */
+  maxOutputTokens: z.number().int().positive(),
+  requestsPerMinute: z.number().int().positive(),
+  concurrency: z.number().int().positive(),
+});
+export type KeyLimits = z.infer<typeof KeyLimits>;
+
+/** Ceilings of a package the account holds (an entitlement still usable). */
+export const PlanCeilings = z.object({
+  packageId: Id,
+  /** Aliases the entitlement covers; null covers every alias. */
+  aliases: z.array(Alias).nullable(),
+  expiresAt: IsoTime.nullable(),
+  maxOutputTokens: z.number().int().positive().nullable(),
+  requestsPerMinute: z.number().int().positive().nullable(),
+  concurrency: z.number().int().positive().nullable(),
+});
+export type PlanCeilings = z.infer<typeof PlanCeilings>;
+
+export const ResolvedKey = z.object({
+  keyId: Id,
+  accountId: Id,
+  state: KeyState,
+  accountSuspended: z.boolean(),
+  expiresAt: IsoTime.nullable(),
+  scope: z.array(Alias).nullable(),
+  limits: KeyLimits,
+  /** Usable entitlements, soonest expiry first (the order reservations draw in). */
+  plans: z.array(PlanCeilings),
+});
+export type ResolvedKey = z.infer<typeof ResolvedKey>;
+
+export const Amounts = z.object({ tokens: QuantityString, credits: QuantityString });
+export type Amounts = z.infer<typeof Amounts>;
+
+export const KeyStatus = z.object({
+  keyId: Id,
+  name: z.string(),
+  state: KeyState,
+  expiresAt: IsoTime.nullable(),
+  scope: z.array(Alias).nullable(),
+  limits: KeyLimits,
+  /** Spendable now (reservations in flight already deducted). */
+  remaining: Amounts,
+  /** Held by requests in flight. */
+  reserved: Amounts,
+});
+export type KeyStatus = z.infer<typeof KeyStatus>;
+
+// ---------------------------------------------------------------------------------------------
+// Reservations.
+
+export const Usage = z.object({ inputTokens: QuantityString, outputTokens: QuantityString });
+export type Usage = z.infer<typeof Usage>;
+
+export const ReserveItem = z.object({
+  /** Chosen by the gateway (UUID); makes reserve, settle, release and hold idempotent. */
+  reservationId: z.string().uuid(),
+  keyDigest: KeyDigest,
+  alias: Alias,
+  surface: MeteredSurface,
+  /** input = local count of the request's tokens; output = the clamped maximum output. */
+  estimate: Usage,
+});
+export type ReserveItem = z.infer<typeof ReserveItem>;
+
+export const ReserveBatchRequest = z.object({ items: z.array(ReserveItem).min(1).max(500) });
+export type ReserveBatchRequest = z.infer<typeof ReserveBatchRequest>;
+
+export const ReserveRefusalCode = z.enum([
+  'invalid_api_key',
+  'api_key_disabled',
+  'api_key_revoked',
+  'api_key_expired',
+  'account_suspended',
+  'invalid_model',
+  'model_not_allowed',
+  'model_unavailable',
+  'insufficient_tokens',
+  'insufficient_credits',
+]);
+export type ReserveRefusalCode = z.infer<typeof ReserveRefusalCode>;
+
+export const ReserveResult = z.discriminatedUnion('ok', [
+  z.object({
+    ok: z.literal(true),
+    reservationId: z.string().uuid(),
+    keyId: Id,
+    accountId: Id,
+    /** Where the alias points at this instant. */
+    providerId: Id,
+    upstreamModel: z.string().min(1),
+    reserved: Amounts,
+  }),
+  z.object({
+    ok: z.literal(false),
+    reservationId: z.string().uuid(),
+    code: ReserveRefusalCode,
+    message: z.string(),
+  }),
+]);
+export type ReserveResult = z.infer<typeof ReserveResult>;
+
+export const ReserveBatchResponse = z.object({ results: z.array(ReserveResult) });
+export type ReserveBatchResponse = z.infer<typeof ReserveBatchResponse>;
+
+/** Why a reservation was released or held; recorded as the activity outcome. */
+export const FinishOutcome = z.enum([
+  'ok',
+  'upstream_rejected',
+  'upstream_unavailable',
+  'upstream_invalid_response',
+  'billing_settlement_pending',
+  'client_disconnected',
+  'rate_limited',
+  'gateway_error',
+]);
+export type FinishOutcome = z.infer<typeof FinishOutcome>;
+
+const FinishContext = {
+  reservationId: z.string().uuid(),
+  /** Repeated so a settle still charges correctly if the reservation row was lost. */
+  keyId: Id,
+  accountId: Id,
+  alias: Alias,
+  surface: MeteredSurface,
+  /** HTTP status the client saw (499 for a disconnect). */
+  httpStatus: z.number().int().min(100).max(599),
+  occurredAt: IsoTime,
+};
+
+export const FinishItem = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('settle'), ...FinishContext, usage: Usage, outcome: FinishOutcome }),
+  z.object({ action: z.literal('release'), ...FinishContext, outcome: FinishOutcome }),
+  z.object({ action: z.literal('hold'), ...FinishContext, outcome: FinishOutcome }),
+]);
+export type FinishItem = z.infer<typeof FinishItem>;
+
+export const FinishBatchRequest = z.object({ items: z.array(FinishItem).min(1).max(1000) });
+export type FinishBatchRequest = z.infer<typeof FinishBatchRequest>;
+
+export const FinishResult = z.object({
+  reservationId: z.string().uuid(),
+  status: z.enum(['settled', 'released', 'held']),
+  /** True when this call changed nothing because an earlier one already finished it. */
+  replay: z.boolean(),
+  charged: Amounts,
+  writtenOff: Amounts,
+});
+export type FinishResult = z.infer<typeof FinishResult>;
+
+export const FinishBatchResponse = z.object({ results: z.array(FinishResult) });
+export type FinishBatchResponse = z.infer<typeof FinishBatchResponse>;
+
+// ---------------------------------------------------------------------------------------------
+// Invalidation events published on Redis so gateway caches drop stale entries at once.
+
+export const InvalidationEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('key.changed'), keyId: Id }),
+  z.object({ type: z.literal('account.changed'), accountId: Id }),
+  z.object({ type: z.literal('catalog.changed') }),
+]);
+export type InvalidationEvent = z.infer<typeof InvalidationEvent>;
+
+/** Redis channel (after the deployment's key prefix) that carries InvalidationEvent JSON. */
+export const INVALIDATION_CHANNEL = 'invalidations';
+
+/** Service-token claims: HS256, short-lived, signed by the gateway, checked by the control plane. */
+export const SERVICE_TOKEN_ISSUER = 'tollgate-gateway';
+export const SERVICE_TOKEN_AUDIENCE = 'tollgate-control-plane-internal';

@@ -1,0 +1,3 @@
+export * from './billing.ts';
+export * from './money.ts';
+export * from './quantity.ts';

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+
+/**
+ * Token and credit quantities travel as integer strings and live as bigint in code.
+ * Accepted: "0", "42", "18446744073709551615". Refused: "", "01", "+1", "1.0", "1e3", " 1", "0x10".
+ * Negative values only where a schema says so (adjustments, ledger deltas), never "-0".
+ */
+const UNSIGNED = /^(?:0|[1-9][0-9]*)$/;
+const SIGNED = /^(?:0|-?[1-9][0-9]*)$/;
+
+export class QuantityError extends Error {
+  constructor(value: unknown) {
+    super(`not an integer quantity: ${JSON.stringify(String(value)).slice(0, 40)}`);
+    this.name = 'QuantityError';
+  }
+}
+
+export function parseQuantity(value: string, options: { signed?: boolean } = {}): bigint {
+  if (typeof value !== 'string' || !(options.signed ? SIGNED : UNSIGNED).test(value)) {
+    throw new QuantityError(value);
+  }
+  return BigInt(value);
+}
+
+export function formatQuantity(value: bigint): string {
+  return value.toString(10);
+}
+
+/** Non-negative integer string <-> bigint. */
+export const Quantity = z.string().regex(UNSIGNED, 'must be a non-negative integer string').transform(BigInt);
+/** Signed integer string <-> bigint. */
+export const SignedQuantity = z.string().regex(SIGNED, 'must be an integer string').transform(BigInt);
+/** Strictly positive integer string <-> bigint. */
+export const PositiveQuantity = Quantity.refine((value) => value > 0n, 'must be greater than zero');
+
+/** Wire form of a quantity (what a serialiser writes). */
+export const QuantityString = z.string().regex(UNSIGNED, 'must be a non-negative integer string');

@@ -1,0 +1,18 @@
+import type { TestProject } from 'vitest/node';
+import { startTestServices } from './services.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    testServices: { postgresUrl: string; redisUrl: string };
+  }
+}
+
+/** vitest globalSetup: finds (or starts) Postgres and Redis once per run. */
+export default async function setup(project: TestProject) {
+  const services = await startTestServices();
+  console.info(
+    `test services: postgres from ${services.sources.postgres}, redis from ${services.sources.redis}`,
+  );
+  project.provide('testServices', { postgresUrl: services.postgresUrl, redisUrl: services.redisUrl });
+  return () => services.stop();
+}

@@ -1,0 +1,3 @@
+export * from './database.ts';
+export * from './secrets.ts';
+export * from './services.ts';

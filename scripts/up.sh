@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Quick start: installs what is missing, then runs mock upstream, control plane and gateway on
+# embedded defaults (PGlite in .data/, in-process limiter), one process each. Ctrl-C stops all.
+# Set DATABASE_URL and/or REDIS_URL to run the same stack on a real Postgres and Redis.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+source scripts/toolchain.sh
+pnpm install --frozen-lockfile --reporter=silent
+
+mkdir -p .data/logs
+if [ ! -f .data/dev.env ]; then
+  # Fresh secrets for this checkout only; production sets its own (see README, Configuration).
+  node -e '
+    const { randomBytes } = require("node:crypto");
+    const hex = () => randomBytes(32).toString("hex");
+    console.log(`INTERNAL_TOKEN_SECRET=${hex()}\nKEY_PEPPER=${hex()}\nKEY_ENCRYPTION_KEY=${hex()}`);
+  ' >.data/dev.env
+  chmod 600 .data/dev.env
+fi
+set -a
+source .data/dev.env
+set +a
+
+export GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+export CONTROL_PLANE_PORT="${CONTROL_PLANE_PORT:-8081}"
+export CONTROL_PLANE_INTERNAL_PORT="${CONTROL_PLANE_INTERNAL_PORT:-8082}"
+export MOCK_UPSTREAM_PORT="${MOCK_UPSTREAM_PORT:-8090}"
+export CONTROL_PLANE_INTERNAL_URL="${CONTROL_PLANE_INTERNAL_URL:-http://127.0.0.1:$CONTROL_PLANE_INTERNAL_PORT}"
+export DATA_DIR="${DATA_DIR:-$ROOT/.data/control-plane}"
+export CATALOG_FILE="${CATALOG_FILE:-$ROOT/deploy/catalog.example.yaml}"
+export MOCK_UPSTREAM_URL="${MOCK_UPSTREAM_URL:-http://127.0.0.1:$MOCK_UPSTREAM_PORT}"
+
+pids=()
+stopped=0
+stop_all() {
+  [ "$stopped" = 1 ] && return
+  stopped=1
+  trap - INT TERM EXIT
+  echo
+  echo "stopping..."
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop_all INT TERM EXIT
+
+start() { # name dir
+  (cd "$2" && exec node src/main.ts) >>".data/logs/$1.log" 2>&1 &
+  pids+=($!)
+}
+
+wait_healthy() { # name url
+  for _ in $(seq 1 120); do
+    if node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$2"; then
+      return 0
+    fi
+    sleep 0.5
+  done
+  echo "$1 did not become healthy; see .data/logs/$1.log" >&2
+  tail -n 20 ".data/logs/$1.log" >&2
+  exit 1
+}
+
+start mock-upstream services/mock-upstream
+start control-plane services/control-plane
+wait_healthy mock-upstream "http://127.0.0.1:$MOCK_UPSTREAM_PORT/health"
+wait_healthy control-plane "http://127.0.0.1:$CONTROL_PLANE_PORT/api/v1/health"
+start gateway services/gateway
+wait_healthy gateway "http://127.0.0.1:$GATEWAY_PORT/health"
+
+cat <<INFO
+
+Tollgate is running on embedded defaults (database: ${DATABASE_URL:+Postgres}${DATABASE_URL:-PGlite in $DATA_DIR}; limiter: ${REDIS_URL:+Redis}${REDIS_URL:-in-process}).
+  gateway        http://127.0.0.1:$GATEWAY_PORT        (OpenAI-style base URL: http://127.0.0.1:$GATEWAY_PORT/v1)
+  control plane  http://127.0.0.1:$CONTROL_PLANE_PORT/api/v1
+  internal API   http://127.0.0.1:$CONTROL_PLANE_INTERNAL_PORT   (gateway only)
+  mock upstream  http://127.0.0.1:$MOCK_UPSTREAM_PORT
+Logs in .data/logs/. Ctrl-C stops everything.
+INFO
+wait

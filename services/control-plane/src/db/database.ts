@@ -1,0 +1,75 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.ts';
+
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  /** 'postgres' with DATABASE_URL, 'embedded' on PGlite in the data folder. */
+  mode: 'postgres' | 'embedded';
+  close(): Promise<void>;
+}
+
+const INT8_OID = 20;
+
+/** int8 columns arrive as bigint, never as a lossy number or a bare string. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID) return (value: string) => BigInt(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+export function createPool(connectionString: string, max: number): pg.Pool {
+  return new pg.Pool({ connectionString, max, types });
+}
+
+export async function openDatabase(options: {
+  databaseUrl: string | undefined;
+  poolSize: number;
+  dataDir: string;
+}): Promise<DatabaseHandle> {
+  if (options.databaseUrl) {
+    const pool = createPool(options.databaseUrl, options.poolSize);
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, mode: 'postgres', close: () => db.destroy() };
+  }
+  return openEmbedded(options.dataDir);
+}
+
+/**
+ * Embedded Postgres (PGlite) served on a unix socket in the data folder, reached with the same
+ * `pg` driver and Kysely dialect as production, so every query runs the same path.
+ */
+async function openEmbedded(dataDir: string): Promise<DatabaseHandle> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  const directory = path.resolve(dataDir);
+  await mkdir(path.join(directory, 'pglite'), { recursive: true });
+  const pglite = await PGlite.create(path.join(directory, 'pglite'));
+  const socketDirectory = path.join(directory, 'run');
+  await mkdir(socketDirectory, { recursive: true });
+  const socketPath = path.join(socketDirectory, '.s.PGSQL.5432');
+  const server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 1 });
+  await server.start();
+  // PGlite runs one query at a time: a pool of one keeps transactions on one connection.
+  const pool = new pg.Pool({
+    host: socketDirectory,
+    port: 5432,
+    user: 'postgres',
+    database: 'postgres',
+    max: 1,
+    types,
+  });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    mode: 'embedded',
+    async close() {
+      await db.destroy();
+      await server.stop();
+      await pglite.close();
+    },
+  };
+}

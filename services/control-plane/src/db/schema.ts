@@ -1,0 +1,30 @@
+import type { AccountsTable } from '../modules/accounts/accounts.table.ts';
+import type { ApiKeysTable, KeyRevealAuditTable } from '../modules/api-keys/api-keys.table.ts';
+import type { EmailCodesTable, SessionsTable } from '../modules/auth/auth.table.ts';
+import type {
+  CreditBalancesTable,
+  EntitlementsTable,
+  LedgerEntriesTable,
+  ReservationsTable,
+} from '../modules/billing/billing.table.ts';
+import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
+import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
+import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
+
+/** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
+export interface Database {
+  accounts: AccountsTable;
+  sessions: SessionsTable;
+  email_codes: EmailCodesTable;
+  outbox_emails: OutboxEmailsTable;
+  throttle_buckets: ThrottleBucketsTable;
+  api_keys: ApiKeysTable;
+  key_reveal_audit: KeyRevealAuditTable;
+  providers: ProvidersTable;
+  model_aliases: ModelAliasesTable;
+  packages: PackagesTable;
+  entitlements: EntitlementsTable;
+  credit_balances: CreditBalancesTable;
+  reservations: ReservationsTable;
+  ledger_entries: LedgerEntriesTable;
+}

@@ -1,0 +1,21 @@
+import type { Logger } from '@tollgate/service-kit';
+import type { Kysely } from 'kysely';
+import type { ControlPlaneConfig } from './config.ts';
+import type { Database } from './db/schema.ts';
+import type { EventPublisher } from './events.ts';
+
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+/** Everything a route or domain service may use, built once in main.ts (or a test) and injected. */
+export interface Dependencies {
+  config: ControlPlaneConfig;
+  logger: Logger;
+  db: Kysely<Database>;
+  dbMode: 'postgres' | 'embedded';
+  clock: Clock;
+  events: EventPublisher;
+}

@@ -1,0 +1,39 @@
+import { INVALIDATION_CHANNEL, type InvalidationEvent } from '@tollgate/schemas';
+import type { Logger } from '@tollgate/service-kit';
+import type { Redis } from 'ioredis';
+
+/** Tells gateways that cached keys, accounts or the catalogue changed. */
+export interface EventPublisher {
+  publish(event: InvalidationEvent): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createRedisPublisher(redis: Redis, prefix: string, logger: Logger): EventPublisher {
+  const channel = `${prefix}${INVALIDATION_CHANNEL}`;
+  return {
+    async publish(event) {
+      try {
+        await redis.publish(channel, JSON.stringify(event));
+      } catch (error) {
+        // Gateways still re-check every metered call at reserve time; a lost event only delays
+        // cache expiry for the read-only endpoints.
+        logger.warn({ err: error, event: event.type }, 'could not publish invalidation');
+      }
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}
+
+/** Without Redis (embedded mode) gateways do not cache keys, so there is nobody to tell. */
+export function createMemoryPublisher(): EventPublisher & { events: InvalidationEvent[] } {
+  const events: InvalidationEvent[] = [];
+  return {
+    events,
+    async publish(event) {
+      events.push(event);
+    },
+    async close() {},
+  };
+}

@@ -1,0 +1,48 @@
+import { AppError, type FieldErrors, renderControlPlaneError } from '@tollgate/errors';
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { z } from 'zod';
+import type { AppEnv } from './env.ts';
+
+/** The one error handler: renders the control-plane body and logs only server faults. */
+export function handleError(error: unknown, c: Context<AppEnv>): Response {
+  const appError = error instanceof HTTPException ? fromHttpException(error) : error;
+  const rendered = renderControlPlaneError(appError);
+  if (rendered.status >= 500) {
+    c.get('logger').error({ err: error, path: c.req.path }, 'request failed');
+  }
+  for (const [name, value] of Object.entries(rendered.headers)) c.header(name, value);
+  return c.json(rendered.body, rendered.status as 500);
+}
+
+export function handleNotFound(c: Context<AppEnv>): Response {
+  const rendered = renderControlPlaneError(new AppError('not_found'));
+  return c.json(rendered.body, 404);
+}
+
+function fromHttpException(error: HTTPException): AppError {
+  // Hono raises these for malformed bodies (e.g. invalid JSON) before our validators run.
+  if (error.status === 400 || error.status === 422) {
+    return AppError.validation({ body: ['Send a valid JSON body.'] });
+  }
+  if (error.status === 401) return new AppError('unauthenticated');
+  if (error.status === 404) return new AppError('not_found');
+  return new AppError('server_error');
+}
+
+/** zod issues -> `{field: [messages]}` for validation_failed; zod's raw output never leaves. */
+export function fieldErrorsOf(error: z.ZodError): FieldErrors {
+  const errors: FieldErrors = {};
+  for (const issue of error.issues) {
+    const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';
+    const list = errors[field] ?? [];
+    list.push(issue.message);
+    errors[field] = list;
+  }
+  return errors;
+}
+
+/** defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed. */
+export function validationHook(result: { success: boolean; error?: z.ZodError }): void {
+  if (!result.success && result.error) throw AppError.validation(fieldErrorsOf(result.error));
+}

@@ -1,0 +1,35 @@
+import type { ColumnType, Generated } from 'kysely';
+
+export interface ApiKeysTable {
+  id: Generated<string>;
+  account_id: string;
+  name: string;
+  /** HMAC-SHA256(pepper, SHA-256(secret)). */
+  lookup_hash: Buffer;
+  /** AES-256-GCM of the secret, only for keys created with re-copy support. */
+  secret_ciphertext: Buffer | null;
+  recoverable: Generated<boolean>;
+  mask: string;
+  status: Generated<'active' | 'disabled' | 'revoked'>;
+  scope: string[] | null;
+  expires_at: Date | null;
+  max_request_bytes: number;
+  max_output_tokens: number;
+  requests_per_minute: number;
+  concurrency: number;
+  created_at: ColumnType<Date, never, never>;
+  updated_at: ColumnType<Date, never, Date>;
+  rotated_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface KeyRevealAuditTable {
+  id: Generated<bigint>;
+  key_id: string | null;
+  account_id: string;
+  session_id: string | null;
+  outcome: string;
+  ip: string | null;
+  user_agent: string | null;
+  created_at: ColumnType<Date, never, never>;
+}

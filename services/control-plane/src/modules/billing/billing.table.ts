@@ -1,0 +1,76 @@
+import type { ColumnType, Generated } from 'kysely';
+
+type Created = ColumnType<Date, Date | undefined, never>;
+
+export interface EntitlementsTable {
+  id: Generated<string>;
+  account_id: string;
+  package_id: string | null;
+  aliases: string[] | null;
+  granted: bigint;
+  remaining: bigint;
+  reserved: Generated<bigint>;
+  expires_at: Date | null;
+  max_output_tokens: number | null;
+  requests_per_minute: number | null;
+  concurrency: number | null;
+  cause: string;
+  idempotency_key: string | null;
+  created_at: Created;
+}
+
+export interface CreditBalancesTable {
+  account_id: string;
+  available: Generated<bigint>;
+  reserved: Generated<bigint>;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export interface ReservationLeg {
+  source: 'entitlement' | 'credit';
+  entitlementId?: string;
+  /** Tokens for an entitlement leg, credits for the credit leg (integer string). */
+  amount: string;
+}
+
+export type ReservationStatus = 'reserved' | 'settled' | 'released' | 'held';
+
+export interface ReservationsTable {
+  id: string;
+  account_id: string;
+  key_id: string;
+  alias: string;
+  surface: string;
+  status: ReservationStatus;
+  estimate_input: Generated<bigint>;
+  estimate_output: Generated<bigint>;
+  legs: ColumnType<ReservationLeg[], string, string>;
+  reserved_tokens: Generated<bigint>;
+  reserved_credits: Generated<bigint>;
+  input_tokens: bigint | null;
+  output_tokens: bigint | null;
+  charged_tokens: Generated<bigint>;
+  charged_credits: Generated<bigint>;
+  written_off_tokens: Generated<bigint>;
+  written_off_credits: Generated<bigint>;
+  outcome: string | null;
+  http_status: number | null;
+  created_at: Created;
+  finished_at: Date | null;
+  hold_reason: string | null;
+}
+
+export type LedgerKind = 'grant' | 'reserve' | 'settle' | 'release' | 'hold' | 'write_off' | 'adjustment';
+
+export interface LedgerEntriesTable {
+  id: Generated<bigint>;
+  account_id: string;
+  entitlement_id: string | null;
+  kind: LedgerKind;
+  available_delta: Generated<bigint>;
+  reserved_delta: Generated<bigint>;
+  amount: Generated<bigint>;
+  reservation_id: string | null;
+  cause: string;
+  created_at: Created;
+}

@@ -1,0 +1,41 @@
+import type { ColumnType } from 'kysely';
+
+type Updated = ColumnType<Date, Date | undefined, Date>;
+
+export interface ProvidersTable {
+  id: string;
+  kind: 'anthropic' | 'openai';
+  base_url: string;
+  credential_ref: string | null;
+  updated_at: Updated;
+}
+
+export interface ModelAliasesTable {
+  alias: string;
+  provider_id: string;
+  upstream_model: string;
+  protocols: string[];
+  published: boolean;
+  /** Credits per input token; null = not payable with credit. */
+  input_price: bigint | null;
+  output_price: bigint | null;
+  default_max_output_tokens: number;
+  max_output_tokens: number;
+  updated_at: Updated;
+}
+
+export interface PackagesTable {
+  id: string;
+  name: string;
+  tokens: bigint;
+  validity_days: number | null;
+  aliases: string[] | null;
+  max_output_tokens: number | null;
+  requests_per_minute: number | null;
+  concurrency: number | null;
+  price_amount: bigint;
+  price_currency: string;
+  price_exponent: number;
+  published: boolean;
+  updated_at: Updated;
+}

@@ -1,0 +1,75 @@
+import { createAdaptorServer } from '@hono/node-server';
+import { createLogger, type Listening, type Logger, listen } from '@tollgate/service-kit';
+import { Redis } from 'ioredis';
+import type { ControlPlaneConfig } from './config.ts';
+import { openDatabase } from './db/database.ts';
+import { migrateToLatest } from './db/migrate.ts';
+import { type Dependencies, systemClock } from './deps.ts';
+import { createMemoryPublisher, createRedisPublisher } from './events.ts';
+import { createPublicApp } from './http/app.ts';
+import { createInternalApp } from './http/internal-app.ts';
+
+export interface RunningControlPlane {
+  deps: Dependencies;
+  publicServer: Listening;
+  internalServer: Listening;
+  close(): Promise<void>;
+}
+
+/** Builds every dependency once, migrates, and serves the public and internal apps. */
+export async function startControlPlane(
+  config: ControlPlaneConfig,
+  options: { logger?: Logger } = {},
+): Promise<RunningControlPlane> {
+  const logger = options.logger ?? createLogger({ name: 'control-plane', level: config.logLevel });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    poolSize: config.databasePoolSize,
+    dataDir: config.dataDir,
+  });
+  const applied = await migrateToLatest(database.db);
+  logger.info({ mode: database.mode, applied }, 'database ready');
+
+  const events = config.redisUrl
+    ? createRedisPublisher(
+        new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 }),
+        config.redisKeyPrefix,
+        logger,
+      )
+    : createMemoryPublisher();
+
+  const deps: Dependencies = {
+    config,
+    logger,
+    db: database.db,
+    dbMode: database.mode,
+    clock: systemClock,
+    events,
+  };
+
+  const publicApp = createPublicApp(deps);
+  const internalApp = createInternalApp(deps);
+  const publicServer = await listen(
+    createAdaptorServer({ fetch: publicApp.fetch }) as never,
+    config.port,
+    config.host,
+  );
+  const internalServer = await listen(
+    createAdaptorServer({ fetch: internalApp.fetch }) as never,
+    config.internalPort,
+    config.internalHost,
+  );
+  logger.info({ url: publicServer.url }, 'control plane listening');
+  logger.info({ url: internalServer.url }, 'internal billing API listening');
+
+  return {
+    deps,
+    publicServer,
+    internalServer,
+    async close() {
+      await Promise.all([publicServer.close(), internalServer.close()]);
+      await events.close();
+      await database.close();
+    },
+  };
+}

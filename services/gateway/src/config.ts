@@ -1,0 +1,55 @@
+import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
+import { z } from 'zod';
+
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
+const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
+  z.preprocess(blankToUndefined, schema.default(fallback as never));
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+/**
+ * Every setting of the gateway, read once from the environment.
+ * Only this file reads process.env. The README's configuration table lists each variable.
+ */
+export const GatewayEnv = z.object({
+  GATEWAY_PORT: withDefault(port, 8080),
+  GATEWAY_HOST: withDefault(z.string(), '0.0.0.0'),
+  CONTROL_PLANE_INTERNAL_URL: withDefault(z.string().url(), 'http://127.0.0.1:8082'),
+  INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
+  REDIS_URL: optional(z.string().url()),
+  REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
+  /** Service-wide request body ceiling; each key may set a lower one. */
+  GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
+  UPSTREAM_CONNECT_TIMEOUT_MS: withDefault(positiveInt, 5_000),
+  /** Longest wait for the upstream's response headers (a non-streamed answer comes whole). */
+  UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000),
+  /** Longest silence between two chunks of an upstream body. */
+  UPSTREAM_BODY_TIMEOUT_MS: withDefault(positiveInt, 300_000),
+  /** JSON object of provider credentials by name, read at start (alternative to env variables). */
+  SECRETS_FILE: optional(z.string()),
+  LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
+});
+
+export type GatewayConfig = ReturnType<typeof loadConfig>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const parsed = parseEnv('gateway', GatewayEnv, env);
+  return {
+    port: parsed.GATEWAY_PORT,
+    host: parsed.GATEWAY_HOST,
+    controlPlaneUrl: parsed.CONTROL_PLANE_INTERNAL_URL.replace(/\/+$/, ''),
+    internalTokenSecret: parsed.INTERNAL_TOKEN_SECRET,
+    redisUrl: parsed.REDIS_URL,
+    redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
+    maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
+    upstream: {
+      connectTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS,
+      headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: parsed.UPSTREAM_BODY_TIMEOUT_MS,
+    },
+    secretsFile: parsed.SECRETS_FILE,
+    logLevel: parsed.LOG_LEVEL,
+    /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
+    env,
+  };
+}

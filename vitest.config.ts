@@ -1,0 +1,46 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * One run for the whole tree. Unit tests sit beside the code; service tests use real Postgres and
+ * Redis (found or started once by the harness's globalSetup); test-e2e starts real processes.
+ */
+const withServices = { globalSetup: ['packages/test-harness/src/global-setup.ts'] };
+
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'errors', root: 'packages/errors' } },
+      { test: { name: 'schemas', root: 'packages/schemas' } },
+      { test: { name: 'service-kit', root: 'packages/service-kit' } },
+      { test: { name: 'mock-upstream', root: 'services/mock-upstream' } },
+      {
+        test: {
+          name: 'control-plane',
+          root: 'services/control-plane',
+          ...withServices,
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'gateway',
+          root: 'services/gateway',
+          ...withServices,
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          root: 'test-e2e',
+          ...withServices,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});

@@ -1,10 +1,13 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
  * One run for the whole tree. Unit tests sit beside the code; service tests use real Postgres and
  * Redis (found or started once by the harness's globalSetup); test-e2e starts real processes.
  */
-const withServices = { globalSetup: ['packages/test-harness/src/global-setup.ts'] };
+const withServices = {
+  globalSetup: [fileURLToPath(new URL('./packages/test-harness/src/global-setup.ts', import.meta.url))],
+};
 
 export default defineConfig({
   test: {

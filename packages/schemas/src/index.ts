@@ -1,3 +1,4 @@
+export * from './api-key.ts';
 export * from './billing.ts';
 export * from './money.ts';
 export * from './quantity.ts';

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { API_KEY_PREFIX, apiKeyDigest, generateApiKeySecret, isWellFormedApiKey, maskApiKey } from './api-key.ts';
+import {
+  API_KEY_PREFIX,
+  apiKeyDigest,
+  generateApiKeySecret,
+  isWellFormedApiKey,
+  maskApiKey,
+} from './api-key.ts';
 
 describe('api key format', () => {
   it('generates distinct, well-formed keys', () => {

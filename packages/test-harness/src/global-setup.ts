@@ -1,11 +1,6 @@
 import type { TestProject } from 'vitest/node';
 import { startTestServices } from './services.ts';
-
-declare module 'vitest' {
-  export interface ProvidedContext {
-    testServices: { postgresUrl: string; redisUrl: string };
-  }
-}
+import './provided.ts';
 
 /** vitest globalSetup: finds (or starts) Postgres and Redis once per run. */
 export default async function setup(project: TestProject) {

@@ -1,3 +1,5 @@
 export * from './database.ts';
 export * from './secrets.ts';
 export * from './services.ts';
+
+import './provided.ts';

@@ -1,123 +1,207 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { DirectiveError, type Directives, readDirectives } from './directives.ts';
+import { anthropicProtocol } from './protocols/anthropic.ts';
+import { openAiChatProtocol } from './protocols/openai-chat.ts';
+import { openAiResponsesProtocol } from './protocols/openai-responses.ts';
+import type { Protocol } from './protocols/protocol.ts';
+import { createRecorder, type MockStats, type RecordedRequest, type Recorder } from './recorder.ts';
+import { planReply } from './reply-plan.ts';
+import { renderFrames, sendBody, sendJson, sendStream, wait } from './transport.ts';
 
-/** The fixed model every protocol answers as. */
-export const MOCK_MODEL = 'mock-model-1';
-const REPLY = 'Hello from the mock upstream.';
+export type { Directives } from './directives.ts';
+export type { MockStats, RecordedRequest } from './recorder.ts';
+export { DEFAULT_WORDS, estimateInputTokens, MOCK_MODEL, sampleArguments } from './reply-plan.ts';
 
-export interface MockUsage {
-  inputTokens: number;
-  outputTokens: number;
+export interface MockUpstreamOptions {
+  /** When set, requests must carry this key (x-api-key for Messages, Bearer for OpenAI). */
+  expectedApiKey?: string;
+  /** How many requests the ring buffer keeps (default 200). */
+  recordCapacity?: number;
 }
 
-/** Deterministic usage: about four bytes of request per input token, one token per reply word. */
-export function usageFor(rawBody: string): MockUsage {
-  return {
-    inputTokens: Math.max(1, Math.ceil(Buffer.byteLength(rawBody) / 4)),
-    outputTokens: REPLY.split(' ').length,
-  };
+export interface StartOptions extends MockUpstreamOptions {
+  /** 0 (default) picks a free port. */
+  port?: number;
+  host?: string;
 }
 
-function readBody(request: IncomingMessage): Promise<string> {
+export interface RunningMockUpstream {
+  url: string;
+  port: number;
+  server: Server;
+  stats(): MockStats;
+  requests(tag?: string): RecordedRequest[];
+  reset(): void;
+  /** Closes the server and drops open connections (streams in flight included). */
+  close(): Promise<void>;
+}
+
+const PROTOCOLS: Record<string, Protocol> = {
+  '/v1/messages': anthropicProtocol,
+  '/v1/chat/completions': openAiChatProtocol,
+  '/v1/responses': openAiResponsesProtocol,
+};
+
+const NOT_FOUND = { error: { type: 'not_found_error', message: 'Not found' } };
+
+function readBody(request: IncomingMessage): Promise<{ text: string; bytes: number }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    let bytes = 0;
+    request.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      bytes += chunk.length;
+    });
+    request.on('end', () => {
+      const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
+      resolve({ text: whole.toString('utf8'), bytes });
+    });
     request.on('error', reject);
   });
 }
 
-function sendJson(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-  });
-  response.end(text);
+function firstHeader(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(',') : value;
 }
 
-function messagesReply(model: string, usage: MockUsage) {
-  return {
-    id: `msg_mock_${Date.now().toString(36)}`,
-    type: 'message',
-    role: 'assistant',
-    model,
-    content: [{ type: 'text', text: REPLY }],
-    stop_reason: 'end_turn',
-    stop_sequence: null,
-    usage: {
-      input_tokens: usage.inputTokens,
-      output_tokens: usage.outputTokens,
-      cache_creation_input_tokens: 0,
-      cache_read_input_tokens: 0,
-    },
-  };
+function handleIntrospection(
+  path: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  recorder: Recorder,
+) {
+  if (request.method === 'GET' && path === '/__mock/stats') return sendJson(response, 200, recorder.stats());
+  if (request.method === 'GET' && path === '/__mock/requests') {
+    const tag = new URL(request.url ?? '/', 'http://mock').searchParams.get('tag') ?? undefined;
+    return sendJson(response, 200, { requests: recorder.requests(tag) });
+  }
+  if (request.method === 'POST' && path === '/__mock/reset') {
+    recorder.reset();
+    response.writeHead(204).end();
+    return;
+  }
+  sendJson(response, 404, NOT_FOUND);
 }
 
-function chatReply(model: string, usage: MockUsage) {
-  return {
-    id: `chatcmpl-mock${Date.now().toString(36)}`,
-    object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
-    model,
-    choices: [
-      { index: 0, message: { role: 'assistant', content: REPLY }, finish_reason: 'stop', logprobs: null },
-    ],
-    usage: {
-      prompt_tokens: usage.inputTokens,
-      completion_tokens: usage.outputTokens,
-      total_tokens: usage.inputTokens + usage.outputTokens,
-    },
-  };
+async function answer(
+  protocol: Protocol,
+  rawBody: { text: string; bytes: number },
+  directives: Directives,
+  request: IncomingMessage,
+  response: ServerResponse,
+  options: MockUpstreamOptions,
+) {
+  if (directives.delay && !(await wait(response, directives.delay))) return;
+  const { expectedApiKey } = options;
+  if (expectedApiKey !== undefined && !protocol.isAuthorized(request.headers, expectedApiKey)) {
+    return sendJson(response, 401, protocol.errorBody(401, 'Invalid API key.'));
+  }
+  if (directives.status !== undefined) {
+    const headers =
+      directives.retryAfter === undefined ? undefined : { 'retry-after': String(directives.retryAfter) };
+    const message = `Simulated upstream error (${directives.status}).`;
+    return sendJson(response, directives.status, protocol.errorBody(directives.status, message), headers);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(rawBody.text);
+  } catch {
+    return sendJson(response, 400, protocol.errorBody(400, 'The request body is not valid JSON.'));
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return sendJson(response, 400, protocol.errorBody(400, 'The request body must be a JSON object.'));
+  }
+  const protocolRequest = protocol.readRequest(body as Record<string, unknown>);
+  const plan = planReply(protocolRequest, directives, rawBody.bytes);
+  if (!protocolRequest.stream) return sendBody(response, protocol.reply(plan, protocolRequest), directives);
+  const frames = renderFrames(protocol.stream(plan, protocolRequest), protocol, directives);
+  await sendStream(response, frames, directives);
 }
 
-function responsesReply(model: string, usage: MockUsage) {
-  return {
-    id: `resp_mock${Date.now().toString(36)}`,
-    object: 'response',
-    created_at: Math.floor(Date.now() / 1000),
-    status: 'completed',
-    model,
-    output: [
-      {
-        id: 'msg_mock',
-        type: 'message',
-        role: 'assistant',
-        status: 'completed',
-        content: [{ type: 'output_text', text: REPLY, annotations: [] }],
-      },
-    ],
-    usage: {
-      input_tokens: usage.inputTokens,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: usage.outputTokens,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: usage.inputTokens + usage.outputTokens,
-    },
-  };
-}
-
-const ROUTES: Record<string, (model: string, usage: MockUsage) => unknown> = {
-  '/v1/messages': messagesReply,
-  '/v1/chat/completions': chatReply,
-  '/v1/responses': responsesReply,
-};
-
-export function createMockUpstream(): Server {
-  return createServer(async (request, response) => {
-    const path = (request.url ?? '/').split('?')[0] ?? '/';
-    if (request.method === 'GET' && path === '/health') return sendJson(response, 200, { status: 'ok' });
-    const reply = request.method === 'POST' ? ROUTES[path] : undefined;
-    if (!reply) return sendJson(response, 404, { error: { type: 'not_found_error', message: 'Not found' } });
-    const raw = await readBody(request);
-    let model = MOCK_MODEL;
+function createListener(options: MockUpstreamOptions, recorder: Recorder) {
+  return async (request: IncomingMessage, response: ServerResponse) => {
+    const url = request.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
+    if (path === '/health' && request.method === 'GET') return sendJson(response, 200, { status: 'ok' });
+    if (path.startsWith('/__mock/')) return handleIntrospection(path, request, response, recorder);
+    const rawBody = await readBody(request);
+    const protocol = request.method === 'POST' ? PROTOCOLS[path] : undefined;
+    let directives: Directives;
+    let directiveError: string | undefined;
     try {
-      const parsed = JSON.parse(raw) as { model?: unknown };
-      if (typeof parsed.model === 'string') model = parsed.model;
-    } catch {
-      return sendJson(response, 400, {
-        error: { type: 'invalid_request_error', message: 'Body is not JSON' },
-      });
+      directives = readDirectives(request.headers['x-mock'], rawBody.text);
+    } catch (error) {
+      if (!(error instanceof DirectiveError)) throw error;
+      directives = {};
+      directiveError = error.message;
     }
-    sendJson(response, 200, reply(model, usageFor(raw)));
+    recorder.record({
+      method: request.method ?? 'GET',
+      path,
+      headers: request.headers,
+      body: rawBody.text,
+      tag: directives.tag,
+      anthropicVersion: firstHeader(request.headers['anthropic-version']),
+      anthropicBeta: firstHeader(request.headers['anthropic-beta']),
+      receivedAt: Date.now(),
+    });
+    if (!protocol) return sendJson(response, 404, NOT_FOUND);
+    if (directiveError) return sendJson(response, 400, protocol.errorBody(400, directiveError));
+    await answer(protocol, rawBody, directives, request, response, options);
+  };
+}
+
+function failSafely(response: ServerResponse, error: unknown): void {
+  // A bug in the mock must show up in the test that hit it, not crash the process.
+  if (response.headersSent) {
+    response.destroy(error instanceof Error ? error : undefined);
+    return;
+  }
+  sendJson(response, 500, {
+    error: { type: 'api_error', message: `mock upstream failed: ${String(error)}` },
   });
+}
+
+function build(options: MockUpstreamOptions): { server: Server; recorder: Recorder } {
+  const recorder = createRecorder(options.recordCapacity);
+  const listener = createListener(options, recorder);
+  const server = createServer((request, response) => {
+    listener(request, response).catch((error: unknown) => failSafely(response, error));
+  });
+  return { server, recorder };
+}
+
+/** The mock provider as an http.Server, not yet listening (main.ts passes it to `listen`). */
+export function createMockUpstream(options: MockUpstreamOptions = {}): Server {
+  return build(options).server;
+}
+
+/** Starts the mock in-process (tests): defaults to a free port on 127.0.0.1. */
+export async function startMockUpstream(options: StartOptions = {}): Promise<RunningMockUpstream> {
+  const { server, recorder } = build(options);
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shownHost}:${port}`,
+    port,
+    server,
+    stats: () => recorder.stats(),
+    requests: (tag) => recorder.requests(tag),
+    reset: () => recorder.reset(),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
 }

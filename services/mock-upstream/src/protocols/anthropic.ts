@@ -1,0 +1,132 @@
+import { MOCK_MODEL, type PlannedUsage, type ReplyPlan, splitFragments } from '../reply-plan.ts';
+import { type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
+
+/** Anthropic Messages API: POST /v1/messages. */
+
+const STOP_REASONS = { end: 'end_turn', max: 'max_tokens', tool: 'tool_use' } as const;
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+function errorType(status: number): string {
+  return ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+function usageOf(usage: PlannedUsage, outputTokens: number) {
+  return {
+    input_tokens: usage.inputTokens,
+    cache_creation_input_tokens: usage.cacheWrite,
+    cache_read_input_tokens: usage.cacheRead,
+    output_tokens: outputTokens,
+  };
+}
+
+function firstTool(body: Record<string, unknown>) {
+  const tools = body.tools;
+  if (!Array.isArray(tools)) return undefined;
+  const tool = tools.find((candidate) => typeof candidate?.name === 'string');
+  return tool ? { name: tool.name as string, schema: tool.input_schema } : undefined;
+}
+
+function contentOf(plan: ReplyPlan) {
+  if (plan.toolCall) {
+    const input = JSON.parse(plan.toolCall.arguments) as unknown;
+    return [{ type: 'tool_use', id: `toolu_${plan.id}`, name: plan.toolCall.name, input }];
+  }
+  return [{ type: 'text', text: plan.text }];
+}
+
+function messageOf(plan: ReplyPlan, content: unknown[], stopReason: string | null, outputTokens: number) {
+  const message: Record<string, unknown> = {
+    id: `msg_${plan.id}`,
+    type: 'message',
+    role: 'assistant',
+    model: plan.model,
+    content,
+    stop_reason: stopReason,
+    stop_sequence: null,
+  };
+  if (plan.usage) message.usage = usageOf(plan.usage, outputTokens);
+  return message;
+}
+
+function blockEvents(plan: ReplyPlan): StreamEvent[] {
+  const tool = plan.toolCall;
+  const start = tool
+    ? { type: 'tool_use', id: `toolu_${plan.id}`, name: tool.name, input: {} }
+    : { type: 'text', text: '' };
+  const deltas = tool
+    ? splitFragments(tool.arguments).map((partial_json) => ({ type: 'input_json_delta', partial_json }))
+    : plan.pieces.map((text) => ({ type: 'text_delta', text }));
+  return [
+    { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: start } },
+    { event: 'ping', data: { type: 'ping' } },
+    ...deltas.map((delta) => ({
+      event: 'content_block_delta',
+      data: { type: 'content_block_delta', index: 0, delta },
+    })),
+    { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+  ];
+}
+
+export const anthropicProtocol: Protocol = {
+  readRequest(body) {
+    return {
+      model: readModel(body, MOCK_MODEL),
+      stream: body.stream === true,
+      maxOutput: readNumber(body.max_tokens),
+      includeUsage: true,
+      tool: firstTool(body),
+    };
+  },
+
+  isAuthorized(headers, expectedApiKey) {
+    return headers['x-api-key'] === expectedApiKey;
+  },
+
+  errorBody(status, message) {
+    return { type: 'error', error: { type: errorType(status), message } };
+  },
+
+  reply(plan) {
+    return messageOf(plan, contentOf(plan), STOP_REASONS[plan.stop], plan.usage?.outputTokens ?? 0);
+  },
+
+  stream(plan) {
+    // message_start reports a token or so of output; message_delta carries the cumulative figure.
+    const startOutput = Math.min(1, plan.usage?.outputTokens ?? 0);
+    const messageDelta: Record<string, unknown> = {
+      type: 'message_delta',
+      delta: { stop_reason: STOP_REASONS[plan.stop], stop_sequence: null },
+    };
+    if (plan.usage) messageDelta.usage = { output_tokens: plan.usage.outputTokens };
+    const events: StreamEvent[] = [
+      {
+        event: 'message_start',
+        data: { type: 'message_start', message: messageOf(plan, [], null, startOutput) },
+      },
+      ...blockEvents(plan),
+      { event: 'message_delta', data: messageDelta },
+      { event: 'message_stop', data: { type: 'message_stop' } },
+    ];
+    // message_start, content_block_start, ping, then the first delta.
+    return { events, firstDelta: 3 };
+  },
+
+  streamError() {
+    return {
+      event: 'error',
+      data: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } },
+    };
+  },
+};

@@ -1,0 +1,40 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ProtocolRequest, ReplyPlan } from '../reply-plan.ts';
+
+/** One server-sent event before framing: an optional `event:` name and a JSON `data` value. */
+export interface StreamEvent {
+  event?: string;
+  data: unknown;
+}
+
+export interface StreamEvents {
+  events: StreamEvent[];
+  /** Index of the first content delta: where `invalid_json` and `stream_error` strike. */
+  firstDelta: number;
+  /** A frame sent after the last event on a proper end (chat's `data: [DONE]`). */
+  terminator?: string;
+}
+
+/** One upstream wire protocol: how to read its requests and render its answers and errors. */
+export interface Protocol {
+  /** Reads what the mock needs from a parsed JSON body. */
+  readRequest(body: Record<string, unknown>): ProtocolRequest;
+  /** Whether the request carries the expected credential in this protocol's header. */
+  isAuthorized(headers: IncomingHttpHeaders, expectedApiKey: string): boolean;
+  /** The provider's error body for an HTTP status. */
+  errorBody(status: number, message: string): unknown;
+  /** The non-streamed answer. */
+  reply(plan: ReplyPlan, request: ProtocolRequest): unknown;
+  /** The streamed answer, as events. */
+  stream(plan: ReplyPlan, request: ProtocolRequest): StreamEvents;
+  /** The provider's mid-stream error event; `sequence` is its position in the stream. */
+  streamError(sequence: number): StreamEvent;
+}
+
+export function readNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+export function readModel(body: Record<string, unknown>, fallback: string): string {
+  return typeof body.model === 'string' ? body.model : fallback;
+}

@@ -48,7 +48,10 @@ export function wait(response: ServerResponse, ms: number): Promise<boolean> {
 /** A non-streamed answer, honouring `invalid_json` and `cut_after` (bytes). */
 export function sendBody(response: ServerResponse, body: unknown, directives: Directives): void {
   const text = directives.invalidJson ? '{"id": "broken", "type": ' : JSON.stringify(body);
-  if (directives.cutAfter === undefined) return sendText(response, 200, text);
+  if (directives.cutAfter === undefined) {
+    sendText(response, 200, text);
+    return;
+  }
   // Announce the full length, send part of it, then drop the connection.
   const bytes = Buffer.from(text);
   response.writeHead(200, { ...JSON_HEADERS, 'content-length': bytes.length });

@@ -73,7 +73,7 @@ describe('POST /v1/responses', () => {
     const completed = events.at(-1)?.response as Record<string, unknown>;
     expect(completed).toMatchObject({ status: 'completed', model: 'gpt-resp', usage: { output_tokens: 2 } });
     expect((completed.usage as { input_tokens: number }).input_tokens).toBe(expectedInputTokens(body));
-    expect((events[0]?.response as { usage: unknown }).usage).toBeNull();
+    expect(events[0]).toMatchObject({ response: { usage: null } });
   });
 
   it('reports an incomplete response when max_output_tokens cuts the reply', async () => {
@@ -93,7 +93,7 @@ describe('POST /v1/responses', () => {
     const response = await (
       await postJson(mock.url, '/v1/responses', responses('@mock(tool)', { tools }))
     ).json();
-    expect(response.output).toEqual([
+    expect(response).toHaveProperty('output', [
       {
         id: expect.stringMatching(/^fc_/),
         type: 'function_call',

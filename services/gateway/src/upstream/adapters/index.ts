@@ -1,0 +1,16 @@
+import type { ProviderKind, UpstreamAdapter } from '../types.ts';
+import { anthropicAdapter } from './anthropic-adapter.ts';
+import { openaiAdapter } from './openai-adapter.ts';
+
+/** Every provider kind has exactly one adapter; a new kind without one is a compile error. */
+const ADAPTERS: Record<ProviderKind, UpstreamAdapter> = {
+  anthropic: anthropicAdapter,
+  openai: openaiAdapter,
+};
+
+export function getAdapter(kind: ProviderKind): UpstreamAdapter {
+  return ADAPTERS[kind];
+}
+
+export { anthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from './anthropic-adapter.ts';
+export { openaiAdapter } from './openai-adapter.ts';

@@ -1,0 +1,17 @@
+import { AppError } from '@tollgate/errors';
+import type { MeteredSurface, UpstreamAdapter } from '../types.ts';
+
+/**
+ * An alias configured with a protocol its provider does not speak is a catalogue mistake, not a
+ * client one: refuse it as model_unavailable before any upstream call.
+ */
+export function assertSurface(adapter: Pick<UpstreamAdapter, 'surfaces'>, surface: MeteredSurface): void {
+  if (!adapter.surfaces.includes(surface)) throw new AppError('model_unavailable');
+}
+
+/** The base URL without trailing slashes, so `{base}/path` never doubles a slash. */
+export function trimBaseUrl(baseUrl: string): string {
+  let end = baseUrl.length;
+  while (end > 0 && baseUrl.charCodeAt(end - 1) === 47) end--;
+  return end === baseUrl.length ? baseUrl : baseUrl.slice(0, end);
+}

@@ -1,0 +1,63 @@
+import type { GatewayProvider, MeteredSurface, ProviderKind } from '@tollgate/schemas';
+import type { SseEvent } from './sse.ts';
+
+export type { MeteredSurface, ProviderKind } from '@tollgate/schemas';
+
+/** Where one request goes: the provider, its credential, and the model on both sides. */
+export interface UpstreamTarget {
+  provider: GatewayProvider;
+  /** The provider credential (from loadCredentials), or null for servers that need none. */
+  credential: string | null;
+  /** The provider's model id; never shown to a client. */
+  upstreamModel: string;
+  /** The public alias the client called; replaces the upstream id in everything relayed back. */
+  alias: string;
+}
+
+/** Usage figures as the provider reported them, cache tokens folded into input. */
+export interface UsageFigures {
+  inputTokens: bigint;
+  outputTokens: bigint;
+}
+
+export interface UpstreamRequest {
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * What one SSE event means for the relay. Strings rather than objects so the hot path allocates
+ * nothing per event.
+ * - `pass`: relay it unchanged (apart from the model rewrite).
+ * - `usage_only`: the chat-completions usage chunk (`choices: []`); relayed only if the client asked.
+ * - `terminal`: the protocol's own end event (message_stop, [DONE], response.completed); relay it.
+ * - `provider_error`: the provider reported a failure inside the stream; never relayed as is.
+ * - `invalid`: the event is not the JSON the protocol promises.
+ */
+export type StreamEventVerdict = 'pass' | 'usage_only' | 'terminal' | 'provider_error' | 'invalid';
+
+/** Follows one stream's events and keeps the latest usage figures. One tracker per stream. */
+export interface StreamUsageTracker {
+  observe(event: SseEvent): StreamEventVerdict;
+  /** The usage to settle, or null when the stream did not report complete figures. */
+  usage(): UsageFigures | null;
+}
+
+/**
+ * One provider protocol family. An adapter is transport (URL, auth and version headers) plus
+ * usage extraction: bodies are forwarded unchanged. OpenAI-compatible servers (vLLM, Ollama,
+ * llama.cpp) are the `openai` adapter with their own base URL.
+ */
+export interface UpstreamAdapter {
+  readonly kind: ProviderKind;
+  readonly surfaces: readonly MeteredSurface[];
+  /** URL and headers of the upstream call. Only the client headers named by the adapter pass. */
+  buildRequest(input: {
+    target: UpstreamTarget;
+    surface: MeteredSurface;
+    clientHeaders: Headers;
+  }): UpstreamRequest;
+  /** Usage of a non-streamed response body (already parsed JSON); null when absent or malformed. */
+  extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null;
+  createStreamUsageTracker(surface: MeteredSurface): StreamUsageTracker;
+}

@@ -68,8 +68,8 @@ const COUNT_TOKENS_PARAMETERS = [
 
 /**
  * POST /v1/chat/completions. OpenAI API reference, Chat Completions "Create" (developers.openai.com);
- * `ChatCompletionCreateParamsBase` in openai/openai-node src/resources/chat/completions/completions.ts),
- * deprecated fields (functions, function_call, max_tokens, user) included because clients still send them.
+ * `ChatCompletionCreateParamsBase` in openai/openai-node src/resources/chat/completions/completions.ts.
+ * Deprecated fields (functions, function_call, max_tokens, user) are included: clients still send them.
  */
 const CHAT_COMPLETIONS_PARAMETERS = [
   'model',
@@ -113,10 +113,11 @@ const CHAT_COMPLETIONS_PARAMETERS = [
 
 /**
  * POST /v1/responses. OpenAI API reference, Responses "Create a model response"
- * (developers.openai.com); `ResponseCreateParamsBase` in openai/openai-node src/resources/responses/responses.ts). `client_metadata` is not in that
- * reference but Codex CLI sends it on every request (openai/codex, codex-rs/codex-api
- * `ResponsesApiRequest`), with include, prompt_cache_key, reasoning, store, parallel_tool_calls,
- * instructions, input, tools, tool_choice, stream, text, service_tier and prompt_cache_retention.
+ * (developers.openai.com); `ResponseCreateParamsBase` in openai/openai-node
+ * src/resources/responses/responses.ts. `client_metadata` is not in that reference but Codex CLI
+ * sends it on every request (openai/codex, codex-rs/codex-api `ResponsesApiRequest`), along with
+ * include, prompt_cache_key, reasoning, store, parallel_tool_calls, instructions, input, tools,
+ * tool_choice, stream, text, service_tier and prompt_cache_retention.
  */
 const RESPONSES_PARAMETERS = [
   'model',

@@ -67,3 +67,36 @@ export function expectedInputTokens(body: unknown): number {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   return Math.max(1, Math.ceil(Buffer.byteLength(text) / 4));
 }
+
+/** The three protocols, with a request builder for each, for tests run over all of them. */
+export const PROTOCOL_CASES = [
+  {
+    name: 'messages',
+    path: '/v1/messages',
+    request: (content: string, extra: Record<string, unknown> = {}) => ({
+      model: 'm',
+      max_tokens: 1000,
+      messages: [{ role: 'user', content }],
+      ...extra,
+    }),
+  },
+  {
+    name: 'chat completions',
+    path: '/v1/chat/completions',
+    request: (content: string, extra: Record<string, unknown> = {}) => ({
+      model: 'm',
+      messages: [{ role: 'user', content }],
+      ...(extra.stream ? { stream_options: { include_usage: true } } : {}),
+      ...extra,
+    }),
+  },
+  {
+    name: 'responses',
+    path: '/v1/responses',
+    request: (content: string, extra: Record<string, unknown> = {}) => ({
+      model: 'm',
+      input: content,
+      ...extra,
+    }),
+  },
+] as const;

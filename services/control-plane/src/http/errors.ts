@@ -25,6 +25,10 @@ function fromHttpException(error: HTTPException): AppError {
   if (error.status === 400 || error.status === 422) {
     return AppError.validation({ body: ['Send a valid JSON body.'] });
   }
+  // The OpenAPI validator's media-type gate: a form or text body where JSON is declared.
+  if (error.status === 415) {
+    return AppError.validation({ body: ['Send the body as JSON (Content-Type: application/json).'] });
+  }
   if (error.status === 401) return new AppError('unauthenticated');
   if (error.status === 404) return new AppError('not_found');
   return new AppError('server_error');

@@ -48,6 +48,7 @@ describe('introspection', () => {
         path: '/v1/messages',
         headers: expect.objectContaining({ 'x-trace': 'one', 'content-type': 'application/json' }),
         body,
+        bodyBytes: Buffer.byteLength(body),
         tag: 'gamma',
         anthropicVersion: '2023-06-01',
         receivedAt: expect.any(Number),
@@ -63,6 +64,15 @@ describe('introspection', () => {
     expect(reset.status).toBe(204);
     expect(mock.stats()).toEqual({ calls: 0, byPath: {}, byTag: {} });
     expect(await getJson('/__mock/requests')).toEqual({ requests: [] });
+  });
+
+  it('keeps at most 1 MiB of a large body', async () => {
+    const big = 'x'.repeat(1_200_000);
+    await postJson(mock.url, chat.path, chat.request(`@mock(tag=big) ${big}`));
+    const [recorded] = mock.requests('big');
+    expect(recorded?.body).toHaveLength(1 << 20);
+    expect(recorded).toMatchObject({ bodyTruncated: true, bodyBytes: expect.any(Number) });
+    expect(recorded?.bodyBytes).toBeGreaterThan(1_200_000);
   });
 
   it('keeps only the most recent requests, oldest first', async () => {

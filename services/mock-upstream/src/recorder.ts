@@ -5,8 +5,10 @@ export interface RecordedRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
-  /** The raw body text. */
+  /** The raw body text (its first 1 MiB characters when larger; see bodyTruncated). */
   body: string;
+  bodyBytes: number;
+  bodyTruncated?: true;
   tag?: string;
   anthropicVersion?: string;
   anthropicBeta?: string;

@@ -44,6 +44,14 @@ const PROTOCOLS: Record<string, Protocol> = {
 };
 
 const NOT_FOUND = { error: { type: 'not_found_error', message: 'Not found' } };
+/** Longest body text kept per recorded request, so 200 recordings stay small in memory. */
+const MAX_RECORDED_BODY_CHARS = 1 << 20;
+
+function recordedBody(text: string): { body: string; bodyTruncated?: true } {
+  if (text.length <= MAX_RECORDED_BODY_CHARS) return { body: text };
+  // A plain slice would keep the whole original string alive; copy the kept part.
+  return { body: Buffer.from(text.slice(0, MAX_RECORDED_BODY_CHARS)).toString(), bodyTruncated: true };
+}
 
 function readBody(request: IncomingMessage): Promise<{ text: string; bytes: number }> {
   return new Promise((resolve, reject) => {
@@ -141,7 +149,8 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
       method: request.method ?? 'GET',
       path,
       headers: request.headers,
-      body: rawBody.text,
+      ...recordedBody(rawBody.text),
+      bodyBytes: rawBody.bytes,
       tag: directives.tag,
       anthropicVersion: firstHeader(request.headers['anthropic-version']),
       anthropicBeta: firstHeader(request.headers['anthropic-beta']),

@@ -6,6 +6,7 @@ const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
   z.preprocess(blankToUndefined, schema.default(fallback as never));
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+const MINUTE = 60_000;
 const bool = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
 /**
@@ -33,6 +34,41 @@ export const ControlPlaneEnv = z.object({
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
   PUBLIC_URL: optional(z.string().url()),
   TRUST_PROXY: withDefault(bool, 'false'),
+
+  // Sessions (browser).
+  SESSION_IDLE_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
+  SESSION_ABSOLUTE_TIMEOUT_HOURS: withDefault(positiveInt, 12),
+
+  // Email codes and tokens.
+  REGISTER_CODE_TTL_MINUTES: withDefault(positiveInt, 15),
+  /** Wrong guesses one sign-up code survives before it is void. */
+  REGISTER_CODE_MAX_ATTEMPTS: withDefault(positiveInt, 5),
+  PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30),
+
+  // Throttles (Postgres-backed, shared by every control-plane instance). Windows in minutes.
+  LOGIN_ADDRESS_LIMIT: withDefault(positiveInt, 30),
+  LOGIN_ACCOUNT_ADDRESS_LIMIT: withDefault(positiveInt, 5),
+  /** Failures on one account from all addresses; addresses that signed in before are exempt. */
+  LOGIN_ACCOUNT_LIMIT: withDefault(positiveInt, 50),
+  LOGIN_WINDOW_MINUTES: withDefault(positiveInt, 15),
+  EMAIL_SEND_ADDRESS_LIMIT: withDefault(positiveInt, 20),
+  EMAIL_SEND_RECIPIENT_LIMIT: withDefault(positiveInt, 5),
+  EMAIL_SEND_WINDOW_MINUTES: withDefault(positiveInt, 60),
+  CODE_CHECK_ADDRESS_LIMIT: withDefault(positiveInt, 30),
+  CODE_CHECK_WINDOW_MINUTES: withDefault(positiveInt, 15),
+  KEY_REVEAL_LIMIT: withDefault(positiveInt, 10),
+  KEY_REVEAL_WINDOW_MINUTES: withDefault(positiveInt, 60),
+
+  // Inference keys: defaults of the per-key ceilings when a key is created without them.
+  KEY_DEFAULT_MAX_REQUEST_BYTES: withDefault(positiveInt, 10_485_760),
+  KEY_DEFAULT_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 32_768),
+  KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60),
+  KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4),
+  KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100),
+
+  // Email delivery: SMTP when set, else written to the log (development default).
+  SMTP_URL: optional(z.string().url()),
+  MAIL_FROM: withDefault(z.string(), 'Tollgate <no-reply@localhost>'),
 });
 
 export type ControlPlaneConfig = ReturnType<typeof loadConfig>;
@@ -56,5 +92,44 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: parsed.LOG_LEVEL,
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
+    sessions: {
+      idleTimeoutMs: parsed.SESSION_IDLE_TIMEOUT_MINUTES * MINUTE,
+      absoluteTimeoutMs: parsed.SESSION_ABSOLUTE_TIMEOUT_HOURS * 60 * MINUTE,
+    },
+    emailCodes: {
+      registerTtlMs: parsed.REGISTER_CODE_TTL_MINUTES * MINUTE,
+      registerMaxAttempts: parsed.REGISTER_CODE_MAX_ATTEMPTS,
+      resetTtlMs: parsed.PASSWORD_RESET_TTL_MINUTES * MINUTE,
+    },
+    throttles: {
+      loginPerAddress: { limit: parsed.LOGIN_ADDRESS_LIMIT, windowMs: parsed.LOGIN_WINDOW_MINUTES * MINUTE },
+      loginPerAccountAddress: {
+        limit: parsed.LOGIN_ACCOUNT_ADDRESS_LIMIT,
+        windowMs: parsed.LOGIN_WINDOW_MINUTES * MINUTE,
+      },
+      loginPerAccount: { limit: parsed.LOGIN_ACCOUNT_LIMIT, windowMs: parsed.LOGIN_WINDOW_MINUTES * MINUTE },
+      emailPerAddress: {
+        limit: parsed.EMAIL_SEND_ADDRESS_LIMIT,
+        windowMs: parsed.EMAIL_SEND_WINDOW_MINUTES * MINUTE,
+      },
+      emailPerRecipient: {
+        limit: parsed.EMAIL_SEND_RECIPIENT_LIMIT,
+        windowMs: parsed.EMAIL_SEND_WINDOW_MINUTES * MINUTE,
+      },
+      codeCheckPerAddress: {
+        limit: parsed.CODE_CHECK_ADDRESS_LIMIT,
+        windowMs: parsed.CODE_CHECK_WINDOW_MINUTES * MINUTE,
+      },
+      keyReveal: { limit: parsed.KEY_REVEAL_LIMIT, windowMs: parsed.KEY_REVEAL_WINDOW_MINUTES * MINUTE },
+    },
+    keyDefaults: {
+      maxRequestBytes: parsed.KEY_DEFAULT_MAX_REQUEST_BYTES,
+      maxOutputTokens: parsed.KEY_DEFAULT_MAX_OUTPUT_TOKENS,
+      requestsPerMinute: parsed.KEY_DEFAULT_REQUESTS_PER_MINUTE,
+      concurrency: parsed.KEY_DEFAULT_CONCURRENCY,
+    },
+    keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
+    smtpUrl: parsed.SMTP_URL,
+    mailFrom: parsed.MAIL_FROM,
   };
 }

@@ -1,24 +1,49 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Dependencies } from '../deps.ts';
+import { adminAndResellerRoutes } from '../modules/accounts/admin.routes.ts';
+import { meRoutes } from '../modules/accounts/me.routes.ts';
+import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
+import { authRoutes } from '../modules/auth/auth.routes.ts';
+import { sessionRoutes } from '../modules/auth/sessions.routes.ts';
 import { healthRoutes } from '../modules/health/health.routes.ts';
+import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
+import { createMailSender } from '../modules/mail/mail-sender.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
+import { refuseInferenceKeys } from './inference-key-guard.ts';
+import { registerSecuritySchemes } from './openapi-security.ts';
 import { requestContext } from './request-context.ts';
 
 /** The public API under /api/v1 (dashboard, admin, reseller), with its OpenAPI document. */
-export function createPublicApp(deps: Dependencies) {
+export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer } = {}) {
+  const mailer =
+    options.mailer ??
+    createMailer({
+      db: deps.db,
+      sender: createMailSender(deps.config, deps.logger),
+      clock: deps.clock,
+      logger: deps.logger,
+    });
+
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestContext(deps));
   app.onError(handleError);
   app.notFound(handleNotFound);
 
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  api.use('*', refuseInferenceKeys());
   api.route('/', healthRoutes());
+  api.route('/', authRoutes(mailer));
+  api.route('/', meRoutes());
+  api.route('/', sessionRoutes());
+  api.route('/', apiKeyRoutes());
+  api.route('/', adminAndResellerRoutes());
 
   app.route('/api/v1', api);
+  registerSecuritySchemes(app, deps.config);
   app.doc31('/api/v1/openapi.json', {
     openapi: '3.1.0',
     info: { title: 'Tollgate control plane', version: '1.0.0' },
   });
-  return app;
+  return Object.assign(app, { mailer });
 }

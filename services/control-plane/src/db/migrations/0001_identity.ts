@@ -45,6 +45,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz not null default now()
     );
     create index email_codes_lookup_idx on email_codes (purpose, lower(email), created_at desc);
+    create index email_codes_hash_idx on email_codes (code_hash);
 
     create table outbox_emails (
       id uuid primary key default gen_random_uuid(),

@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
+import {
+  apiKeyDigest,
+  generateApiKeySecret,
+  type KeyLimits,
+  type KeyState,
+  type KeyStatus,
+  maskApiKey,
+} from '@tollgate/schemas';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { Dependencies } from '../../deps.ts';
+import { isUuid } from '../accounts/accounts.service.ts';
+import { readAccountBalances } from '../billing/balances.ts';
+import {
+  type ApiKeyRow,
+  countKeysOfAccount,
+  insertKey,
+  selectKeyByLookupHash,
+  selectKeyOfAccount,
+  selectKeysOfAccount,
+  updateUnrevokedKey,
+} from './api-keys.repository.ts';
+import { encryptSecret, lookupHashOf } from './key-crypto.ts';
+
+/** An inference key as its owner sees it. Never carries the secret. */
+export interface ApiKey {
+  id: string;
+  accountId: string;
+  name: string;
+  mask: string;
+  state: KeyState;
+  scope: string[] | null;
+  expiresAt: Date | null;
+  limits: KeyLimits;
+  /** The current secret can be re-copied (created or rotated with re-copy support, not revoked). */
+  revealable: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+  rotatedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** What the billing module needs to authorise a presented key. */
+export interface KeyRecord {
+  keyId: string;
+  accountId: string;
+  name: string;
+  state: KeyState;
+  expiresAt: Date | null;
+  scope: string[] | null;
+  limits: KeyLimits;
+  accountSuspended: boolean;
+}
+
+export interface NewKeyInput {
+  name: string;
+  scope?: string[] | null;
+  expiresAt?: string | null;
+  limits?: Partial<KeyLimits>;
+}
+
+type KeyDeps = Pick<Dependencies, 'db' | 'clock' | 'config' | 'events'>;
+
+/** Revoked is final, a passed expiry outranks a disabled flag (re-enabling would not help). */
+export function stateOf(row: Pick<ApiKeyRow, 'status' | 'expires_at'>, now: Date): KeyState {
+  if (row.status === 'revoked') return 'revoked';
+  if (row.expires_at && row.expires_at <= now) return 'expired';
+  return row.status;
+}
+
+function limitsOf(row: ApiKeyRow): KeyLimits {
+  return {
+    maxRequestBytes: row.max_request_bytes,
+    maxOutputTokens: row.max_output_tokens,
+    requestsPerMinute: row.requests_per_minute,
+    concurrency: row.concurrency,
+  };
+}
+
+export function toApiKey(row: ApiKeyRow, now: Date): ApiKey {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    mask: row.mask,
+    state: stateOf(row, now),
+    scope: row.scope,
+    expiresAt: row.expires_at,
+    limits: limitsOf(row),
+    revealable: row.secret_ciphertext !== null && row.status !== 'revoked',
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    rotatedAt: row.rotated_at,
+    revokedAt: row.revoked_at,
+  };
+}
+
+/** A fresh secret and everything stored about it: lookup hash, re-copyable ciphertext, mask. */
+function sealSecret(config: Dependencies['config'], keyId: string) {
+  const secret = generateApiKeySecret();
+  return {
+    secret,
+    stored: {
+      lookup_hash: lookupHashOf(config.keyPepper, apiKeyDigest(secret)),
+      secret_ciphertext: encryptSecret(config.keyEncryptionKey, keyId, secret),
+      recoverable: true,
+      mask: maskApiKey(secret),
+    },
+  };
+}
+
+/** The caller's own key, or not_found (also for another account's key or a malformed id). */
+export async function findOwnKeyRow(
+  db: Kysely<Database>,
+  accountId: string,
+  keyId: string,
+): Promise<ApiKeyRow> {
+  const row = isUuid(keyId) ? await selectKeyOfAccount(db, accountId, keyId) : undefined;
+  if (!row) throw new AppError('not_found');
+  return row;
+}
+
+/** Creates a key; the full secret is in this answer and nowhere else, ever. */
+export async function createKey(
+  deps: KeyDeps,
+  accountId: string,
+  input: NewKeyInput,
+): Promise<{ key: ApiKey; secret: string }> {
+  const { db, clock, config } = deps;
+  const now = clock.now();
+  const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
+  if (expiresAt && expiresAt <= now)
+    throw AppError.validation({ expiresAt: ['Choose a time in the future.'] });
+  if ((await countKeysOfAccount(db, accountId)) >= config.keysPerAccountLimit) {
+    throw AppError.validation({ body: [`An account can hold at most ${config.keysPerAccountLimit} keys.`] });
+  }
+  const limits = { ...config.keyDefaults, ...definedOnly(input.limits ?? {}) };
+  const id = randomUUID();
+  const { secret, stored } = sealSecret(config, id);
+  const row = await insertKey(db, {
+    id,
+    account_id: accountId,
+    name: input.name,
+    ...stored,
+    scope: input.scope && input.scope.length > 0 ? [...new Set(input.scope)] : null,
+    expires_at: expiresAt,
+    max_request_bytes: limits.maxRequestBytes,
+    max_output_tokens: limits.maxOutputTokens,
+    requests_per_minute: limits.requestsPerMinute,
+    concurrency: limits.concurrency,
+  });
+  await deps.events.publish({ type: 'key.changed', keyId: id });
+  return { key: toApiKey(row, now), secret };
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as Partial<T>;
+}
+
+export async function listKeys(
+  deps: Pick<Dependencies, 'db' | 'clock'>,
+  accountId: string,
+): Promise<ApiKey[]> {
+  const now = deps.clock.now();
+  return (await selectKeysOfAccount(deps.db, accountId)).map((row) => toApiKey(row, now));
+}
+
+/** New secret for the same key; the previous one stops resolving at once. Revoked keys stay dead. */
+export async function rotateKey(
+  deps: KeyDeps,
+  accountId: string,
+  keyId: string,
+): Promise<{ key: ApiKey; secret: string }> {
+  const existing = await findOwnKeyRow(deps.db, accountId, keyId);
+  const now = deps.clock.now();
+  const { secret, stored } = sealSecret(deps.config, existing.id);
+  const row = await updateUnrevokedKey(deps.db, accountId, existing.id, {
+    ...stored,
+    rotated_at: now,
+    updated_at: now,
+  });
+  if (!row)
+    throw new AppError('forbidden', { message: 'A revoked key cannot be rotated. Create a new key.' });
+  await deps.events.publish({ type: 'key.changed', keyId: row.id });
+  return { key: toApiKey(row, now), secret };
+}
+
+export type KeyStatusChange = 'active' | 'disabled' | 'revoked';
+
+/**
+ * Disable, re-enable or revoke. Revoked is permanent: re-enabling or disabling it is forbidden;
+ * revoking again changes nothing. Revoking also drops the re-copyable ciphertext.
+ */
+export async function changeKeyStatus(
+  deps: KeyDeps,
+  accountId: string,
+  keyId: string,
+  target: KeyStatusChange,
+): Promise<ApiKey> {
+  const existing = await findOwnKeyRow(deps.db, accountId, keyId);
+  const now = deps.clock.now();
+  if (existing.status === target) return toApiKey(existing, now);
+  const changes =
+    target === 'revoked'
+      ? { status: target, revoked_at: now, secret_ciphertext: null, updated_at: now }
+      : { status: target, updated_at: now };
+  const row = await updateUnrevokedKey(deps.db, accountId, existing.id, changes);
+  if (!row) {
+    if (target === 'revoked') return toApiKey(await findOwnKeyRow(deps.db, accountId, keyId), now);
+    throw new AppError('forbidden', {
+      message: 'A revoked key cannot be re-enabled or disabled; revocation is permanent.',
+    });
+  }
+  await deps.events.publish({ type: 'key.changed', keyId: row.id });
+  return toApiKey(row, now);
+}
+
+/** Validates a key from the dashboard: state, scope, ceilings and balance. Spends nothing. */
+export async function readKeyStatus(
+  deps: Pick<Dependencies, 'db' | 'clock'>,
+  accountId: string,
+  keyId: string,
+): Promise<KeyStatus> {
+  const row = await findOwnKeyRow(deps.db, accountId, keyId);
+  const now = deps.clock.now();
+  const balances = await readAccountBalances(deps.db, accountId, { now, scope: row.scope });
+  return {
+    keyId: row.id,
+    name: row.name,
+    state: stateOf(row, now),
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    scope: row.scope,
+    limits: limitsOf(row),
+    remaining: balances.remaining,
+    reserved: balances.reserved,
+  };
+}
+
+/**
+ * For the billing module (internal API): the key whose secret has this digest, or null.
+ * `digestHex` is the lower-case hex SHA-256 of the presented secret.
+ */
+export async function findKeyByDigest(
+  db: Kysely<Database>,
+  pepper: string,
+  digestHex: string,
+  now: Date,
+): Promise<KeyRecord | null> {
+  if (!/^[0-9a-f]{64}$/.test(digestHex)) return null;
+  const row = await selectKeyByLookupHash(db, lookupHashOf(pepper, digestHex));
+  if (!row) return null;
+  return {
+    keyId: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    state: stateOf(row, now),
+    expiresAt: row.expires_at,
+    scope: row.scope,
+    limits: limitsOf(row),
+    accountSuspended: row.account_status === 'suspended',
+  };
+}

@@ -1,0 +1,98 @@
+import { AppError } from '@tollgate/errors';
+import type { Dependencies } from '../../deps.ts';
+import {
+  type Account,
+  findCredentialsByEmail,
+  findPasswordHash,
+  normalizeEmail,
+  setPasswordHash,
+} from '../accounts/accounts.service.ts';
+import {
+  hitThrottle,
+  peekThrottle,
+  resetThrottle,
+  throttledError,
+  throttleKey,
+} from '../throttle/throttle.service.ts';
+import { hasSignedInFrom } from './auth.repository.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
+import {
+  type Authenticated,
+  endAccountSessions,
+  type StartedSession,
+  startSession,
+} from './sessions.service.ts';
+
+export interface ClientMeta {
+  /** Client address (from a trusted proxy's header only when configured). */
+  ip: string;
+  userAgent: string | null;
+}
+
+type LoginDeps = Pick<Dependencies, 'db' | 'clock' | 'config'>;
+
+const WRONG_CREDENTIALS = 'Email or password is incorrect.';
+
+/**
+ * Signs in. Three throttles: per address (every attempt), per account and address (failures),
+ * per account from anywhere (failures). The last one never locks the owner out: an address that
+ * signed in to the account before may still sign in with the right password. Unknown emails run
+ * the same steps (a dummy hash is verified) so they answer alike and in like time.
+ */
+export async function logIn(
+  deps: LoginDeps,
+  input: { email: string; password: string },
+  client: ClientMeta,
+): Promise<{ account: Account; started: StartedSession }> {
+  const { db, clock, config } = deps;
+  const rules = config.throttles;
+  const email = normalizeEmail(input.email);
+  const now = clock.now();
+  const addressKey = throttleKey('login-address', client.ip);
+  const pairKey = throttleKey('login-pair', email, client.ip);
+  const accountKey = throttleKey('login-account', email);
+
+  const byAddress = await hitThrottle(db, addressKey, rules.loginPerAddress, now);
+  if (!byAddress.allowed) throw throttledError(byAddress);
+  const byPair = await peekThrottle(db, pairKey, rules.loginPerAccountAddress, now);
+  if (!byPair.allowed) throw throttledError(byPair);
+  const byAccount = await peekThrottle(db, accountKey, rules.loginPerAccount, now);
+
+  const credentials = await findCredentialsByEmail(db, email);
+  const matches = await verifyPassword(credentials?.passwordHash ?? null, input.password);
+  if (!credentials || !matches) {
+    await hitThrottle(db, pairKey, rules.loginPerAccountAddress, now);
+    await hitThrottle(db, accountKey, rules.loginPerAccount, now);
+    if (!byAccount.allowed) throw throttledError(byAccount);
+    throw new AppError('unauthenticated', { message: WRONG_CREDENTIALS });
+  }
+  if (!byAccount.allowed && !(await hasSignedInFrom(db, credentials.account.id, client.ip))) {
+    throw throttledError(byAccount);
+  }
+  await resetThrottle(db, pairKey);
+  if (credentials.account.status === 'suspended') throw new AppError('account_suspended');
+  const started = await startSession(deps, credentials.account.id, client);
+  return { account: credentials.account, started };
+}
+
+/** Changes the password of a signed-in account and ends its other sessions. */
+export async function changePassword(
+  deps: LoginDeps,
+  auth: Authenticated,
+  input: { currentPassword: string; newPassword: string },
+  client: ClientMeta,
+): Promise<{ endedSessions: number }> {
+  const { db, clock, config } = deps;
+  const key = throttleKey('password-change', auth.account.id, client.ip);
+  const verdict = await peekThrottle(db, key, config.throttles.loginPerAccountAddress, clock.now());
+  if (!verdict.allowed) throw throttledError(verdict);
+  const storedHash = await findPasswordHash(db, auth.account.id);
+  if (!(await verifyPassword(storedHash, input.currentPassword))) {
+    await hitThrottle(db, key, config.throttles.loginPerAccountAddress, clock.now());
+    throw AppError.validation({ currentPassword: ['The current password is incorrect.'] });
+  }
+  await resetThrottle(db, key);
+  await setPasswordHash(deps, auth.account.id, await hashPassword(input.newPassword));
+  const endedSessions = await endAccountSessions(deps, auth.account.id, 'password_changed', auth.session.id);
+  return { endedSessions };
+}

@@ -1,0 +1,91 @@
+import { AppError } from '@tollgate/errors';
+import type { Dependencies } from '../../deps.ts';
+import { findAccountByEmail, normalizeEmail, setPasswordHash } from '../accounts/accounts.service.ts';
+import type { Mailer } from '../mail/mail.service.ts';
+import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
+import {
+  consumeEmailCode,
+  insertEmailCode,
+  selectUsableCodeByHashForUpdate,
+  voidEmailCodes,
+} from './auth.repository.ts';
+import { hashEmailCode, newResetToken } from './email-codes.ts';
+import { hashPassword } from './passwords.ts';
+import { enforceEmailThrottles } from './registration.service.ts';
+import { endAccountSessions } from './sessions.service.ts';
+
+type ResetDeps = Pick<Dependencies, 'db' | 'clock' | 'config'>;
+
+const TOKEN_PATTERN = /^[0-9a-f]{64}$/;
+const WRONG_TOKEN = 'The reset token is wrong, used or expired. Ask for a new one.';
+
+function resetTokenHash(pepper: string, token: string): Buffer {
+  // The token alone finds its row, so the hash is not bound to an email.
+  return hashEmailCode(pepper, 'password_reset', '', token);
+}
+
+/** Emails a single-use reset token when the address has an account; answers alike when not. */
+export async function requestPasswordReset(
+  deps: ResetDeps,
+  mailer: Mailer,
+  input: { email: string },
+  ip: string,
+): Promise<void> {
+  const email = normalizeEmail(input.email);
+  await enforceEmailThrottles(deps, 'password-reset', email, ip);
+  const account = await findAccountByEmail(deps.db, email);
+  if (!account) return;
+  const token = newResetToken();
+  const now = deps.clock.now();
+  const ttlMs = deps.config.emailCodes.resetTtlMs;
+  await deps.db.transaction().execute(async (trx) => {
+    await voidEmailCodes(trx, 'password_reset', account.email, now);
+    await insertEmailCode(trx, {
+      purpose: 'password_reset',
+      email: account.email,
+      codeHash: resetTokenHash(deps.config.keyPepper, token),
+      expiresAt: new Date(now.getTime() + ttlMs),
+    });
+  });
+  const link = deps.config.publicUrl
+    ? `\n\n${new URL(`/reset-password#token=${token}`, deps.config.publicUrl)}`
+    : '';
+  await mailer.send({
+    to: account.email,
+    kind: 'password_reset',
+    subject: 'Reset your Tollgate password',
+    text:
+      `Your password reset token is ${token}. It expires in ${Math.round(ttlMs / 60_000)} minutes ` +
+      `and works once. If you did not ask for it, ignore this email.${link}`,
+  });
+}
+
+/** Sets a new password from a reset token, and ends every session of the account. */
+export async function resetPassword(
+  deps: ResetDeps,
+  input: { token: string; password: string },
+  ip: string,
+): Promise<void> {
+  const { db, clock, config } = deps;
+  await enforceThrottle(db, throttleKey('code-check', ip), config.throttles.codeCheckPerAddress, clock.now());
+  if (!TOKEN_PATTERN.test(input.token)) throw AppError.validation({ token: [WRONG_TOKEN] });
+  const passwordHash = await hashPassword(input.password);
+  const accountId = await db.transaction().execute(async (trx) => {
+    const now = clock.now();
+    const row = await selectUsableCodeByHashForUpdate(
+      trx,
+      'password_reset',
+      resetTokenHash(config.keyPepper, input.token),
+      now,
+    );
+    if (!row) return null;
+    await consumeEmailCode(trx, row.id, now);
+    await voidEmailCodes(trx, 'password_reset', row.email, now);
+    const account = await findAccountByEmail(trx, row.email);
+    if (!account) return null;
+    await setPasswordHash({ db: trx, clock }, account.id, passwordHash);
+    await endAccountSessions({ db: trx, clock, config }, account.id, 'password_reset');
+    return account.id;
+  });
+  if (!accountId) throw AppError.validation({ token: [WRONG_TOKEN] });
+}

@@ -66,6 +66,11 @@ export const ControlPlaneEnv = z.object({
   KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4),
   KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100),
 
+  // Billing: how long a reservation or a hold may stay open before the reconciler releases it.
+  RESERVATION_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
+  HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24),
+  RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
+
   // Email delivery: SMTP when set, else written to the log (development default).
   SMTP_URL: optional(z.string().url()),
   MAIL_FROM: withDefault(z.string(), 'Tollgate <no-reply@localhost>'),
@@ -129,6 +134,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: parsed.KEY_DEFAULT_CONCURRENCY,
     },
     keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
+    billing: {
+      reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,
+      holdTimeoutMs: parsed.HOLD_TIMEOUT_HOURS * 60 * MINUTE,
+      reconcileIntervalMs: parsed.RECONCILE_INTERVAL_SECONDS * 1000,
+    },
+    /** The environment, for `${NAME}` references in the catalogue file. */
+    env,
     smtpUrl: parsed.SMTP_URL,
     mailFrom: parsed.MAIL_FROM,
   };

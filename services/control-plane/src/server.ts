@@ -8,6 +8,9 @@ import { type Dependencies, systemClock } from './deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApp } from './http/internal-app.ts';
+import { startReconciler } from './modules/billing/reconciler.ts';
+import { syncCatalog } from './modules/catalog/catalog.service.ts';
+import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;
@@ -47,6 +50,12 @@ export async function startControlPlane(
     events,
   };
 
+  if (config.catalogFile) {
+    await syncCatalog(deps, await loadCatalogFile(config.catalogFile, config.env));
+    logger.info({ file: config.catalogFile }, 'catalogue synced');
+  }
+  const reconciler = startReconciler(deps);
+
   const publicApp = createPublicApp(deps);
   const internalApp = createInternalApp(deps);
   const publicServer = await listen(
@@ -67,6 +76,7 @@ export async function startControlPlane(
     publicServer,
     internalServer,
     async close() {
+      reconciler.stop();
       await Promise.all([publicServer.close(), internalServer.close()]);
       await events.close();
       await database.close();

@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
+import { createConnection } from 'node:net';
 import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -40,29 +41,32 @@ export async function openDatabase(options: {
 
 /**
  * Embedded Postgres (PGlite) served on a unix socket in the data folder, reached with the same
- * `pg` driver and Kysely dialect as production, so every query runs the same path.
+ * `pg` driver and Kysely dialect as production, so every query runs the same path. When another
+ * process (a running control plane) already serves the folder, this one connects to its socket
+ * instead: two processes must never open the same PGlite folder. The socket server runs one
+ * query at a time and keeps a transaction on the connection that opened it.
  */
 async function openEmbedded(dataDir: string): Promise<DatabaseHandle> {
+  const directory = path.resolve(dataDir);
+  const socketDirectory = path.join(directory, 'run');
+  const socketPath = path.join(socketDirectory, '.s.PGSQL.5432');
+  const connect = () =>
+    new pg.Pool({ host: socketDirectory, port: 5432, user: 'postgres', database: 'postgres', max: 1, types });
+
+  if (await socketAnswers(socketPath)) {
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: connect() }) });
+    return { db, mode: 'embedded', close: () => db.destroy() };
+  }
+
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-  const directory = path.resolve(dataDir);
   await mkdir(path.join(directory, 'pglite'), { recursive: true });
-  const pglite = await PGlite.create(path.join(directory, 'pglite'));
-  const socketDirectory = path.join(directory, 'run');
   await mkdir(socketDirectory, { recursive: true });
-  const socketPath = path.join(socketDirectory, '.s.PGSQL.5432');
-  const server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 1 });
+  await rm(socketPath, { force: true }); // left behind by a process that did not stop cleanly
+  const pglite = await PGlite.create(path.join(directory, 'pglite'));
+  const server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 8 });
   await server.start();
-  // PGlite runs one query at a time: a pool of one keeps transactions on one connection.
-  const pool = new pg.Pool({
-    host: socketDirectory,
-    port: 5432,
-    user: 'postgres',
-    database: 'postgres',
-    max: 1,
-    types,
-  });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: connect() }) });
   return {
     db,
     mode: 'embedded',
@@ -72,4 +76,15 @@ async function openEmbedded(dataDir: string): Promise<DatabaseHandle> {
       await pglite.close();
     },
   };
+}
+
+function socketAnswers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection(socketPath);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }

@@ -5,6 +5,8 @@ import { meRoutes } from '../modules/accounts/me.routes.ts';
 import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from '../modules/auth/auth.routes.ts';
 import { sessionRoutes } from '../modules/auth/sessions.routes.ts';
+import { billingRoutes } from '../modules/billing/billing.routes.ts';
+import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/catalog.routes.ts';
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
 import { createMailSender } from '../modules/mail/mail-sender.ts';
@@ -38,6 +40,9 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', sessionRoutes());
   api.route('/', apiKeyRoutes());
   api.route('/', adminAndResellerRoutes());
+  api.route('/', publicCatalogRoutes());
+  api.route('/', adminCatalogRoutes());
+  api.route('/', billingRoutes());
 
   app.route('/api/v1', api);
   registerSecuritySchemes(app, deps.config);

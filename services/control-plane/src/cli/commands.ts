@@ -1,0 +1,185 @@
+import { randomBytes } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
+import { parseQuantity, SignedQuantity } from '@tollgate/schemas';
+import { migrateToLatest } from '../db/migrate.ts';
+import type { Dependencies } from '../deps.ts';
+import {
+  type Account,
+  createAccount,
+  findAccountByEmail,
+  setAccountRoles,
+} from '../modules/accounts/accounts.service.ts';
+import { createKey } from '../modules/api-keys/api-keys.service.ts';
+import { hashPassword } from '../modules/auth/passwords.ts';
+import { listHeldReservations } from '../modules/billing/billing.repository.ts';
+import { changeCredit, grantPackage } from '../modules/billing/billing.service.ts';
+import { verifyLedger } from '../modules/billing/ledger-check.ts';
+import { reconcileOnce } from '../modules/billing/reconciler.ts';
+import { syncCatalog } from '../modules/catalog/catalog.service.ts';
+import { loadCatalogFile } from '../modules/catalog/catalog-file.ts';
+
+export interface CommandInput {
+  positionals: string[];
+  options: Record<string, string | boolean | undefined>;
+}
+
+export class UsageError extends Error {}
+
+type Command = (deps: Dependencies, input: CommandInput) => Promise<unknown>;
+
+function arg(input: CommandInput, index: number, name: string): string {
+  const value = input.positionals[index];
+  if (!value) throw new UsageError(`missing <${name}>`);
+  return value;
+}
+
+function text(input: CommandInput, name: string): string | undefined {
+  const value = input.options[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+async function accountByEmail(deps: Dependencies, email: string): Promise<Account> {
+  const account = await findAccountByEmail(deps.db, email);
+  if (!account) throw new UsageError(`no account with email ${email}`);
+  return account;
+}
+
+/** Every command of `tollgate-admin`; each returns what is printed as JSON. */
+export const COMMANDS: Record<string, { usage: string; run: Command }> = {
+  migrate: {
+    usage: 'migrate',
+    run: async (deps) => ({ applied: await migrateToLatest(deps.db) }),
+  },
+  'sync-catalog': {
+    usage: 'sync-catalog [file]          (default: CATALOG_FILE)',
+    run: async (deps, input) => {
+      const file = input.positionals[0] ?? deps.config.catalogFile;
+      if (!file) throw new UsageError('name a catalogue file or set CATALOG_FILE');
+      await syncCatalog(deps, await loadCatalogFile(file, deps.config.env));
+      return { synced: file };
+    },
+  },
+  'create-account': {
+    usage: 'create-account <email> [--password <password>]   (a random one is printed when omitted)',
+    run: async (deps, input) => {
+      const email = arg(input, 0, 'email');
+      const password = text(input, 'password') ?? randomBytes(12).toString('base64url');
+      const account = await createAccount(deps.db, {
+        email,
+        passwordHash: await hashPassword(password),
+        displayName: null,
+      });
+      return {
+        accountId: account.id,
+        email: account.email,
+        ...(text(input, 'password') ? {} : { password }),
+      };
+    },
+  },
+  'create-key': {
+    usage: 'create-key <email> [--name <name>] [--scope alias1,alias2]   (prints the secret once)',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const scope = text(input, 'scope')?.split(',').filter(Boolean) ?? null;
+      const { key, secret } = await createKey(deps, account.id, {
+        name: text(input, 'name') ?? 'cli',
+        scope,
+      });
+      return { keyId: key.id, secret };
+    },
+  },
+  'grant-package': {
+    usage: 'grant-package <email> <package-id> [--idempotency-key <key>] [--note <text>]',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const packageId = arg(input, 1, 'package-id');
+      const key = text(input, 'idempotency-key');
+      return grantPackage(deps, {
+        accountId: account.id,
+        packageId,
+        cause: `cli: ${text(input, 'note') ?? `grant of ${packageId}`}`,
+        ...(key ? { idempotencyKey: key } : {}),
+      });
+    },
+  },
+  'grant-credit': {
+    usage: 'grant-credit <email> <amount> [--note <text>]      (integer credit units)',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const amount = parseQuantity(arg(input, 1, 'amount'));
+      await changeCredit(deps, {
+        accountId: account.id,
+        amount,
+        kind: 'grant',
+        cause: `cli: ${text(input, 'note') ?? 'credit grant'}`,
+      });
+      return { accountId: account.id, granted: String(amount) };
+    },
+  },
+  'adjust-credit': {
+    usage: 'adjust-credit <email> <signed-amount> --note <reason>',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const parsed = SignedQuantity.safeParse(arg(input, 1, 'signed-amount'));
+      if (!parsed.success) throw new UsageError('the amount must be an integer, e.g. -500 or 1000');
+      const note = text(input, 'note');
+      if (!note) throw new UsageError('an adjustment needs --note <reason>');
+      await changeCredit(deps, {
+        accountId: account.id,
+        amount: parsed.data,
+        kind: 'adjustment',
+        cause: `cli: ${note}`,
+      });
+      return { accountId: account.id, adjusted: String(parsed.data) };
+    },
+  },
+  'set-role': {
+    usage: 'set-role <email> admin|reseller [--off]',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const role = arg(input, 1, 'role');
+      if (role !== 'admin' && role !== 'reseller') throw new UsageError('role must be admin or reseller');
+      const updated = await setAccountRoles(deps.db, account.id, { [role]: input.options.off !== true });
+      return { accountId: updated.id, admin: updated.isAdmin, reseller: updated.isReseller };
+    },
+  },
+  'verify-ledger': {
+    usage: 'verify-ledger [email]     (balances against the sums of their ledger rows)',
+    run: async (deps, input) => {
+      const email = input.positionals[0];
+      const problems = await verifyLedger(
+        deps.db,
+        email ? (await accountByEmail(deps, email)).id : undefined,
+      );
+      return { consistent: problems.length === 0, problems };
+    },
+  },
+  reconcile: {
+    usage: 'reconcile                 (release timed-out reservations and expired holds now)',
+    run: (deps) => reconcileOnce(deps),
+  },
+  held: {
+    usage: 'held                      (reservations held for reconciliation)',
+    run: async (deps) =>
+      (await listHeldReservations(deps.db, 500)).map((row) => ({
+        id: row.id,
+        accountId: row.account_id,
+        keyId: row.key_id,
+        alias: row.alias,
+        reason: row.hold_reason,
+        reservedTokens: String(row.reserved_tokens),
+        reservedCredits: String(row.reserved_credits),
+        heldAt: row.finished_at?.toISOString() ?? null,
+      })),
+  },
+};
+
+/** AppErrors raised by domain code read as usage problems at the command line. */
+export function describeFailure(error: unknown): string {
+  if (error instanceof UsageError) return error.message;
+  if (error instanceof AppError) {
+    const fields = error.fieldErrors ? ` ${JSON.stringify(error.fieldErrors)}` : '';
+    return `${error.code}: ${error.message}${fields}`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}

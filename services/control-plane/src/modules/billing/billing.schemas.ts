@@ -1,0 +1,75 @@
+import { z } from '@hono/zod-openapi';
+
+const IntegerString = z
+  .string()
+  .regex(/^(0|[1-9][0-9]*)$/)
+  .openapi({ example: '125000' });
+export const AmountsView = z.object({ tokens: IntegerString, credits: IntegerString }).openapi('Amounts');
+
+export const BalanceView = z
+  .object({
+    remaining: AmountsView.describe('Spendable now: unexpired entitlement tokens, and credit.'),
+    reserved: AmountsView.describe('Held by requests in flight.'),
+  })
+  .openapi('Balance');
+
+export const EntitlementView = z
+  .object({
+    id: z.string().uuid(),
+    packageId: z.string().nullable(),
+    granted: IntegerString,
+    remaining: IntegerString,
+    reserved: IntegerString,
+    expiresAt: z.string().nullable(),
+    expired: z.boolean(),
+    aliases: z.array(z.string()).nullable(),
+    ceilings: z.object({
+      maxOutputTokens: z.number().int().nullable(),
+      requestsPerMinute: z.number().int().nullable(),
+      concurrency: z.number().int().nullable(),
+    }),
+    createdAt: z.string(),
+  })
+  .openapi('Entitlement');
+
+export const ActivityItemView = z
+  .object({
+    id: z.string().uuid(),
+    keyId: z.string().uuid(),
+    alias: z.string(),
+    surface: z.string(),
+    status: z.enum(['reserved', 'settled', 'released', 'held']),
+    outcome: z.string().nullable(),
+    httpStatus: z.number().int().nullable(),
+    inputTokens: IntegerString.nullable(),
+    outputTokens: IntegerString.nullable(),
+    charged: AmountsView,
+    writtenOff: AmountsView,
+    createdAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('ActivityItem');
+
+export const ActivityPage = z
+  .object({ items: z.array(ActivityItemView), nextCursor: z.string().nullable() })
+  .openapi('ActivityPage');
+
+export const ActivityQuery = z.object({
+  keyId: z.string().uuid().optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(200).optional(),
+});
+
+const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD');
+export const UsageSummaryQuery = z.object({ from: Day, to: Day });
+
+export const UsageSummaryRowView = z
+  .object({
+    day: z.string(),
+    alias: z.string(),
+    requests: z.number().int(),
+    inputTokens: IntegerString,
+    outputTokens: IntegerString,
+    charged: AmountsView,
+  })
+  .openapi('UsageSummaryRow');

@@ -1,0 +1,153 @@
+import { AppError, ERROR_CATALOG } from '@tollgate/errors';
+import type {
+  FinishBatchRequest,
+  FinishBatchResponse,
+  ReserveBatchRequest,
+  ReserveBatchResponse,
+  ReserveRefusalCode,
+} from '@tollgate/schemas';
+import type { Dependencies } from '../../deps.ts';
+import { lookupHashOf } from '../api-keys/key-crypto.ts';
+import { findPackage } from '../catalog/catalog.service.ts';
+import * as repository from './billing.repository.ts';
+
+/**
+ * Reserves every item of a batch in one round trip. Key state, expiry, scope and alias are checked
+ * again inside the transaction, so a key revoked a moment ago is refused here.
+ */
+export async function reserve(
+  deps: Dependencies,
+  request: ReserveBatchRequest,
+): Promise<ReserveBatchResponse> {
+  const rows = request.items.map((item) => ({
+    reservation_id: item.reservationId,
+    lookup_hash: lookupHashOf(deps.config.keyPepper, item.keyDigest).toString('hex'),
+    alias: item.alias,
+    surface: item.surface,
+    estimate_input: item.estimate.inputTokens,
+    estimate_output: item.estimate.outputTokens,
+  }));
+  const results = await repository.reserveBatch(deps.db, rows);
+  return {
+    results: results.map((result) =>
+      result.ok
+        ? {
+            ok: true as const,
+            reservationId: result.reservation_id,
+            keyId: result.key_id,
+            accountId: result.account_id,
+            providerId: result.provider_id,
+            upstreamModel: result.upstream_model,
+            reserved: { tokens: result.reserved_tokens, credits: result.reserved_credits },
+          }
+        : {
+            ok: false as const,
+            reservationId: result.reservation_id,
+            code: result.code as ReserveRefusalCode,
+            message: ERROR_CATALOG[result.code as ReserveRefusalCode].message,
+          },
+    ),
+  };
+}
+
+/** Settles, releases or holds every item of a batch, idempotently, in one durable commit. */
+export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
+  const rows: repository.FinishRow[] = request.items.map((item) => ({
+    action: item.action,
+    reservation_id: item.reservationId,
+    key_id: item.keyId,
+    account_id: item.accountId,
+    alias: item.alias,
+    surface: item.surface,
+    outcome: item.outcome,
+    http_status: item.httpStatus,
+    occurred_at: item.occurredAt,
+    ...(item.action === 'settle'
+      ? { input_tokens: item.usage.inputTokens, output_tokens: item.usage.outputTokens }
+      : {}),
+  }));
+  const results = await repository.finishBatch(deps.db, rows);
+  return {
+    results: results.map((result) => ({
+      reservationId: result.reservation_id,
+      status: result.status,
+      replay: result.replay,
+      charged: { tokens: result.charged_tokens, credits: result.charged_credits },
+      writtenOff: { tokens: result.written_off_tokens, credits: result.written_off_credits },
+    })),
+  };
+}
+
+export interface GrantPackageInput {
+  accountId: string;
+  packageId: string;
+  cause: string;
+  /** A repeat with the same key returns the first grant and grants nothing more. */
+  idempotencyKey?: string;
+}
+
+/** Grants a package's entitlement (tokens, validity, covered aliases, ceilings) to an account. */
+export async function grantPackage(
+  deps: Dependencies,
+  input: GrantPackageInput,
+): Promise<{ entitlementId: string; replay: boolean }> {
+  if (input.idempotencyKey) {
+    const existing = await repository.findEntitlementByIdempotencyKey(deps.db, input.idempotencyKey);
+    if (existing) return sameGrantOrConflict(existing, input);
+  }
+  const pack = await findPackage(deps, input.packageId);
+  const now = deps.clock.now();
+  const result = await deps.db.transaction().execute(async (trx) => {
+    await repository.lockAccount(trx, input.accountId);
+    if (input.idempotencyKey) {
+      const existing = await repository.findEntitlementByIdempotencyKey(trx, input.idempotencyKey);
+      if (existing) return sameGrantOrConflict(existing, input);
+    }
+    const entitlementId = await repository.insertEntitlement(trx, {
+      account_id: input.accountId,
+      package_id: pack.id,
+      aliases: pack.aliases,
+      granted: pack.tokens,
+      expires_at:
+        pack.validity_days === null ? null : new Date(now.getTime() + pack.validity_days * 86_400_000),
+      max_output_tokens: pack.max_output_tokens,
+      requests_per_minute: pack.requests_per_minute,
+      concurrency: pack.concurrency,
+      cause: input.cause,
+      idempotency_key: input.idempotencyKey ?? null,
+    });
+    return { entitlementId, replay: false };
+  });
+  if (!result.replay) await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
+  return result;
+}
+
+function sameGrantOrConflict(
+  existing: { id: string; account_id: string; package_id: string | null },
+  input: GrantPackageInput,
+): { entitlementId: string; replay: boolean } {
+  if (existing.account_id !== input.accountId || existing.package_id !== input.packageId) {
+    throw AppError.validation({ idempotencyKey: ['This key was already used for a different grant.'] });
+  }
+  return { entitlementId: existing.id, replay: true };
+}
+
+/** Adds credit (positive) or corrects it (adjustment, either sign; never below zero). */
+export async function changeCredit(
+  deps: Dependencies,
+  input: { accountId: string; amount: bigint; kind: 'grant' | 'adjustment'; cause: string },
+): Promise<void> {
+  if (input.kind === 'grant' && input.amount <= 0n)
+    throw AppError.validation({ amount: ['Must be positive.'] });
+  await deps.db.transaction().execute(async (trx) => {
+    await repository.lockAccount(trx, input.accountId);
+    try {
+      await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
+    } catch (error) {
+      if (error instanceof RangeError)
+        throw AppError.validation({ amount: ['The balance would go below zero.'] });
+      throw error;
+    }
+  });
+  await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
+}

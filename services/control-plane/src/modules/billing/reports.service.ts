@@ -1,0 +1,170 @@
+import { AppError } from '@tollgate/errors';
+import type { Amounts } from '@tollgate/schemas';
+import { sql } from 'kysely';
+import type { Dependencies } from '../../deps.ts';
+import { readAccountBalances } from './balances.ts';
+import * as repository from './billing.repository.ts';
+import type { ReservationStatus } from './billing.table.ts';
+
+/** What an account can spend and what requests in flight hold, as integer strings. */
+export async function readBalance(deps: Dependencies, accountId: string) {
+  const balances = await readAccountBalances(deps.db, accountId, { now: deps.clock.now() });
+  return { remaining: balances.remaining, reserved: balances.reserved };
+}
+
+export async function listEntitlements(deps: Dependencies, accountId: string) {
+  const now = deps.clock.now();
+  const rows = await repository.listEntitlements(deps.db, accountId);
+  return rows.map((row) => ({
+    id: row.id,
+    packageId: row.package_id,
+    granted: String(row.granted),
+    remaining: String(row.remaining),
+    reserved: String(row.reserved),
+    expiresAt: row.expires_at?.toISOString() ?? null,
+    expired: row.expires_at !== null && row.expires_at <= now,
+    aliases: row.aliases,
+    ceilings: {
+      maxOutputTokens: row.max_output_tokens,
+      requestsPerMinute: row.requests_per_minute,
+      concurrency: row.concurrency,
+    },
+    createdAt: row.created_at.toISOString(),
+  }));
+}
+
+export interface ActivityQuery {
+  keyId?: string;
+  limit: number;
+  cursor?: string;
+}
+
+export interface ActivityItem {
+  id: string;
+  keyId: string;
+  alias: string;
+  surface: string;
+  status: ReservationStatus;
+  outcome: string | null;
+  httpStatus: number | null;
+  inputTokens: string | null;
+  outputTokens: string | null;
+  charged: Amounts;
+  writtenOff: Amounts;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+function encodeCursor(createdAt: Date, id: string): string {
+  return Buffer.from(`${createdAt.toISOString()}|${id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: Date; id: string } {
+  const [time, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const createdAt = new Date(time ?? '');
+  if (!id || Number.isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) {
+    throw AppError.validation({ cursor: ['Not a cursor from a previous page.'] });
+  }
+  return { createdAt, id };
+}
+
+/** Each metered call, newest first, one page at a time; optionally one key's only. */
+export async function listActivity(
+  deps: Dependencies,
+  accountId: string,
+  query: ActivityQuery,
+): Promise<{ items: ActivityItem[]; nextCursor: string | null }> {
+  const after = query.cursor ? decodeCursor(query.cursor) : null;
+  const rows = await deps.db
+    .selectFrom('reservations')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .$if(query.keyId !== undefined, (q) => q.where('key_id', '=', query.keyId!))
+    .$if(after !== null, (q) =>
+      q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', after!.createdAt),
+          eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)]),
+        ]),
+      ),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(query.limit + 1)
+    .execute();
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    items: page.map((row) => ({
+      id: row.id,
+      keyId: row.key_id,
+      alias: row.alias,
+      surface: row.surface,
+      status: row.status,
+      outcome: row.outcome,
+      httpStatus: row.http_status,
+      inputTokens: row.input_tokens === null ? null : String(row.input_tokens),
+      outputTokens: row.output_tokens === null ? null : String(row.output_tokens),
+      charged: { tokens: String(row.charged_tokens), credits: String(row.charged_credits) },
+      writtenOff: { tokens: String(row.written_off_tokens), credits: String(row.written_off_credits) },
+      createdAt: row.created_at.toISOString(),
+      finishedAt: row.finished_at?.toISOString() ?? null,
+    })),
+    nextCursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null,
+  };
+}
+
+export interface UsageSummaryRow {
+  day: string;
+  alias: string;
+  requests: number;
+  inputTokens: string;
+  outputTokens: string;
+  charged: Amounts;
+}
+
+const MAX_SUMMARY_DAYS = 366;
+
+/** Settled usage per UTC day and alias, for days in [from, to] (YYYY-MM-DD, inclusive). */
+export async function summarizeUsage(
+  deps: Dependencies,
+  accountId: string,
+  range: { from: string; to: string },
+): Promise<UsageSummaryRow[]> {
+  const from = new Date(`${range.from}T00:00:00Z`);
+  const to = new Date(`${range.to}T00:00:00Z`);
+  if (to < from) throw AppError.validation({ to: ['Must not be before from.'] });
+  if ((to.getTime() - from.getTime()) / 86_400_000 >= MAX_SUMMARY_DAYS) {
+    throw AppError.validation({ to: [`The range may span at most ${MAX_SUMMARY_DAYS} days.`] });
+  }
+  const end = new Date(to.getTime() + 86_400_000);
+  const result = await sql<{
+    day: string;
+    alias: string;
+    requests: number;
+    input_tokens: bigint;
+    output_tokens: bigint;
+    charged_tokens: bigint;
+    charged_credits: bigint;
+  }>`
+    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, alias,
+           count(*)::int as requests,
+           coalesce(sum(input_tokens), 0)::bigint as input_tokens,
+           coalesce(sum(output_tokens), 0)::bigint as output_tokens,
+           sum(charged_tokens)::bigint as charged_tokens,
+           sum(charged_credits)::bigint as charged_credits
+    from reservations
+    where account_id = ${accountId}::uuid and status = 'settled'
+      and created_at >= ${from} and created_at < ${end}
+    group by 1, 2
+    order by 1, 2
+  `.execute(deps.db);
+  return result.rows.map((row) => ({
+    day: row.day,
+    alias: row.alias,
+    requests: row.requests,
+    inputTokens: String(row.input_tokens),
+    outputTokens: String(row.output_tokens),
+    charged: { tokens: String(row.charged_tokens), credits: String(row.charged_credits) },
+  }));
+}

@@ -1,0 +1,191 @@
+import { readFile } from 'node:fs/promises';
+import { PROTOCOLS, PROVIDER_KINDS } from '@tollgate/schemas';
+import { parse } from 'yaml';
+import { z } from 'zod';
+
+/**
+ * The catalogue file operators keep in git (YAML): providers, model aliases and packages.
+ * `${NAME}` and `${NAME:-fallback}` in string values are read from the environment, so base URLs
+ * can differ per deployment. Secrets never appear here: a provider names its credential
+ * (`credential: ANTHROPIC_API_KEY`), and the gateway reads that name from its env or secrets file.
+ */
+const Id = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits, dot, dash, underscore');
+const Count = z.union([
+  z.string().regex(/^[1-9][0-9]*$/),
+  z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+]);
+const Price = z.union([
+  z.string().regex(/^(0|[1-9][0-9]*)$/),
+  z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+]);
+const Positive = z.number().int().positive();
+
+export const CatalogFile = z
+  .object({
+    providers: z
+      .array(
+        z
+          .object({
+            id: Id,
+            kind: z.enum(PROVIDER_KINDS),
+            base_url: z.string().url(),
+            credential: z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+              .nullable()
+              .default(null),
+          })
+          .strict(),
+      )
+      .default([]),
+    aliases: z
+      .array(
+        z
+          .object({
+            alias: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/),
+            provider: Id,
+            upstream_model: z.string().min(1),
+            protocols: z.array(z.enum(PROTOCOLS)).min(1),
+            published: z.boolean().default(true),
+            /** Credits per token; omit both to make the alias payable only from token packages. */
+            price: z.object({ input: Price, output: Price }).strict().nullable().default(null),
+            default_max_output_tokens: Positive,
+            max_output_tokens: Positive,
+          })
+          .strict(),
+      )
+      .default([]),
+    packages: z
+      .array(
+        z
+          .object({
+            id: Id,
+            name: z.string().min(1),
+            tokens: Count,
+            validity_days: Positive.nullable().default(null),
+            aliases: z.array(z.string()).nullable().default(null),
+            max_output_tokens: Positive.nullable().default(null),
+            requests_per_minute: Positive.nullable().default(null),
+            concurrency: Positive.nullable().default(null),
+            price: z
+              .object({
+                amount: Price,
+                currency: z.string().regex(/^[A-Z]{3}$/),
+                exponent: z.number().int().min(0).max(18),
+              })
+              .strict(),
+            published: z.boolean().default(true),
+          })
+          .strict(),
+      )
+      .default([]),
+  })
+  .strict();
+export type CatalogFile = z.infer<typeof CatalogFile>;
+
+export class CatalogFileError extends Error {
+  constructor(file: string, problems: string[]) {
+    super(`catalogue ${file} is invalid:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'CatalogFileError';
+  }
+}
+
+/** Replaces `${NAME}` / `${NAME:-fallback}` in every string of the parsed document. */
+function interpolate(value: unknown, env: Record<string, string | undefined>, missing: Set<string>): unknown {
+  if (typeof value === 'string') {
+    return value.replace(
+      /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+      (_match, name: string, fallback?: string) => {
+        const found = env[name];
+        if (found !== undefined && found !== '') return found;
+        if (fallback !== undefined) return fallback;
+        missing.add(name);
+        return '';
+      },
+    );
+  }
+  if (Array.isArray(value)) return value.map((item) => interpolate(item, env, missing));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, interpolate(item, env, missing)]),
+    );
+  }
+  return value;
+}
+
+/** Cross-references the schema alone cannot check. */
+function checkReferences(catalog: CatalogFile): string[] {
+  const problems: string[] = [];
+  const providers = new Map(catalog.providers.map((provider) => [provider.id, provider]));
+  const aliases = new Set<string>();
+  for (const alias of catalog.aliases) {
+    if (aliases.has(alias.alias)) problems.push(`aliases: ${alias.alias} is declared twice`);
+    aliases.add(alias.alias);
+    const provider = providers.get(alias.provider);
+    if (!provider) {
+      problems.push(`aliases.${alias.alias}: unknown provider ${alias.provider}`);
+      continue;
+    }
+    problems.push(...protocolProblems(alias.alias, provider.kind, alias.protocols));
+    if (alias.default_max_output_tokens > alias.max_output_tokens) {
+      problems.push(`aliases.${alias.alias}: default_max_output_tokens is above max_output_tokens`);
+    }
+  }
+  for (const pack of catalog.packages) {
+    for (const alias of pack.aliases ?? []) {
+      if (!aliases.has(alias)) problems.push(`packages.${pack.id}: unknown alias ${alias}`);
+    }
+  }
+  return problems;
+}
+
+/** Which protocols a provider kind can serve (count_tokens is answered locally, so any). */
+export function protocolProblems(alias: string, kind: string, protocols: readonly string[]): string[] {
+  const served: Record<string, readonly string[]> = {
+    anthropic: ['messages', 'count_tokens'],
+    openai: ['chat_completions', 'responses', 'count_tokens'],
+  };
+  return protocols
+    .filter((protocol) => !served[kind]?.includes(protocol))
+    .map((protocol) => `aliases.${alias}: a ${kind} provider cannot serve ${protocol}`);
+}
+
+export function parseCatalog(
+  text: string,
+  file: string,
+  env: Record<string, string | undefined>,
+): CatalogFile {
+  let document: unknown;
+  try {
+    document = parse(text) ?? {};
+  } catch (error) {
+    throw new CatalogFileError(file, [error instanceof Error ? error.message : 'not valid YAML']);
+  }
+  const missing = new Set<string>();
+  const interpolated = interpolate(document, env, missing);
+  if (missing.size > 0) {
+    throw new CatalogFileError(
+      file,
+      [...missing].map((name) => `\${${name}} is not set and has no fallback`),
+    );
+  }
+  const result = CatalogFile.safeParse(interpolated);
+  if (!result.success) {
+    throw new CatalogFileError(
+      file,
+      result.error.issues.map((issue) => `${issue.path.map(String).join('.')}: ${issue.message}`),
+    );
+  }
+  const problems = checkReferences(result.data);
+  if (problems.length > 0) throw new CatalogFileError(file, problems);
+  return result.data;
+}
+
+export async function loadCatalogFile(
+  file: string,
+  env: Record<string, string | undefined>,
+): Promise<CatalogFile> {
+  return parseCatalog(await readFile(file, 'utf8'), file, env);
+}

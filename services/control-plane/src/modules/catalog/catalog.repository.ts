@@ -1,0 +1,80 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { ModelAliasesTable, PackagesTable, ProvidersTable } from './catalog.table.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export type ProviderRow = Selectable<ProvidersTable>;
+export type AliasRow = Selectable<ModelAliasesTable>;
+export type PackageRow = Selectable<PackagesTable>;
+
+export type ProviderValues = Omit<ProviderRow, 'updated_at'>;
+export type AliasValues = Omit<AliasRow, 'updated_at'>;
+export type PackageValues = Omit<PackageRow, 'updated_at'>;
+
+export async function upsertProvider(db: Db, values: ProviderValues): Promise<void> {
+  await db
+    .insertInto('providers')
+    .values(values)
+    .onConflict((conflict) =>
+      conflict.column('id').doUpdateSet({
+        kind: values.kind,
+        base_url: values.base_url,
+        credential_ref: values.credential_ref,
+        updated_at: new Date(),
+      }),
+    )
+    .execute();
+}
+
+export async function upsertAlias(db: Db, values: AliasValues): Promise<void> {
+  const { alias: _alias, ...changes } = values;
+  await db
+    .insertInto('model_aliases')
+    .values(values)
+    .onConflict((conflict) => conflict.column('alias').doUpdateSet({ ...changes, updated_at: new Date() }))
+    .execute();
+}
+
+export async function upsertPackage(db: Db, values: PackageValues): Promise<void> {
+  const { id: _id, ...changes } = values;
+  await db
+    .insertInto('packages')
+    .values(values)
+    .onConflict((conflict) => conflict.column('id').doUpdateSet({ ...changes, updated_at: new Date() }))
+    .execute();
+}
+
+export function listProviders(db: Db): Promise<ProviderRow[]> {
+  return db.selectFrom('providers').selectAll().orderBy('id').execute();
+}
+
+export function listAliases(db: Db, options: { publishedOnly?: boolean } = {}): Promise<AliasRow[]> {
+  return db
+    .selectFrom('model_aliases')
+    .selectAll()
+    .$if(options.publishedOnly === true, (query) => query.where('published', '=', true))
+    .orderBy('alias')
+    .execute();
+}
+
+export function findAlias(db: Db, alias: string): Promise<AliasRow | undefined> {
+  return db.selectFrom('model_aliases').selectAll().where('alias', '=', alias).executeTakeFirst();
+}
+
+export function findProvider(db: Db, id: string): Promise<ProviderRow | undefined> {
+  return db.selectFrom('providers').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listPackages(db: Db, options: { publishedOnly?: boolean } = {}): Promise<PackageRow[]> {
+  return db
+    .selectFrom('packages')
+    .selectAll()
+    .$if(options.publishedOnly === true, (query) => query.where('published', '=', true))
+    .orderBy('id')
+    .execute();
+}
+
+export function findPackage(db: Db, id: string): Promise<PackageRow | undefined> {
+  return db.selectFrom('packages').selectAll().where('id', '=', id).executeTakeFirst();
+}

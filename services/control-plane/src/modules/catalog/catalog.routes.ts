@@ -1,0 +1,138 @@
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { AppEnv } from '../../http/env.ts';
+import { validationHook } from '../../http/errors.ts';
+import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
+import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
+import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
+import {
+  AdminCatalogView,
+  PublicModelView,
+  PublicPackageView,
+  PutAliasRequest,
+  PutPackageRequest,
+  PutProviderRequest,
+} from './catalog.schemas.ts';
+import {
+  listPublishedModels,
+  listPublishedPackages,
+  putAlias,
+  putPackage,
+  putProvider,
+  readFullCatalog,
+} from './catalog.service.ts';
+
+const modelsRoute = createRoute({
+  method: 'get',
+  path: '/catalog/models',
+  tags: ['public'],
+  summary: 'Published model catalogue',
+  responses: { 200: jsonContent(dataOf(z.array(PublicModelView)), 'Published models.') },
+});
+
+const packagesRoute = createRoute({
+  method: 'get',
+  path: '/catalog/packages',
+  tags: ['public'],
+  summary: 'Published package catalogue',
+  responses: { 200: jsonContent(dataOf(z.array(PublicPackageView)), 'Published packages.') },
+});
+
+/** GET /catalog/models and /catalog/packages: no credential, published entries only. */
+export function publicCatalogRoutes() {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.openapi(modelsRoute, async (c) => c.json({ data: await listPublishedModels(c.get('deps')) }, 200));
+  app.openapi(packagesRoute, async (c) => c.json({ data: await listPublishedPackages(c.get('deps')) }, 200));
+  return app;
+}
+
+const Updated = z.object({ updated: z.literal(true) });
+
+const readRoute = createRoute({
+  method: 'get',
+  path: '/admin/catalog',
+  tags: ['admin'],
+  summary: 'The whole catalogue, upstream details included',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  responses: { 200: jsonContent(dataOf(AdminCatalogView), 'The catalogue.'), ...errorResponses(401, 403) },
+});
+
+const aliasRoute = createRoute({
+  method: 'put',
+  path: '/admin/catalog/aliases/{alias}',
+  tags: ['admin'],
+  summary: 'Create or re-point a model alias',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    params: z.object({ alias: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/) }),
+    body: { required: true, content: { 'application/json': { schema: PutAliasRequest } } },
+  },
+  responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
+});
+
+const providerRoute = createRoute({
+  method: 'put',
+  path: '/admin/catalog/providers/{id}',
+  tags: ['admin'],
+  summary: 'Create or change a provider (its credential is a name, never a secret)',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    params: z.object({ id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/) }),
+    body: { required: true, content: { 'application/json': { schema: PutProviderRequest } } },
+  },
+  responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
+});
+
+const packageRoute = createRoute({
+  method: 'put',
+  path: '/admin/catalog/packages/{id}',
+  tags: ['admin'],
+  summary: 'Create or change a package',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    params: z.object({ id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/) }),
+    body: { required: true, content: { 'application/json': { schema: PutPackageRequest } } },
+  },
+  responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
+});
+
+/** Admin catalogue: read everything, change aliases, providers and packages. */
+export function adminCatalogRoutes() {
+  const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
+  app.openapi(readRoute, async (c) => c.json({ data: await readFullCatalog(c.get('deps')) }, 200));
+  app.openapi(aliasRoute, async (c) => {
+    const body = c.req.valid('json');
+    await putAlias(c.get('deps'), c.req.valid('param').alias, {
+      ...body,
+      price:
+        body.price === null ? null : { input: BigInt(body.price.input), output: BigInt(body.price.output) },
+    });
+    return c.json({ data: { updated: true as const } }, 200);
+  });
+  app.openapi(providerRoute, async (c) => {
+    await putProvider(c.get('deps'), c.req.valid('param').id, c.req.valid('json'));
+    return c.json({ data: { updated: true as const } }, 200);
+  });
+  app.openapi(packageRoute, async (c) => {
+    const body = c.req.valid('json');
+    await putPackage(c.get('deps'), c.req.valid('param').id, {
+      id: c.req.valid('param').id,
+      name: body.name,
+      tokens: BigInt(body.tokens),
+      validity_days: body.validityDays,
+      aliases: body.aliases,
+      max_output_tokens: body.ceilings.maxOutputTokens,
+      requests_per_minute: body.ceilings.requestsPerMinute,
+      concurrency: body.ceilings.concurrency,
+      price_amount: BigInt(body.price.amount),
+      price_currency: body.price.currency,
+      price_exponent: body.price.exponent,
+      published: body.published,
+    });
+    return c.json({ data: { updated: true as const } }, 200);
+  });
+  return app;
+}

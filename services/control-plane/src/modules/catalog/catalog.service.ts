@@ -1,0 +1,224 @@
+import { AppError } from '@tollgate/errors';
+import type { GatewayCatalog, MoneyWire, Protocol } from '@tollgate/schemas';
+import type { Dependencies } from '../../deps.ts';
+import * as repository from './catalog.repository.ts';
+import { type CatalogFile, protocolProblems } from './catalog-file.ts';
+
+/** A published model as customers see it: never an upstream id, provider name or URL. */
+export interface PublicModel {
+  alias: string;
+  protocols: Protocol[];
+  /** Credits per token, integer strings; null when only token packages pay for it. */
+  price: { input: string; output: string } | null;
+  maxOutputTokens: number;
+  defaultMaxOutputTokens: number;
+}
+
+export interface PublicPackage {
+  id: string;
+  name: string;
+  tokens: string;
+  validityDays: number | null;
+  /** Aliases the package's tokens can be spent on; null = every alias. */
+  aliases: string[] | null;
+  ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
+  price: MoneyWire;
+}
+
+/**
+ * Upserts every provider, alias and package of the catalogue file in one transaction. Entries
+ * that exist only in the database (created by an admin) are left as they are.
+ */
+export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    for (const provider of catalog.providers) {
+      await repository.upsertProvider(trx, {
+        id: provider.id,
+        kind: provider.kind,
+        base_url: provider.base_url,
+        credential_ref: provider.credential,
+      });
+    }
+    for (const alias of catalog.aliases) {
+      await repository.upsertAlias(trx, {
+        alias: alias.alias,
+        provider_id: alias.provider,
+        upstream_model: alias.upstream_model,
+        protocols: alias.protocols,
+        published: alias.published,
+        input_price: alias.price === null ? null : BigInt(alias.price.input),
+        output_price: alias.price === null ? null : BigInt(alias.price.output),
+        default_max_output_tokens: alias.default_max_output_tokens,
+        max_output_tokens: alias.max_output_tokens,
+      });
+    }
+    for (const pack of catalog.packages) {
+      await repository.upsertPackage(trx, {
+        id: pack.id,
+        name: pack.name,
+        tokens: BigInt(pack.tokens),
+        validity_days: pack.validity_days,
+        aliases: pack.aliases,
+        max_output_tokens: pack.max_output_tokens,
+        requests_per_minute: pack.requests_per_minute,
+        concurrency: pack.concurrency,
+        price_amount: BigInt(pack.price.amount),
+        price_currency: pack.price.currency,
+        price_exponent: pack.price.exponent,
+        published: pack.published,
+      });
+    }
+  });
+  await deps.events.publish({ type: 'catalog.changed' });
+}
+
+/** What gateways cache: every alias (unpublished ones too, to answer model_not_allowed) and provider. */
+export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCatalog> {
+  const [providers, aliases] = await Promise.all([
+    repository.listProviders(deps.db),
+    repository.listAliases(deps.db),
+  ]);
+  return {
+    providers: providers.map((provider) => ({
+      id: provider.id,
+      kind: provider.kind,
+      baseUrl: provider.base_url,
+      credentialRef: provider.credential_ref,
+    })),
+    aliases: aliases.map((alias) => ({
+      alias: alias.alias,
+      published: alias.published,
+      protocols: alias.protocols as Protocol[],
+      providerId: alias.provider_id,
+      upstreamModel: alias.upstream_model,
+      defaultMaxOutputTokens: alias.default_max_output_tokens,
+      maxOutputTokens: alias.max_output_tokens,
+    })),
+  };
+}
+
+export function toPublicModel(alias: repository.AliasRow): PublicModel {
+  return {
+    alias: alias.alias,
+    protocols: alias.protocols as Protocol[],
+    price:
+      alias.input_price === null || alias.output_price === null
+        ? null
+        : { input: String(alias.input_price), output: String(alias.output_price) },
+    maxOutputTokens: alias.max_output_tokens,
+    defaultMaxOutputTokens: alias.default_max_output_tokens,
+  };
+}
+
+export function toPublicPackage(pack: repository.PackageRow): PublicPackage {
+  return {
+    id: pack.id,
+    name: pack.name,
+    tokens: String(pack.tokens),
+    validityDays: pack.validity_days,
+    aliases: pack.aliases,
+    ceilings: {
+      maxOutputTokens: pack.max_output_tokens,
+      requestsPerMinute: pack.requests_per_minute,
+      concurrency: pack.concurrency,
+    },
+    price: {
+      amount: String(pack.price_amount),
+      currency: pack.price_currency,
+      exponent: pack.price_exponent,
+    },
+  };
+}
+
+export async function listPublishedModels(deps: Dependencies): Promise<PublicModel[]> {
+  return (await repository.listAliases(deps.db, { publishedOnly: true })).map(toPublicModel);
+}
+
+export async function listPublishedPackages(deps: Dependencies): Promise<PublicPackage[]> {
+  return (await repository.listPackages(deps.db, { publishedOnly: true })).map(toPublicPackage);
+}
+
+export async function findPackage(deps: Dependencies, id: string): Promise<repository.PackageRow> {
+  const pack = await repository.findPackage(deps.db, id);
+  if (!pack) throw new AppError('not_found', { message: `No package ${id}.` });
+  return pack;
+}
+
+/** Admin view: everything, upstream details included. */
+export async function readFullCatalog(deps: Dependencies) {
+  const [providers, aliases, packages] = await Promise.all([
+    repository.listProviders(deps.db),
+    repository.listAliases(deps.db),
+    repository.listPackages(deps.db),
+  ]);
+  return {
+    providers: providers.map((provider) => ({
+      id: provider.id,
+      kind: provider.kind,
+      baseUrl: provider.base_url,
+      credentialRef: provider.credential_ref,
+    })),
+    aliases: aliases.map((alias) => ({
+      ...toPublicModel(alias),
+      published: alias.published,
+      providerId: alias.provider_id,
+      upstreamModel: alias.upstream_model,
+    })),
+    packages: packages.map((pack) => ({ ...toPublicPackage(pack), published: pack.published })),
+  };
+}
+
+export interface AliasChange {
+  providerId: string;
+  upstreamModel: string;
+  protocols: Protocol[];
+  published: boolean;
+  price: { input: bigint; output: bigint } | null;
+  defaultMaxOutputTokens: number;
+  maxOutputTokens: number;
+}
+
+/** Creates or re-points an alias. Callers keep using the alias; nothing else changes for them. */
+export async function putAlias(deps: Dependencies, alias: string, change: AliasChange): Promise<void> {
+  const provider = await repository.findProvider(deps.db, change.providerId);
+  if (!provider) throw AppError.validation({ providerId: [`No provider ${change.providerId}.`] });
+  const problems = protocolProblems(alias, provider.kind, change.protocols);
+  if (problems.length > 0) throw AppError.validation({ protocols: problems });
+  if (change.defaultMaxOutputTokens > change.maxOutputTokens) {
+    throw AppError.validation({ defaultMaxOutputTokens: ['Must not be above maxOutputTokens.'] });
+  }
+  await repository.upsertAlias(deps.db, {
+    alias,
+    provider_id: change.providerId,
+    upstream_model: change.upstreamModel,
+    protocols: change.protocols,
+    published: change.published,
+    input_price: change.price?.input ?? null,
+    output_price: change.price?.output ?? null,
+    default_max_output_tokens: change.defaultMaxOutputTokens,
+    max_output_tokens: change.maxOutputTokens,
+  });
+  await deps.events.publish({ type: 'catalog.changed' });
+}
+
+export async function putProvider(
+  deps: Dependencies,
+  id: string,
+  change: { kind: 'anthropic' | 'openai'; baseUrl: string; credentialRef: string | null },
+): Promise<void> {
+  await repository.upsertProvider(deps.db, {
+    id,
+    kind: change.kind,
+    base_url: change.baseUrl,
+    credential_ref: change.credentialRef,
+  });
+  await deps.events.publish({ type: 'catalog.changed' });
+}
+
+export async function putPackage(
+  deps: Dependencies,
+  id: string,
+  values: repository.PackageValues,
+): Promise<void> {
+  await repository.upsertPackage(deps.db, { ...values, id });
+}

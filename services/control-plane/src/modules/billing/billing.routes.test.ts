@@ -1,0 +1,296 @@
+import { apiKeyDigest, GatewayCatalog, KeyStatus, ResolvedKey } from '@tollgate/schemas';
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../../testing.ts';
+import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
+import { createClient, type TestClient, uniqueEmail } from '../auth/test-client.ts';
+import { changeCredit, grantPackage } from './billing.service.ts';
+import { type FundedKey, internalApi, reserveItem, seedCatalog, settleItem } from './billing.test-support.ts';
+
+let context: TestContext;
+let api: ReturnType<typeof internalApi>;
+
+beforeAll(async () => {
+  context = await createTestContext('billing-routes', { TRUST_PROXY: 'true' });
+  await seedCatalog(context);
+  api = internalApi(context);
+});
+afterAll(async () => {
+  await context.publicApp.mailer.drain();
+  await context.close();
+});
+
+async function customer(): Promise<{ client: TestClient; key: FundedKey }> {
+  const client = createClient(context);
+  const email = uniqueEmail('billing');
+  await client.signUp(email, 'a long enough password');
+  expect((await client.logIn(email, 'a long enough password')).status).toBe(200);
+  const account = (await findAccountByEmail(context.deps.db, email))!;
+  const created = await client.request('POST', '/me/api-keys', { body: { name: 'work' } });
+  expect(created.status).toBe(201);
+  const { key, secret } = created.body.data;
+  return {
+    client,
+    key: { accountId: account.id, email, keyId: key.id, secret, digest: apiKeyDigest(secret) },
+  };
+}
+
+async function meteredCall(key: FundedKey, alias: string, input: bigint, output: bigint) {
+  const item = reserveItem(key, alias, input, output);
+  const reserved = await api.reserve([item]);
+  expect(reserved.body.results[0]?.ok).toBe(true);
+  await api.finish([settleItem(key, item.reservationId, alias, input, output)]);
+  return item.reservationId;
+}
+
+describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', () => {
+  it('report balances and each metered call as integer strings', async () => {
+    const { client, key } = await customer();
+    await grantPackage(context.deps, { accountId: key.accountId, packageId: 'small', cause: 'test' });
+    await changeCredit(context.deps, {
+      accountId: key.accountId,
+      amount: 5000n,
+      kind: 'grant',
+      cause: 'test',
+    });
+    const first = await meteredCall(key, 'tokens-only', 10n, 20n);
+    const second = await meteredCall(key, 'tokens-only', 1n, 2n);
+    const third = await meteredCall(key, 'priced', 100n, 100n);
+    // A call in flight shows as reserved.
+    await api.reserve([reserveItem(key, 'tokens-only', 50n, 50n)]);
+
+    const balance = await client.request('GET', '/me/balance');
+    expect(balance.status).toBe(200);
+    // 1,000 - 30 - 3 - 200 (priced draws from the package first) - 100 in flight.
+    expect(balance.body.data).toEqual({
+      remaining: { tokens: '667', credits: '5000' },
+      reserved: { tokens: '100', credits: '0' },
+    });
+
+    const entitlements = await client.request('GET', '/me/entitlements');
+    expect(entitlements.body.data).toHaveLength(1);
+    expect(entitlements.body.data[0]).toMatchObject({
+      packageId: 'small',
+      granted: '1000',
+      remaining: '667',
+      reserved: '100',
+      expired: false,
+    });
+
+    const page1 = await client.request('GET', '/me/activity?limit=2');
+    expect(page1.status).toBe(200);
+    expect(page1.body.data.items).toHaveLength(2);
+    const page2 = await client.request('GET', `/me/activity?limit=2&cursor=${page1.body.data.nextCursor}`);
+    expect(page2.body.data.items).toHaveLength(2);
+    expect(page2.body.data.nextCursor).toBeNull();
+    const ids = [...page1.body.data.items, ...page2.body.data.items].map((item: { id: string }) => item.id);
+    expect(ids).toEqual(expect.arrayContaining([first, second, third]));
+    const settled = [...page1.body.data.items, ...page2.body.data.items].find(
+      (item: { id: string }) => item.id === first,
+    );
+    expect(settled).toMatchObject({
+      keyId: key.keyId,
+      alias: 'tokens-only',
+      surface: 'messages',
+      status: 'settled',
+      outcome: 'ok',
+      httpStatus: 200,
+      inputTokens: '10',
+      outputTokens: '20',
+      charged: { tokens: '30', credits: '0' },
+    });
+
+    const filtered = await client.request('GET', `/me/activity?keyId=${crypto.randomUUID()}`);
+    expect(filtered.body.data.items).toEqual([]);
+
+    const today = new Date().toISOString().slice(0, 10);
+    const summary = await client.request('GET', `/me/usage/summary?from=${today}&to=${today}`);
+    expect(summary.status).toBe(200);
+    expect(summary.body.data).toEqual([
+      {
+        day: today,
+        alias: 'priced',
+        requests: 1,
+        inputTokens: '100',
+        outputTokens: '100',
+        charged: { tokens: '200', credits: '0' },
+      },
+      {
+        day: today,
+        alias: 'tokens-only',
+        requests: 2,
+        inputTokens: '11',
+        outputTokens: '22',
+        charged: { tokens: '33', credits: '0' },
+      },
+    ]);
+  });
+
+  it('validates query parameters and needs a session', async () => {
+    const { client } = await customer();
+    const bad = await client.request('GET', '/me/usage/summary?from=2026-01-02&to=2026-01-01');
+    expect(bad).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
+    const badCursor = await client.request('GET', '/me/activity?cursor=nonsense');
+    expect(badCursor.body.code).toBe('validation_failed');
+    const anonymous = await createClient(context).request('GET', '/me/balance');
+    expect(anonymous).toMatchObject({ status: 401, body: { code: 'unauthenticated' } });
+  });
+
+  it("never shows another account's activity", async () => {
+    const mine = await customer();
+    const theirs = await customer();
+    await grantPackage(context.deps, { accountId: theirs.key.accountId, packageId: 'small', cause: 'test' });
+    await meteredCall(theirs.key, 'tokens-only', 1n, 1n);
+    const activity = await mine.client.request('GET', `/me/activity?keyId=${theirs.key.keyId}`);
+    expect(activity.body.data.items).toEqual([]);
+  });
+});
+
+describe('catalogue', () => {
+  it('lists only published models and packages, without upstream details', async () => {
+    const client = createClient(context);
+    const models = await client.request('GET', '/catalog/models');
+    expect(models.status).toBe(200);
+    expect(models.body.data.map((model: { alias: string }) => model.alias)).toEqual([
+      'priced',
+      'tokens-only',
+    ]);
+    expect(models.body.data[0]).toEqual({
+      alias: 'priced',
+      protocols: ['chat_completions', 'responses'],
+      price: { input: '2', output: '5' },
+      maxOutputTokens: 1000,
+      defaultMaxOutputTokens: 100,
+    });
+    const packages = await client.request('GET', '/catalog/packages');
+    expect(packages.body.data.map((pack: { id: string }) => pack.id)).toEqual(['exact', 'huge', 'small']);
+    expect(packages.body.data[1]).toMatchObject({
+      tokens: '18014398509481984',
+      price: { amount: '999999', currency: 'EUR' },
+    });
+    const text = JSON.stringify([models.body, packages.body]);
+    for (const hidden of [
+      'secret-upstream-model',
+      'up-openai',
+      'up-anthropic',
+      '127.0.0.1',
+      'UPSTREAM_KEY',
+      'secret-pack',
+    ]) {
+      expect(text).not.toContain(hidden);
+    }
+  });
+
+  it('lets an admin re-point an alias; callers keep the alias, reserve answers the new target', async () => {
+    const { client, key } = await customer();
+    const forbidden = await client.request('PUT', '/admin/catalog/aliases/priced', { body: {} });
+    expect(forbidden).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    await setAccountRoles(context.deps.db, key.accountId, { admin: true });
+    const body = {
+      providerId: 'up-openai',
+      upstreamModel: 'secret-upstream-model-z',
+      protocols: ['chat_completions', 'responses'],
+      published: true,
+      price: { input: '2', output: '5' },
+      defaultMaxOutputTokens: 100,
+      maxOutputTokens: 1000,
+    };
+    const invalid = await client.request('PUT', '/admin/catalog/aliases/priced', {
+      body: { ...body, protocols: ['messages'] },
+    });
+    expect(invalid).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
+    const changed = await client.request('PUT', '/admin/catalog/aliases/priced', { body });
+    expect(changed.status).toBe(200);
+    expect(context.events.events).toContainEqual({ type: 'catalog.changed' });
+    await changeCredit(context.deps, {
+      accountId: key.accountId,
+      amount: 100n,
+      kind: 'grant',
+      cause: 'test',
+    });
+    const reserved = await api.reserve([reserveItem(key, 'priced', 1n, 1n)]);
+    expect(reserved.body.results[0]).toMatchObject({ ok: true, upstreamModel: 'secret-upstream-model-z' });
+    const full = await client.request('GET', '/admin/catalog');
+    expect(full.body.data.aliases.find((alias: { alias: string }) => alias.alias === 'priced')).toMatchObject(
+      {
+        upstreamModel: 'secret-upstream-model-z',
+        providerId: 'up-openai',
+      },
+    );
+  });
+});
+
+describe('internal billing API', () => {
+  it('refuses requests without a valid service token', async () => {
+    const none = await context.internalApp.request('/internal/v1/catalog');
+    expect(none.status).toBe(401);
+    const wrongSecret = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setIssuer('tollgate-gateway')
+      .setAudience('tollgate-control-plane-internal')
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('x'.repeat(40)));
+    const forged = await context.internalApp.request('/internal/v1/catalog', {
+      headers: { authorization: `Bearer ${wrongSecret}` },
+    });
+    expect(forged.status).toBe(401);
+  });
+
+  it('serves the catalogue, key resolution with plans, and read-only key status', async () => {
+    const catalog = await api.call<unknown>('/catalog');
+    expect(GatewayCatalog.parse(catalog.body).aliases.map((alias) => alias.alias)).toContain('hidden');
+
+    const { key } = await customer();
+    await grantPackage(context.deps, { accountId: key.accountId, packageId: 'exact', cause: 'test' });
+    const resolved = await api.call<unknown>('/keys/resolve', { keyDigest: key.digest });
+    expect(resolved.status).toBe(200);
+    expect(ResolvedKey.parse(resolved.body)).toMatchObject({
+      keyId: key.keyId,
+      state: 'active',
+      plans: [
+        {
+          packageId: 'exact',
+          aliases: ['tokens-only'],
+          maxOutputTokens: 500,
+          requestsPerMinute: 60,
+          concurrency: 3,
+        },
+      ],
+    });
+    const unknown = await api.call<{ code: string }>('/keys/resolve', { keyDigest: '0'.repeat(64) });
+    expect(unknown).toMatchObject({ status: 401, body: { code: 'invalid_api_key' } });
+
+    await api.reserve([reserveItem(key, 'tokens-only', 100n, 200n)]);
+    const status = await api.call<unknown>('/keys/status', { keyDigest: key.digest });
+    expect(KeyStatus.parse(status.body)).toMatchObject({
+      remaining: { tokens: '7000', credits: '0' },
+      reserved: { tokens: '300', credits: '0' },
+    });
+    const again = await api.call<unknown>('/keys/status', { keyDigest: key.digest });
+    expect(again.body).toEqual(status.body);
+  });
+
+  it('answers malformed batches with validation_failed and changes nothing', async () => {
+    const bad = await api.call<{ code: string; errors: Record<string, string[]> }>('/reservations', {
+      items: [{ reservationId: 'not-a-uuid', keyDigest: 'x', alias: 'a', surface: 'messages', estimate: {} }],
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.code).toBe('validation_failed');
+    expect(Object.keys(bad.body.errors).length).toBeGreaterThan(0);
+    const floats = await api.call<{ code: string }>('/reservations/finish', {
+      items: [
+        {
+          ...settleItem(
+            { accountId: crypto.randomUUID(), email: '', keyId: crypto.randomUUID(), secret: '', digest: '' },
+            crypto.randomUUID(),
+            'priced',
+            1n,
+            1n,
+          ),
+          usage: { inputTokens: '1.5', outputTokens: '1e3' },
+        },
+      ],
+    });
+    expect(floats.status).toBe(422);
+  });
+});

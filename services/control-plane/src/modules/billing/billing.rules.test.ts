@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../../testing.ts';
+import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
+import {
+  balancesOf,
+  createFundedKey,
+  endItem,
+  expectLedgerConsistent,
+  internalApi,
+  reserveItem,
+  seedCatalog,
+  settleItem,
+} from './billing.test-support.ts';
+import { reconcileOnce } from './reconciler.ts';
+
+let context: TestContext;
+let api: ReturnType<typeof internalApi>;
+
+beforeAll(async () => {
+  context = await createTestContext('billing-rules');
+  await seedCatalog(context);
+  api = internalApi(context);
+});
+afterEach(() => expectLedgerConsistent(context));
+afterAll(() => context.close());
+
+async function reserveOne(item: ReturnType<typeof reserveItem>) {
+  const response = await api.reserve([item]);
+  expect(response.status).toBe(200);
+  return response.body.results[0]!;
+}
+
+describe('reserve', () => {
+  it('draws from entitlements first (soonest expiry first), then credit at the alias price', async () => {
+    const key = await createFundedKey(context, { packages: ['small'], credits: 10_000n });
+    // 1,000 tokens of quota; estimate 600 in + 900 out = 1,500: 1,000 from the package (600 in, 400 out),
+    // 500 output tokens from credit at 5 each = 2,500 credits.
+    const result = await reserveOne(reserveItem(key, 'priced', 600n, 900n));
+    expect(result).toMatchObject({ ok: true, reserved: { tokens: '1000', credits: '2500' } });
+    expect(result.ok && result.upstreamModel).toBe('secret-upstream-model-a');
+    expect(await balancesOf(context, key.accountId)).toEqual({
+      tokens: 0n,
+      reservedTokens: 1000n,
+      credits: 7500n,
+      reservedCredits: 2500n,
+    });
+  });
+
+  it('refuses with the spec codes and reserves nothing', async () => {
+    const funded = await createFundedKey(context, { packages: ['exact'], scope: ['tokens-only'] });
+    const cases: Array<[ReturnType<typeof reserveItem>, string]> = [
+      [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), keyDigest: 'f'.repeat(64) }, 'invalid_api_key'],
+      [reserveItem(funded, 'no-such-alias', 1n, 1n), 'invalid_model'],
+      [reserveItem(funded, 'hidden', 1n, 1n), 'model_not_allowed'],
+      [reserveItem(funded, 'priced', 1n, 1n), 'model_not_allowed'], // outside the key's scope
+      [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), surface: 'responses' }, 'model_unavailable'],
+      [reserveItem(funded, 'tokens-only', 7000n, 301n), 'insufficient_tokens'],
+    ];
+    for (const [item, code] of cases) expect(await reserveOne(item)).toMatchObject({ ok: false, code });
+    const unfunded = await createFundedKey(context);
+    expect(await reserveOne(reserveItem(unfunded, 'priced', 1n, 1n))).toMatchObject({
+      code: 'insufficient_credits',
+    });
+    expect(await reserveOne(reserveItem(unfunded, 'tokens-only', 1n, 1n))).toMatchObject({
+      code: 'insufficient_credits',
+    });
+    expect(await balancesOf(context, funded.accountId)).toMatchObject({ tokens: 7300n, reservedTokens: 0n });
+  });
+
+  it('refuses a revoked key in the very next call after revoke returns', async () => {
+    const key = await createFundedKey(context, { packages: ['small'] });
+    expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({ ok: true });
+    await changeKeyStatus(context.deps, key.accountId, key.keyId, 'revoked');
+    expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({
+      ok: false,
+      code: 'api_key_revoked',
+    });
+  });
+
+  it('refuses disabled keys, expired keys and suspended accounts', async () => {
+    const disabled = await createFundedKey(context, { packages: ['small'] });
+    await changeKeyStatus(context.deps, disabled.accountId, disabled.keyId, 'disabled');
+    expect(await reserveOne(reserveItem(disabled, 'tokens-only', 1n, 1n))).toMatchObject({
+      code: 'api_key_disabled',
+    });
+
+    const expired = await createFundedKey(context, { packages: ['small'] });
+    await context.deps.db
+      .updateTable('api_keys')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('id', '=', expired.keyId)
+      .execute();
+    expect(await reserveOne(reserveItem(expired, 'tokens-only', 1n, 1n))).toMatchObject({
+      code: 'api_key_expired',
+    });
+
+    const suspended = await createFundedKey(context, { packages: ['small'] });
+    await context.deps.db
+      .updateTable('accounts')
+      .set({ status: 'suspended' })
+      .where('id', '=', suspended.accountId)
+      .execute();
+    expect(await reserveOne(reserveItem(suspended, 'tokens-only', 1n, 1n))).toMatchObject({
+      code: 'account_suspended',
+    });
+  });
+
+  it('is idempotent by reservation id', async () => {
+    const key = await createFundedKey(context, { packages: ['small'] });
+    const item = reserveItem(key, 'tokens-only', 100n, 100n);
+    const first = await reserveOne(item);
+    const again = await reserveOne(item);
+    expect(again).toEqual(first);
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 800n, reservedTokens: 200n });
+  });
+});
+
+describe('settle', () => {
+  it('charges the reported usage, never the estimate, and returns the rest', async () => {
+    const key = await createFundedKey(context, { packages: ['small'], credits: 10_000n });
+    const item = reserveItem(key, 'priced', 600n, 900n);
+    await reserveOne(item);
+    // Usage 700 in + 350 out = 1,050 tokens: 1,000 from the package (700 in, 300 out), 50 out from credit.
+    const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 700n, 350n)]);
+    expect(settled.body.results[0]).toMatchObject({
+      status: 'settled',
+      charged: { tokens: '1000', credits: '250' },
+      writtenOff: { tokens: '0', credits: '0' },
+    });
+    expect(await balancesOf(context, key.accountId)).toEqual({
+      tokens: 0n,
+      reservedTokens: 0n,
+      credits: 9750n,
+      reservedCredits: 0n,
+    });
+  });
+
+  it('charges usage beyond the reservation up to what is left, and writes off the rest', async () => {
+    const key = await createFundedKey(context, { packages: ['small'] });
+    const item = reserveItem(key, 'tokens-only', 100n, 100n);
+    await reserveOne(item);
+    // 1,500 tokens used; the whole package is 1,000: 1,000 charged, 500 written off.
+    const settled = await api.finish([settleItem(key, item.reservationId, 'tokens-only', 1000n, 500n)]);
+    expect(settled.body.results[0]).toMatchObject({
+      charged: { tokens: '1000' },
+      writtenOff: { tokens: '500' },
+    });
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 0n, reservedTokens: 0n });
+    const writeOffs = await context.deps.db
+      .selectFrom('ledger_entries')
+      .select(['amount', 'available_delta'])
+      .where('reservation_id', '=', item.reservationId)
+      .where('kind', '=', 'write_off')
+      .execute();
+    expect(writeOffs).toEqual([{ amount: 500n, available_delta: 0n }]);
+  });
+
+  it('still charges correctly when the reservation was forgotten (lost asynchronous commit)', async () => {
+    const key = await createFundedKey(context, { packages: ['small'] });
+    const reservationId = randomUUID();
+    const settled = await api.finish([settleItem(key, reservationId, 'tokens-only', 30n, 20n)]);
+    expect(settled.body.results[0]).toMatchObject({
+      status: 'settled',
+      replay: false,
+      charged: { tokens: '50' },
+    });
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 950n, reservedTokens: 0n });
+    const again = await api.finish([settleItem(key, reservationId, 'tokens-only', 30n, 20n)]);
+    expect(again.body.results[0]).toMatchObject({ replay: true });
+    expect((await balancesOf(context, key.accountId)).tokens).toBe(950n);
+  });
+});
+
+describe('quantities above 2^53', () => {
+  it('are stored, reserved, settled and returned exactly', async () => {
+    const key = await createFundedKey(context, { packages: ['huge'], credits: 9_007_199_254_740_993n });
+    const item = reserveItem(key, 'tokens-only', 9_007_199_254_740_993n, 3n);
+    expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '9007199254740996' } });
+    const settled = await api.finish([
+      settleItem(key, item.reservationId, 'tokens-only', 9_007_199_254_740_993n, 1n),
+    ]);
+    expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '9007199254740994' } });
+    expect(await balancesOf(context, key.accountId)).toEqual({
+      tokens: 18_014_398_509_481_984n - 9_007_199_254_740_994n,
+      reservedTokens: 0n,
+      credits: 9_007_199_254_740_993n,
+      reservedCredits: 0n,
+    });
+  });
+});
+
+describe('reconciler', () => {
+  it('releases reservations nobody settled within the timeout; holds stay until theirs', async () => {
+    const key = await createFundedKey(context, { packages: ['small'] });
+    const stale = reserveItem(key, 'tokens-only', 100n, 100n);
+    const held = reserveItem(key, 'tokens-only', 50n, 50n);
+    await reserveOne(stale);
+    await reserveOne(held);
+    await api.finish([endItem(key, held.reservationId, 'tokens-only', 'hold', 'billing_settlement_pending')]);
+
+    context.clock.advance(context.deps.config.billing.reservationTimeoutMs + 1000);
+    expect(await reconcileOnce(context.deps)).toMatchObject({ released: expect.any(Number) });
+    const statuses = await context.deps.db
+      .selectFrom('reservations')
+      .select(['id', 'status', 'outcome'])
+      .where('id', 'in', [stale.reservationId, held.reservationId])
+      .execute();
+    expect(statuses).toContainEqual({
+      id: stale.reservationId,
+      status: 'released',
+      outcome: 'reservation_timeout',
+    });
+    expect(statuses).toContainEqual({
+      id: held.reservationId,
+      status: 'held',
+      outcome: 'billing_settlement_pending',
+    });
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 900n, reservedTokens: 100n });
+
+    context.clock.advance(context.deps.config.billing.holdTimeoutMs);
+    await reconcileOnce(context.deps);
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 1000n, reservedTokens: 0n });
+
+    // A settle that arrives after the timeout still charges what was used.
+    const late = await api.finish([settleItem(key, stale.reservationId, 'tokens-only', 10n, 10n)]);
+    expect(late.body.results[0]).toMatchObject({ status: 'settled', charged: { tokens: '20' } });
+    expect((await balancesOf(context, key.accountId)).tokens).toBe(980n);
+  });
+});

@@ -1,0 +1,184 @@
+/** Fixtures of the billing tests: a catalogue, funded accounts and keys, the internal API. */
+import { randomUUID } from 'node:crypto';
+import {
+  apiKeyDigest,
+  type FinishBatchResponse,
+  type FinishItem,
+  type ReserveBatchResponse,
+  type ReserveItem,
+  SERVICE_TOKEN_AUDIENCE,
+  SERVICE_TOKEN_ISSUER,
+} from '@tollgate/schemas';
+import { SignJWT } from 'jose';
+import type { TestContext } from '../../testing.ts';
+import { createAccount } from '../accounts/accounts.service.ts';
+import { createKey } from '../api-keys/api-keys.service.ts';
+import { syncCatalog } from '../catalog/catalog.service.ts';
+import { parseCatalog } from '../catalog/catalog-file.ts';
+import { changeCredit, grantPackage } from './billing.service.ts';
+import { verifyLedger } from './ledger-check.ts';
+
+export const TEST_CATALOG = `
+providers:
+  - { id: up-anthropic, kind: anthropic, base_url: "http://127.0.0.1:9/anthropic", credential: UPSTREAM_KEY }
+  - { id: up-openai, kind: openai, base_url: "http://127.0.0.1:9/v1" }
+aliases:
+  - { alias: priced, provider: up-openai, upstream_model: secret-upstream-model-a, protocols: [chat_completions, responses],
+      price: { input: 2, output: 5 }, default_max_output_tokens: 100, max_output_tokens: 1000 }
+  - { alias: tokens-only, provider: up-anthropic, upstream_model: secret-upstream-model-b, protocols: [messages, count_tokens],
+      default_max_output_tokens: 100, max_output_tokens: 1000 }
+  - { alias: hidden, provider: up-openai, upstream_model: secret-upstream-model-c, protocols: [chat_completions],
+      published: false, price: { input: 1, output: 1 }, default_max_output_tokens: 10, max_output_tokens: 10 }
+packages:
+  - { id: small, name: Small, tokens: 1000, validity_days: 30, price: { amount: "500", currency: USD, exponent: 2 } }
+  - { id: huge, name: Huge, tokens: "18014398509481984", price: { amount: "999999", currency: EUR, exponent: 2 } }
+  - { id: exact, name: Exact, tokens: 7300, aliases: [tokens-only], max_output_tokens: 500, requests_per_minute: 60,
+      concurrency: 3, price: { amount: "100", currency: USD, exponent: 2 } }
+  - { id: secret-pack, name: Internal, tokens: 10, published: false, price: { amount: "0", currency: USD, exponent: 2 } }
+`;
+
+export async function seedCatalog(context: TestContext, text = TEST_CATALOG): Promise<void> {
+  await syncCatalog(context.deps, parseCatalog(text, 'test', {}));
+}
+
+export interface FundedKey {
+  accountId: string;
+  email: string;
+  keyId: string;
+  secret: string;
+  digest: string;
+}
+
+/** A new account with one key, funded with the given packages and credit. */
+export async function createFundedKey(
+  context: TestContext,
+  funding: { packages?: string[]; credits?: bigint; scope?: string[] } = {},
+): Promise<FundedKey> {
+  const email = `billing-${randomUUID()}@example.test`;
+  const account = await createAccount(context.deps.db, {
+    email,
+    passwordHash: 'not-used',
+    displayName: null,
+  });
+  const { key, secret } = await createKey(context.deps, account.id, {
+    name: 'test',
+    scope: funding.scope ?? null,
+  });
+  for (const packageId of funding.packages ?? []) {
+    await grantPackage(context.deps, { accountId: account.id, packageId, cause: 'test grant' });
+  }
+  if (funding.credits) {
+    await changeCredit(context.deps, {
+      accountId: account.id,
+      amount: funding.credits,
+      kind: 'grant',
+      cause: 'test',
+    });
+  }
+  return { accountId: account.id, email, keyId: key.id, secret, digest: apiKeyDigest(secret) };
+}
+
+export async function serviceToken(context: TestContext): Promise<string> {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(SERVICE_TOKEN_ISSUER)
+    .setAudience(SERVICE_TOKEN_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime('5m')
+    .sign(new TextEncoder().encode(context.deps.config.internalTokenSecret));
+}
+
+/** The internal billing API over HTTP (in-process), as the gateway calls it. */
+export function internalApi(context: TestContext) {
+  let token: Promise<string> | undefined;
+  async function call<T>(path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    token ??= serviceToken(context);
+    const response = await context.internalApp.request(`/internal/v1${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${await token}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as T };
+  }
+  return {
+    call,
+    reserve: (items: ReserveItem[]) => call<ReserveBatchResponse>('/reservations', { items }),
+    finish: (items: FinishItem[]) => call<FinishBatchResponse>('/reservations/finish', { items }),
+  };
+}
+
+export function reserveItem(key: FundedKey, alias: string, input: bigint, output: bigint): ReserveItem {
+  return {
+    reservationId: randomUUID(),
+    keyDigest: key.digest,
+    alias,
+    surface: alias === 'tokens-only' ? 'messages' : 'chat_completions',
+    estimate: { inputTokens: String(input), outputTokens: String(output) },
+  };
+}
+
+export function settleItem(
+  key: FundedKey,
+  reservationId: string,
+  alias: string,
+  input: bigint,
+  output: bigint,
+): FinishItem {
+  return {
+    action: 'settle',
+    reservationId,
+    keyId: key.keyId,
+    accountId: key.accountId,
+    alias,
+    surface: alias === 'tokens-only' ? 'messages' : 'chat_completions',
+    httpStatus: 200,
+    occurredAt: new Date().toISOString(),
+    outcome: 'ok',
+    usage: { inputTokens: String(input), outputTokens: String(output) },
+  };
+}
+
+export function endItem(
+  key: FundedKey,
+  reservationId: string,
+  alias: string,
+  action: 'release' | 'hold',
+  outcome: FinishItem['outcome'],
+): FinishItem {
+  return {
+    action,
+    reservationId,
+    keyId: key.keyId,
+    accountId: key.accountId,
+    alias,
+    surface: alias === 'tokens-only' ? 'messages' : 'chat_completions',
+    httpStatus: action === 'hold' ? 502 : 503,
+    occurredAt: new Date().toISOString(),
+    outcome,
+  };
+}
+
+export async function balancesOf(context: TestContext, accountId: string) {
+  const entitlements = await context.deps.db
+    .selectFrom('entitlements')
+    .select(['remaining', 'reserved'])
+    .where('account_id', '=', accountId)
+    .execute();
+  const credit = await context.deps.db
+    .selectFrom('credit_balances')
+    .select(['available', 'reserved'])
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return {
+    tokens: entitlements.reduce((sum, row) => sum + row.remaining, 0n),
+    reservedTokens: entitlements.reduce((sum, row) => sum + row.reserved, 0n),
+    credits: credit?.available ?? 0n,
+    reservedCredits: credit?.reserved ?? 0n,
+  };
+}
+
+/** Fails the test with the violations if any balance disagrees with its ledger rows. */
+export async function expectLedgerConsistent(context: TestContext): Promise<void> {
+  const problems = await verifyLedger(context.deps.db);
+  if (problems.length > 0) throw new Error(`ledger inconsistent:\n${problems.join('\n')}`);
+}

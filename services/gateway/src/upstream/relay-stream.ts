@@ -1,0 +1,150 @@
+import { AppError } from '@tollgate/errors';
+import type { UpstreamResponse } from './client.ts';
+import { createModelRewriter } from './model-rewrite.ts';
+import { type SseEvent, SseParser } from './sse.ts';
+import { renderStreamError } from './stream-errors.ts';
+import type { MeteredSurface, UpstreamAdapter, UsageFigures } from './types.ts';
+
+/**
+ * How a relayed stream ended; decides the reservation:
+ * - completed: the protocol's end event arrived with usage -> settle that usage;
+ * - no_usage: ended cleanly but without usage figures -> hold for reconciliation;
+ * - upstream_failed: cut, timed out, invalid event or provider error event -> hold (the client
+ *   got our error event as the stream's last event);
+ * - client_disconnected: the client went away; the upstream request was aborted -> release.
+ */
+export type StreamOutcome =
+  | { kind: 'completed'; usage: UsageFigures }
+  | { kind: 'no_usage' }
+  | { kind: 'upstream_failed'; error: AppError }
+  | { kind: 'client_disconnected' };
+
+export interface RelayStreamInput {
+  /** A 2xx `text/event-stream` response (see checkUpstreamResponse). */
+  response: UpstreamResponse;
+  surface: MeteredSurface;
+  adapter: UpstreamAdapter;
+  alias: string;
+  upstreamModel: string;
+  /** Chat only: whether the client itself set stream_options.include_usage. */
+  clientAskedForUsage: boolean;
+  /** Aborts the upstream request; called once when the client disconnects. */
+  abortUpstream: () => void;
+}
+
+export interface RelayedStream {
+  /** What the client reads: upstream events relayed as they arrive, then the end or error event. */
+  body: ReadableStream<Uint8Array>;
+  /** The only headers the client gets; provider headers never pass. */
+  headers: Record<string, string>;
+  /** Resolves exactly once, when the stream has ended one way or another. Never rejects. */
+  outcome: Promise<StreamOutcome>;
+}
+
+export const STREAM_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+};
+
+/**
+ * The one stream relay. Each upstream chunk is parsed into complete SSE events; every event is
+ * fed to the adapter's usage tracker and passed on at once (with the upstream model id replaced by
+ * the alias), so nothing waits for the whole stream. Pull-based: the upstream is read only as
+ * fast as the client reads, and a client that cancels aborts the upstream request.
+ */
+export function relayStream(input: RelayStreamInput): RelayedStream {
+  const { surface } = input;
+  const tracker = input.adapter.createStreamUsageTracker(surface);
+  const parser = new SseParser();
+  const rewrite = createModelRewriter(input.upstreamModel, input.alias);
+  const encoder = new TextEncoder();
+  const iterator = input.response.body[Symbol.asyncIterator]();
+  const dropUsageOnly = surface === 'chat_completions' && !input.clientAskedForUsage;
+
+  let resolveOutcome: (outcome: StreamOutcome) => void = () => {};
+  const outcome = new Promise<StreamOutcome>((resolve) => {
+    resolveOutcome = resolve;
+  });
+  let finished = false;
+  let terminalSeen = false;
+  /** Upstream events seen; the next responses sequence number, since the provider counts from 0. */
+  let eventCount = 0;
+
+  function finish(result: StreamOutcome): boolean {
+    if (finished) return false;
+    finished = true;
+    resolveOutcome(result);
+    return true;
+  }
+
+  function stopReading(): void {
+    // Ending the iteration destroys the upstream body; a pending read then settles by itself.
+    iterator.return?.().catch(() => {});
+  }
+
+  /** Relayable text of these events, or the failure that ends the stream after that text. */
+  function relayEvents(events: SseEvent[]): { text: string; failure: AppError | null } {
+    let text = '';
+    for (const event of events) {
+      const verdict = tracker.observe(event);
+      if (verdict === 'provider_error') return { text, failure: new AppError('upstream_unavailable') };
+      if (verdict === 'invalid') return { text, failure: new AppError('upstream_invalid_response') };
+      eventCount++;
+      if (verdict === 'terminal') terminalSeen = true;
+      if (verdict === 'usage_only' && dropUsageOnly) continue;
+      text += rewrite(event.raw);
+    }
+    return { text, failure: null };
+  }
+
+  function fail(
+    controller: ReadableStreamDefaultController<Uint8Array>,
+    text: string,
+    error: AppError,
+  ): void {
+    if (!finish({ kind: 'upstream_failed', error })) return;
+    controller.enqueue(encoder.encode(text + renderStreamError(surface, error, eventCount)));
+    controller.close();
+    stopReading();
+  }
+
+  function end(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    const usage = tracker.usage();
+    if (!finish(usage === null ? { kind: 'no_usage' } : { kind: 'completed', usage })) return;
+    controller.close();
+    stopReading();
+  }
+
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      // Reads until at least one complete event can be passed on, or the stream ends.
+      for (;;) {
+        let next: IteratorResult<Buffer>;
+        try {
+          next = await iterator.next();
+        } catch (error) {
+          if (finished) return;
+          // After the end event the answer is whole; a late cut changes nothing.
+          if (terminalSeen) return end(controller);
+          return fail(controller, '', new AppError('upstream_unavailable', { cause: error }));
+        }
+        if (finished) return;
+        const { text, failure } = relayEvents(next.done ? parser.flush() : parser.push(next.value));
+        if (failure) return fail(controller, text, failure);
+        if (next.done) {
+          if (text.length > 0) controller.enqueue(encoder.encode(text));
+          // A stream that stops without its protocol's end event was cut short.
+          if (!terminalSeen) return fail(controller, '', new AppError('upstream_invalid_response'));
+          return end(controller);
+        }
+        if (text.length > 0) return controller.enqueue(encoder.encode(text));
+      }
+    },
+    cancel() {
+      if (finish({ kind: 'client_disconnected' })) input.abortUpstream();
+      stopReading();
+    },
+  });
+
+  return { body, headers: { ...STREAM_HEADERS }, outcome };
+}

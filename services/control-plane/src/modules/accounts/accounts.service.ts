@@ -153,7 +153,7 @@ export async function setAccountStatus(
   return account;
 }
 
-async function pageOf(rows: AccountRow[], limit: number): Promise<AccountPage> {
+function pageOf(rows: AccountRow[], limit: number): AccountPage {
   const items = rows.map(toAccount);
   const last = items.at(-1);
   return { items, nextCursor: items.length === limit && last ? last.id : null };

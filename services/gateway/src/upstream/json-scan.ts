@@ -26,28 +26,49 @@ export function looksLikeJsonObject(text: string): boolean {
   return text.charCodeAt(start) === OPEN_BRACE && text.charCodeAt(end) === CLOSE_BRACE;
 }
 
-/** Offset of the first character of the value of `key` (any depth), or -1 when it is absent. */
-export function findKeyValue(text: string, key: string): number {
-  const quoted = `"${key}"`;
-  let from = 0;
-  for (;;) {
-    const at = text.indexOf(quoted, from);
-    if (at === -1) return -1;
-    let position = at + quoted.length;
-    while (isJsonSpace(text.charCodeAt(position))) position++;
-    if (text.charCodeAt(position) === COLON) {
-      position++;
-      while (isJsonSpace(text.charCodeAt(position))) position++;
-      return position;
-    }
-    from = at + quoted.length;
-  }
+/** Offset of the value after a key found at `at` (skipping `: `), or -1 when it is not a key. */
+function valueAfterKey(text: string, at: number, quotedKey: string): number {
+  let position = at + quotedKey.length;
+  while (isJsonSpace(text.charCodeAt(position))) position++;
+  if (text.charCodeAt(position) !== COLON) return -1;
+  position++;
+  while (isJsonSpace(text.charCodeAt(position))) position++;
+  return position;
 }
 
-/** True when `key` occurs with a value other than null. */
-export function hasNonNullKey(text: string, key: string): boolean {
-  const at = findKeyValue(text, key);
-  return at !== -1 && !text.startsWith('null', at);
+/**
+ * Offset of the value of the first member named `quotedKey` (given with its quotes, e.g.
+ * `'"type"'`) at or after `from`, at any depth; -1 when there is none.
+ */
+export function findKeyValue(text: string, quotedKey: string, from = 0): number {
+  for (let at = text.indexOf(quotedKey, from); at !== -1; at = text.indexOf(quotedKey, at + 1)) {
+    const value = valueAfterKey(text, at, quotedKey);
+    if (value !== -1) return value;
+  }
+  return -1;
+}
+
+/** Like findKeyValue, but the last member: cheap for keys that providers write last (`usage`). */
+export function findLastKeyValue(text: string, quotedKey: string): number {
+  for (
+    let at = text.lastIndexOf(quotedKey);
+    at !== -1;
+    at = at === 0 ? -1 : text.lastIndexOf(quotedKey, at - 1)
+  ) {
+    const value = valueAfterKey(text, at, quotedKey);
+    if (value !== -1) return value;
+  }
+  return -1;
+}
+
+/** True when the object's first member is `quotedKey`. */
+export function firstKeyIs(text: string, quotedKey: string): boolean {
+  let position = 0;
+  while (isJsonSpace(text.charCodeAt(position))) position++;
+  if (text.charCodeAt(position) !== OPEN_BRACE) return false;
+  position++;
+  while (isJsonSpace(text.charCodeAt(position))) position++;
+  return text.startsWith(quotedKey, position) && valueAfterKey(text, position, quotedKey) !== -1;
 }
 
 /**

@@ -1,15 +1,14 @@
-import { readPlainString } from './json-scan.ts';
+import { findKeyValue, readPlainString } from './json-scan.ts';
 
 const KEY = '"model"';
-const COLON = 58;
 
-function skipSpace(text: string, position: number): number {
-  let at = position;
-  for (;;) {
-    const code = text.charCodeAt(at);
-    if (code !== 32 && code !== 10 && code !== 13 && code !== 9) return at;
-    at++;
-  }
+export interface ModelRewriteOptions {
+  /**
+   * Stop after the first replacement. An SSE event carries the model once
+   * (message_start.message.model, chunk.model, response.model), so the relay skips scanning the
+   * rest of each event.
+   */
+  firstOnly?: boolean;
 }
 
 /**
@@ -19,28 +18,29 @@ function skipSpace(text: string, position: number): number {
  * (`gpt-4o` answered as `gpt-4o-2024-08-06`). Text inside string values is never touched: a quote
  * there is escaped, so it cannot look like a `"model"` key.
  */
-export function createModelRewriter(upstreamModel: string, alias: string): (text: string) => string {
+export function createModelRewriter(
+  upstreamModel: string,
+  alias: string,
+  options: ModelRewriteOptions = {},
+): (text: string) => string {
   if (upstreamModel === alias) return (text) => text;
   const replacement = JSON.stringify(alias);
   const snapshotPrefix = `${upstreamModel}-`;
+  const firstOnly = options.firstOnly === true;
   return (text) => {
-    let at = text.indexOf(KEY);
-    if (at === -1) return text;
     let out = '';
     let copied = 0;
-    while (at !== -1) {
-      let position = skipSpace(text, at + KEY.length);
-      if (text.charCodeAt(position) === COLON) {
-        position = skipSpace(text, position + 1);
-        const value = readPlainString(text, position);
-        if (value && (value.value === upstreamModel || value.value.startsWith(snapshotPrefix))) {
-          out += text.slice(copied, position) + replacement;
-          copied = value.end;
-          at = text.indexOf(KEY, value.end);
-          continue;
-        }
+    let from = 0;
+    for (;;) {
+      const position = findKeyValue(text, KEY, from);
+      if (position === -1) break;
+      const value = readPlainString(text, position);
+      if (value && (value.value === upstreamModel || value.value.startsWith(snapshotPrefix))) {
+        out += text.slice(copied, position) + replacement;
+        copied = value.end;
+        if (firstOnly) break;
       }
-      at = text.indexOf(KEY, at + KEY.length);
+      from = value ? value.end : position;
     }
     return copied === 0 ? text : out + text.slice(copied);
   };

@@ -1,3 +1,5 @@
+import { StringDecoder } from 'node:string_decoder';
+
 /** One server-sent event, as the relay needs it. */
 export interface SseEvent {
   /** The `event:` field; undefined when the block had none. */
@@ -18,7 +20,10 @@ const SPACE = 32;
  * events; comment-only blocks (`: ping`) and `id:`/`retry:` lines are read and dropped.
  */
 export class SseParser {
-  readonly #decoder = new TextDecoder('utf-8');
+  // StringDecoder keeps a split UTF-8 character for the next chunk, like TextDecoder's stream mode,
+  // at about half the cost per chunk.
+  readonly #decoder = new StringDecoder('utf8');
+  #started = false;
   /** Text of the block being read; earlier blocks are already cut off. */
   #buffer = '';
   /** Offset in #buffer of the first line not processed yet. */
@@ -29,8 +34,8 @@ export class SseParser {
 
   /** Feeds bytes (or already-decoded text) and returns every event completed by them. */
   push(chunk: Uint8Array | string): SseEvent[] {
-    const text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
-    return this.#consume(text, false);
+    const text = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
+    return this.#consume(this.#withoutByteOrderMark(text), false);
   }
 
   /**
@@ -38,7 +43,14 @@ export class SseParser {
    * completed with the missing line endings) so a final `data: [DONE]` is never lost.
    */
   flush(): SseEvent[] {
-    return this.#consume(this.#decoder.decode(), true);
+    return this.#consume(this.#withoutByteOrderMark(this.#decoder.end()), true);
+  }
+
+  /** A byte-order mark opening the stream is not part of the first line. */
+  #withoutByteOrderMark(text: string): string {
+    if (this.#started || text.length === 0) return text;
+    this.#started = true;
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
 
   #consume(text: string, final: boolean): SseEvent[] {

@@ -1,6 +1,7 @@
 import {
   findKeyValue,
-  hasNonNullKey,
+  findLastKeyValue,
+  firstKeyIs,
   isRecord,
   looksLikeJsonObject,
   parseJson,
@@ -77,8 +78,11 @@ class ChatUsageTracker implements StreamUsageTracker {
     if (data === '[DONE]') return 'terminal';
     if (event.event === 'error') return 'provider_error';
     if (!looksLikeJsonObject(data)) return 'invalid';
-    const hasError = findKeyValue(data, 'error') !== -1;
-    if (!hasError && !hasNonNullKey(data, 'usage')) return 'pass';
+    // Providers send a failure as a chunk whose (only) member is `error`; usage is the last member.
+    if (!firstKeyIs(data, '"error"')) {
+      const usageAt = findLastKeyValue(data, '"usage"');
+      if (usageAt === -1 || data.startsWith('null', usageAt)) return 'pass';
+    }
     const parsed = parseJson(data);
     if (!isRecord(parsed)) return 'invalid';
     if (parsed.error !== undefined && parsed.error !== null) return 'provider_error';
@@ -94,7 +98,7 @@ class ChatUsageTracker implements StreamUsageTracker {
 /** The event type: the SSE event name, or the data's own `type` when a server sends no names. */
 function responsesEventType(event: SseEvent): string | undefined {
   if (event.event) return event.event;
-  const at = findKeyValue(event.data, 'type');
+  const at = findKeyValue(event.data, '"type"');
   return at === -1 ? undefined : readPlainString(event.data, at)?.value;
 }
 

@@ -27,6 +27,7 @@ async function streamThrough(
   surface: MeteredSurface = 'messages',
   adapter: UpstreamAdapter = anthropicAdapter,
   bodyTimeoutMs = 5_000,
+  options: { passSignal?: boolean } = {},
 ) {
   const upstream = await startFakeUpstream(handler);
   const client = createUpstreamClient({ connectTimeoutMs: 1_000, headersTimeoutMs: 5_000, bodyTimeoutMs });
@@ -51,8 +52,14 @@ async function streamThrough(
     ...names,
     clientAskedForUsage: false,
     abortUpstream: () => controller.abort(),
+    ...(options.passSignal ? { signal: controller.signal } : {}),
   });
-  return { upstream, relayed, signal: controller.signal };
+  return {
+    upstream,
+    relayed,
+    signal: controller.signal,
+    abort: (reason?: Error) => controller.abort(reason),
+  };
 }
 
 const TEXT_STREAM = readFixture('anthropic-stream-text.sse');
@@ -135,6 +142,29 @@ describe('relayStream over a real connection', () => {
     expect(signal.aborted).toBe(true);
     expect(await relayed.outcome).toEqual({ kind: 'client_disconnected' });
     await closed; // the provider saw the connection close, so it stops generating
+  });
+
+  it("reports client_disconnected when the client's own signal aborted the upstream first", async () => {
+    for (const passSignal of [false, true]) {
+      const { relayed, abort, signal } = await streamThrough(
+        (_request, response) => {
+          sseHead(response);
+          response.write(FIRST_EVENT);
+        },
+        'messages',
+        anthropicAdapter,
+        5_000,
+        { passSignal },
+      );
+      const reader = relayed.body.getReader();
+      await reader.read();
+      const pending = reader.read();
+      // As when the client's request signal fires before the relay's body is cancelled.
+      abort(passSignal ? new Error('client closed the connection') : undefined);
+      expect((await pending).done).toBe(true);
+      expect(signal.aborted).toBe(true);
+      expect(await relayed.outcome).toEqual({ kind: 'client_disconnected' });
+    }
   });
 
   it('refuses a 200 answer to a streaming call that is not an event stream', async () => {

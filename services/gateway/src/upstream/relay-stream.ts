@@ -30,6 +30,12 @@ export interface RelayStreamInput {
   clientAskedForUsage: boolean;
   /** Aborts the upstream request; called once when the client disconnects. */
   abortUpstream: () => void;
+  /**
+   * The signal given to client.send, if any. When it has fired, a failed upstream read means the
+   * client left (its request signal aborted the upstream first), not that the provider failed.
+   * Without it, only an AbortError is recognised as such.
+   */
+  signal?: AbortSignal;
 }
 
 export interface RelayedStream {
@@ -44,6 +50,11 @@ export interface RelayedStream {
 /** Buffer.from is about four times cheaper than TextEncoder for event-sized strings. */
 function toBytes(text: string): Uint8Array {
   return Buffer.from(text, 'utf8');
+}
+
+/** Only the gateway aborts upstream requests, and only for a client that left. */
+function isAbortError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError';
 }
 
 export const STREAM_HEADERS: Readonly<Record<string, string>> = {
@@ -130,6 +141,10 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
           if (finished) return;
           // After the end event the answer is whole; a late cut changes nothing.
           if (terminalSeen) return end(controller);
+          if (input.signal?.aborted || isAbortError(error)) {
+            finish({ kind: 'client_disconnected' });
+            return controller.close();
+          }
           return fail(controller, '', new AppError('upstream_unavailable', { cause: error }));
         }
         if (finished) return;

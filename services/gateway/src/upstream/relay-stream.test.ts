@@ -224,6 +224,35 @@ describe('relayStream: the client leaving', () => {
     expect(relayed.aborts()).toBe(1);
   });
 
+  it('settles a client that hangs up right after [DONE], before the upstream body ended', async () => {
+    const text = readFixture('openai-chat-stream-text.sse');
+    let aborts = 0;
+    async function* endlessAfterDone(): AsyncGenerator<Buffer> {
+      yield Buffer.from(text);
+      await new Promise(() => {}); // the upstream never closes its body
+    }
+    const relayed = relayStream({
+      response: { status: 200, headers: SSE_HEADERS, body: endlessAfterDone() },
+      surface: 'chat_completions',
+      adapter: openaiAdapter,
+      alias: 'house-model',
+      upstreamModel: 'gpt-4o-mini',
+      clientAskedForUsage: false,
+      abortUpstream: () => {
+        aborts++;
+      },
+    });
+    const reader = relayed.body.getReader();
+    const { value } = await reader.read();
+    expect(new TextDecoder().decode(value).endsWith('data: [DONE]\n\n')).toBe(true);
+    await reader.cancel();
+    expect(await relayed.outcome).toEqual({
+      kind: 'completed',
+      usage: { inputTokens: 9n, outputTokens: 12n },
+    });
+    expect(aborts).toBe(0);
+  });
+
   it('does not abort or change the outcome when the client leaves after the end', async () => {
     const relayed = start(CASES[1]!, [readFixture('openai-chat-stream-text.sse')]);
     await readAll(relayed.body);

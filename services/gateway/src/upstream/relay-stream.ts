@@ -160,7 +160,14 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
       }
     },
     cancel() {
-      if (finish({ kind: 'client_disconnected' })) input.abortUpstream();
+      // A client may hang up as soon as it has read the end event (openai-node stops at [DONE]),
+      // before the upstream body has formally ended: that answer was whole and is settled.
+      if (terminalSeen) {
+        const usage = tracker.usage();
+        finish(usage === null ? { kind: 'no_usage' } : { kind: 'completed', usage });
+      } else if (finish({ kind: 'client_disconnected' })) {
+        input.abortUpstream();
+      }
       stopReading();
     },
   });

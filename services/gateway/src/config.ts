@@ -25,6 +25,21 @@ export const GatewayEnv = z.object({
   UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000),
   /** Longest silence between two chunks of an upstream body. */
   UPSTREAM_BODY_TIMEOUT_MS: withDefault(positiveInt, 300_000),
+  /** Deadline of one call to the control plane; past it the gateway answers billing_unavailable. */
+  BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000),
+  BILLING_CONNECTIONS: withDefault(positiveInt, 16),
+  /** Reservation calls under way at once; reservations queued behind them leave as one batch. */
+  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 4),
+  /** Settles/releases/holds wait at most this long to leave together in one batch. */
+  FINISH_FLUSH_MS: withDefault(positiveInt, 5),
+  /** How long a resolved key is cached (dropped at once on change events; off without Redis). */
+  KEY_CACHE_TTL_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
+  CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30),
+  /** Length of the rate windows of the "per minute" ceilings. */
+  LIMIT_WINDOW_SECONDS: withDefault(positiveInt, 60),
+  /** A concurrency slot held by a gateway that died frees itself after this long. */
+  LEASE_TTL_SECONDS: withDefault(positiveInt, 60),
+  CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
@@ -46,6 +61,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       connectTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
       bodyTimeoutMs: parsed.UPSTREAM_BODY_TIMEOUT_MS,
+    },
+    billing: {
+      timeoutMs: parsed.BILLING_TIMEOUT_MS,
+      connections: parsed.BILLING_CONNECTIONS,
+      reserveMaxInFlight: parsed.RESERVE_MAX_IN_FLIGHT,
+      finishFlushMs: parsed.FINISH_FLUSH_MS,
+    },
+    keyCacheTtlMs: parsed.KEY_CACHE_TTL_SECONDS * 1000,
+    catalogRefreshMs: parsed.CATALOG_REFRESH_SECONDS * 1000,
+    limits: {
+      windowMs: parsed.LIMIT_WINDOW_SECONDS * 1000,
+      leaseTtlMs: parsed.LEASE_TTL_SECONDS * 1000,
+      concurrencyRetryAfterSeconds: parsed.CONCURRENCY_RETRY_AFTER_SECONDS,
     },
     secretsFile: parsed.SECRETS_FILE,
     logLevel: parsed.LOG_LEVEL,

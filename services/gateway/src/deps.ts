@@ -1,10 +1,28 @@
+import type { FinishItem, GatewayCatalog, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
+import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
+import type { KeyCache } from './keys/key-cache.ts';
 import type { Limiter } from './limiter/limiter.ts';
+import type { CredentialStore, UpstreamClient } from './upstream/index.ts';
+
+/** What the gateway asks of the control plane (batched and queued behind this interface). */
+export interface BillingPort {
+  reserve(item: ReserveItem): Promise<ReserveResult>;
+  /** Queues a settle/release/hold; it leaves the response path and is retried until it lands. */
+  finish(item: FinishItem): void;
+  keyStatus(keyDigest: string): Promise<KeyStatus>;
+  catalog(): Promise<GatewayCatalog>;
+}
 
 /** Everything the gateway's routes use, built once in server.ts (or a test) and injected. */
 export interface GatewayDependencies {
   config: GatewayConfig;
   logger: Logger;
   limiter: Limiter;
+  billing: BillingPort;
+  keys: KeyCache;
+  catalog: CatalogCache;
+  credentials: CredentialStore;
+  upstream: UpstreamClient;
 }

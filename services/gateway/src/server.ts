@@ -1,32 +1,122 @@
 import { createAdaptorServer } from '@hono/node-server';
 import { createLogger, type Listening, type Logger, listen } from '@tollgate/service-kit';
+import { createControlPlaneClient } from './billing/control-plane-client.ts';
+import { createFinishQueue } from './billing/finish-queue.ts';
+import { createReserveBatcher } from './billing/reserve-batcher.ts';
+import { createCatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDependencies } from './deps.ts';
+import { subscribeToInvalidations } from './events/invalidation-subscriber.ts';
 import { createGatewayApp } from './http/app.ts';
+import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
+import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
 
 export interface RunningGateway {
   deps: GatewayDependencies;
   server: Listening;
+  /** Sends every queued settle/release/hold now; resolves when the control plane has them. */
+  drainBilling(deadlineMs?: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
+/** Builds every dependency once and serves the gateway. */
 export async function startGateway(
   config: GatewayConfig,
   options: { logger?: Logger } = {},
 ): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
-  const limiter = createLimiter({ redisUrl: config.redisUrl, logger });
-  const deps: GatewayDependencies = { config, logger, limiter };
+  const controlPlane = createControlPlaneClient({
+    baseUrl: config.controlPlaneUrl,
+    secret: config.internalTokenSecret,
+    timeoutMs: config.billing.timeoutMs,
+    connections: config.billing.connections,
+  });
+  const reserver = createReserveBatcher(controlPlane.reserve, {
+    maxInFlight: config.billing.reserveMaxInFlight,
+    maxBatch: 100,
+  });
+  const finishes = createFinishQueue(controlPlane.finish, {
+    flushIntervalMs: config.billing.finishFlushMs,
+    maxBatch: 200,
+    maxInFlight: 2,
+    maxQueued: 200_000,
+    logger,
+  });
+  const catalog = createCatalogCache(controlPlane.catalog, { refreshMs: config.catalogRefreshMs, logger });
+  // Without Redis there are no change events, so nothing is cached: every request asks.
+  const keys = createKeyCache(controlPlane.resolveKey, {
+    ttlMs: config.redisUrl ? config.keyCacheTtlMs : 0,
+    maxEntries: 100_000,
+  });
+  const subscription = config.redisUrl
+    ? subscribeToInvalidations(
+        config.redisUrl,
+        config.redisKeyPrefix,
+        {
+          keyChanged: (keyId) => keys.dropKey(keyId),
+          accountChanged: (accountId) => keys.dropAccount(accountId),
+          catalogChanged: () => {
+            catalog.reload().catch(() => {});
+          },
+          resync: () => {
+            keys.clear();
+            catalog.reload().catch(() => {});
+          },
+        },
+        logger,
+      )
+    : null;
+  const limiter = createLimiter({
+    redisUrl: config.redisUrl,
+    redisKeyPrefix: config.redisKeyPrefix,
+    settings: config.limits,
+    logger,
+  });
+  const upstream = createUpstreamClient(config.upstream);
+  const credentials = loadCredentials({
+    env: config.env,
+    ...(config.secretsFile ? { secretsFile: config.secretsFile } : {}),
+  });
+
+  const deps: GatewayDependencies = {
+    config,
+    logger,
+    limiter,
+    billing: {
+      reserve: reserver.reserve,
+      finish: finishes.enqueue,
+      keyStatus: controlPlane.keyStatus,
+      catalog: controlPlane.catalog,
+    },
+    keys,
+    catalog,
+    credentials,
+    upstream,
+  };
+  catalog
+    .ready()
+    .catch((error: unknown) => logger.warn({ err: error }, 'catalogue not loaded yet; will retry'));
+  catalog.start();
+
   const app = createGatewayApp(deps);
   const server = await listen(createAdaptorServer({ fetch: app.fetch }) as never, config.port, config.host);
-  logger.info({ url: server.url }, 'gateway listening');
+  logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
+
   return {
     deps,
     server,
+    drainBilling: (deadlineMs) => finishes.drain(deadlineMs),
     async close() {
       await server.close();
+      const drained = await finishes.drain(10_000);
+      if (!drained)
+        logger.error({ pending: finishes.pending() }, 'stopped with settlements not yet delivered');
+      catalog.stop();
+      await subscription?.close();
       await limiter.close();
+      await upstream.close();
+      await controlPlane.close();
     },
   };
 }

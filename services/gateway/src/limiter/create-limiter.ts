@@ -1,19 +1,18 @@
 import type { Logger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
-import type { Limiter } from './limiter.ts';
+import type { Limiter, LimiterSettings } from './limiter.ts';
+import { createMemoryLimiter } from './memory-limiter.ts';
+import { createRedisLimiter } from './redis-limiter.ts';
 
-export function createLimiter(options: { redisUrl: string | undefined; logger: Logger }): Limiter {
+export function createLimiter(options: {
+  redisUrl: string | undefined;
+  redisKeyPrefix: string;
+  settings: LimiterSettings;
+  logger: Logger;
+}): Limiter {
   if (!options.redisUrl) {
     options.logger.warn('REDIS_URL is not set: using an in-process limiter (one gateway process only)');
-    return { kind: 'memory', close: async () => {} };
+    return createMemoryLimiter(options.settings);
   }
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
-  redis.on('error', (error) => options.logger.warn({ err: error }, 'redis error'));
   options.logger.info('limits shared through Redis');
-  return {
-    kind: 'redis',
-    async close() {
-      redis.disconnect();
-    },
-  };
+  return createRedisLimiter(options.redisUrl, options.redisKeyPrefix, options.settings, options.logger);
 }

@@ -1,5 +1,40 @@
-/** Request-rate and concurrency limits, shared by every gateway process through Redis. */
+/** One request's claim on the limits: per-key and per-package request rates and concurrency. */
+export interface LimitRequest {
+  keyId: string;
+  keyRequestsPerMinute: number;
+  /** Null for calls that hold no concurrency slot (the GET endpoints, count_tokens). */
+  keyConcurrency: number | null;
+  /** The package the call would draw from (account + package), with its ceilings; null if none. */
+  plan: { id: string; requestsPerMinute: number | null; concurrency: number | null } | null;
+  /** Unique per request; names the concurrency lease. */
+  leaseId: string;
+}
+
+export type LimitDecision =
+  | { allowed: true; lease: Lease | null }
+  | { allowed: false; code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded'; retryAfterSeconds: number };
+
+/** A held concurrency slot. Expires by itself if the process holding it dies. */
+export interface Lease {
+  release(): void;
+}
+
+/**
+ * Request-rate and concurrency limits. With Redis they are shared by every gateway process and
+ * checked atomically; without, they hold for this process only. An unreachable limiter throws
+ * rate_limiter_unavailable: the request is refused, never let through unmetered.
+ */
 export interface Limiter {
   readonly kind: 'redis' | 'memory';
+  acquire(request: LimitRequest): Promise<LimitDecision>;
   close(): Promise<void>;
+}
+
+export interface LimiterSettings {
+  /** Length of a rate window; ceilings are "per minute" so this is 60 s outside tests. */
+  windowMs: number;
+  /** Lifetime of a concurrency lease; renewed while the request runs. */
+  leaseTtlMs: number;
+  /** Retry-After for concurrency refusals (short by the spec). */
+  concurrencyRetryAfterSeconds: number;
 }

@@ -1,0 +1,108 @@
+import type { FinishBatchResponse, FinishItem } from '@tollgate/schemas';
+import type { Logger } from '@tollgate/service-kit';
+
+export interface FinishQueueOptions {
+  /** Longest an item waits for companions before its batch leaves. */
+  flushIntervalMs: number;
+  maxBatch: number;
+  maxInFlight: number;
+  /** Bound on what waits while the control plane is unreachable; the oldest are dropped past it. */
+  maxQueued: number;
+  logger: Logger;
+}
+
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 5_000;
+
+/**
+ * Settles, releases and holds leave the response path: they are queued and sent in batches (one
+ * durable commit each). A batch that fails is retried with backoff; finish is idempotent by
+ * reservation id, so a retry after an unclear failure charges nothing twice. A reservation whose
+ * finish never arrives (the process died) is released by the control plane's reconciler.
+ */
+export function createFinishQueue(
+  send: (items: FinishItem[]) => Promise<FinishBatchResponse>,
+  options: FinishQueueOptions,
+) {
+  let queue: FinishItem[] = [];
+  let inFlight = 0;
+  let timer: NodeJS.Timeout | null = null;
+  let retryDelay = 0;
+  let idleWaiters: Array<() => void> = [];
+
+  function schedule(delay: number): void {
+    if (timer) return;
+    timer = setTimeout(() => {
+      timer = null;
+      flush();
+    }, delay);
+  }
+
+  function settleWaiters(): void {
+    if (queue.length === 0 && inFlight === 0) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  function flush(): void {
+    while (queue.length > 0 && inFlight < options.maxInFlight) {
+      const batch = queue.slice(0, options.maxBatch);
+      queue = queue.slice(batch.length);
+      inFlight += 1;
+      send(batch)
+        .then(
+          () => {
+            retryDelay = 0;
+          },
+          (error: unknown) => {
+            queue = [...batch, ...queue];
+            retryDelay = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, retryDelay * 2));
+            options.logger.warn(
+              { err: error, items: batch.length, retryInMs: retryDelay },
+              'finish batch failed; will retry',
+            );
+          },
+        )
+        .finally(() => {
+          inFlight -= 1;
+          if (queue.length > 0) schedule(retryDelay || options.flushIntervalMs);
+          settleWaiters();
+        });
+      if (retryDelay > 0) break;
+    }
+  }
+
+  return {
+    enqueue(item: FinishItem): void {
+      queue.push(item);
+      if (queue.length > options.maxQueued) {
+        const dropped = queue.splice(0, queue.length - options.maxQueued);
+        options.logger.error(
+          { dropped: dropped.length },
+          'finish queue full: oldest items dropped (the reconciler releases them)',
+        );
+      }
+      if (queue.length >= options.maxBatch && retryDelay === 0) flush();
+      else schedule(retryDelay || options.flushIntervalMs);
+    },
+    /** Items not yet acknowledged by the control plane. */
+    pending(): number {
+      return queue.length + inFlight;
+    },
+    /** Sends everything now and resolves when the control plane has it all (or the deadline passes). */
+    async drain(deadlineMs = 10_000): Promise<boolean> {
+      if (timer) {
+        clearTimeout(timer);
+        timer = null;
+      }
+      retryDelay = 0;
+      flush();
+      if (queue.length === 0 && inFlight === 0) return true;
+      const idle = new Promise<true>((resolve) => idleWaiters.push(() => resolve(true)));
+      const deadline = new Promise<false>((resolve) => setTimeout(() => resolve(false), deadlineMs).unref());
+      return Promise.race([idle, deadline]);
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import type { ResolvedKey } from '@tollgate/schemas';
+
+export interface KeyCacheOptions {
+  /** 0 turns caching off (every request asks the control plane). */
+  ttlMs: number;
+  maxEntries: number;
+  now?: () => number;
+}
+
+/**
+ * Presented-key digest -> resolved key, kept briefly so the hot path needs no round trip.
+ * Entries are dropped at once when a key or account changes (invalidation events), and misses for
+ * the same digest share one lookup. Metered calls are re-checked by the reservation anyway.
+ */
+export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>, options: KeyCacheOptions) {
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, { key: ResolvedKey; expiresAt: number }>();
+  const lookups = new Map<string, Promise<ResolvedKey>>();
+  let generation = 0;
+
+  function store(digest: string, key: ResolvedKey): void {
+    if (options.ttlMs <= 0) return;
+    if (entries.size >= options.maxEntries) {
+      const oldest = entries.keys().next().value;
+      if (oldest !== undefined) entries.delete(oldest);
+    }
+    entries.set(digest, { key, expiresAt: now() + options.ttlMs });
+  }
+
+  function dropWhere(matches: (key: ResolvedKey) => boolean): void {
+    generation += 1;
+    for (const [digest, entry] of entries) if (matches(entry.key)) entries.delete(digest);
+  }
+
+  return {
+    get(digest: string): Promise<ResolvedKey> | ResolvedKey {
+      const entry = entries.get(digest);
+      if (entry && entry.expiresAt > now()) return entry.key;
+      if (entry) entries.delete(digest);
+      const running = lookups.get(digest);
+      if (running) return running;
+      const startedAt = generation;
+      const lookup = resolve(digest)
+        .then((key) => {
+          // An invalidation that arrived while we asked may concern this very key.
+          if (startedAt === generation) store(digest, key);
+          return key;
+        })
+        .finally(() => lookups.delete(digest));
+      lookups.set(digest, lookup);
+      return lookup;
+    },
+    dropKey(keyId: string): void {
+      dropWhere((key) => key.keyId === keyId);
+    },
+    dropAccount(accountId: string): void {
+      dropWhere((key) => key.accountId === accountId);
+    },
+    clear(): void {
+      generation += 1;
+      entries.clear();
+    },
+    size(): number {
+      return entries.size;
+    },
+  };
+}
+
+export type KeyCache = ReturnType<typeof createKeyCache>;

@@ -1,0 +1,161 @@
+import { AppError } from '@tollgate/errors';
+import type { Logger } from '@tollgate/service-kit';
+import { Redis } from 'ioredis';
+import type { Lease, LimitDecision, Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
+
+/**
+ * All checks and all increments in one script, so a refused request changes nothing and several
+ * gateway processes can never admit more than the ceiling. Fixed windows keyed by the window's
+ * number (Redis's own clock, not the gateways'); concurrency as sorted sets of leases scored by
+ * their expiry, so a lease whose holder died falls out by itself.
+ *
+ * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases
+ * ARGV: 1 key rpm, 2 plan rpm (0 = none), 3 window ms, 4 key concurrency (0 = no slot),
+ *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms
+ * Returns {0} allowed, {1, ms} key rate, {2, ms} plan rate, {3} key concurrency, {4} plan concurrency.
+ */
+const ACQUIRE = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local window = tonumber(ARGV[3])
+local index = math.floor(now / window)
+local retry = window - (now % window)
+local keyRate = KEYS[1] .. index
+local planRate = KEYS[2] .. index
+local keyRpm = tonumber(ARGV[1])
+local planRpm = tonumber(ARGV[2])
+if tonumber(redis.call('GET', keyRate) or '0') >= keyRpm then return {1, retry} end
+if planRpm > 0 and tonumber(redis.call('GET', planRate) or '0') >= planRpm then return {2, retry} end
+local keySlots = tonumber(ARGV[4])
+local planSlots = tonumber(ARGV[5])
+local ttl = tonumber(ARGV[7])
+if keySlots > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  if redis.call('ZCARD', KEYS[3]) >= keySlots then return {3, 0} end
+  if planSlots > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+    if redis.call('ZCARD', KEYS[4]) >= planSlots then return {4, 0} end
+    redis.call('ZADD', KEYS[4], now + ttl, ARGV[6])
+    redis.call('PEXPIRE', KEYS[4], ttl)
+  end
+  redis.call('ZADD', KEYS[3], now + ttl, ARGV[6])
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+if redis.call('INCR', keyRate) == 1 then redis.call('PEXPIRE', keyRate, window) end
+if planRpm > 0 and redis.call('INCR', planRate) == 1 then redis.call('PEXPIRE', planRate, window) end
+return {0}
+`;
+
+/** Pushes the expiry of leases still held; returns nothing. KEYS: lease sets; ARGV: ttl, ids... */
+const RENEW = `
+local time = redis.call('TIME')
+local expiry = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[i - 1], 'XX', expiry, ARGV[i])
+  redis.call('PEXPIRE', KEYS[i - 1], tonumber(ARGV[1]))
+end
+return 0
+`;
+
+interface HeldLease {
+  sets: string[];
+  id: string;
+}
+
+export function createRedisLimiter(
+  redisUrl: string,
+  prefix: string,
+  settings: LimiterSettings,
+  logger: Logger,
+): Limiter {
+  const redis = new Redis(redisUrl, {
+    // Fail at once while disconnected, and fast when Redis stalls: the request is refused.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 1_000,
+    enableAutoPipelining: true,
+  });
+  redis.on('error', (error) => logger.warn({ err: error }, 'limiter: redis error'));
+  redis.defineCommand('tollgateAcquire', { numberOfKeys: 4, lua: ACQUIRE });
+  const held = new Map<string, HeldLease>();
+
+  const renewTimer = setInterval(
+    () => {
+      if (held.size === 0) return;
+      const leases = [...held.values()].flatMap((lease) => lease.sets.map((set) => ({ set, id: lease.id })));
+      redis
+        .eval(
+          RENEW,
+          leases.length,
+          ...leases.map((lease) => lease.set),
+          settings.leaseTtlMs,
+          ...leases.map((lease) => lease.id),
+        )
+        .catch((error: unknown) => logger.warn({ err: error }, 'limiter: could not renew leases'));
+    },
+    Math.max(1_000, Math.floor(settings.leaseTtlMs / 3)),
+  );
+  renewTimer.unref();
+
+  return {
+    kind: 'redis',
+    async acquire(request: LimitRequest): Promise<LimitDecision> {
+      const plan = request.plan;
+      const keyLeases = `${prefix}cc:k:${request.keyId}`;
+      const planLeases = `${prefix}cc:p:${plan?.id ?? '-'}`;
+      let answer: [number, number?];
+      try {
+        answer = await (
+          redis as unknown as { tollgateAcquire(...args: Array<string | number>): Promise<[number, number?]> }
+        ).tollgateAcquire(
+          `${prefix}rl:k:${request.keyId}:`,
+          `${prefix}rl:p:${plan?.id ?? '-'}:`,
+          keyLeases,
+          planLeases,
+          request.keyRequestsPerMinute,
+          plan?.requestsPerMinute ?? 0,
+          settings.windowMs,
+          request.keyConcurrency ?? 0,
+          request.keyConcurrency === null ? 0 : (plan?.concurrency ?? 0),
+          request.leaseId,
+          settings.leaseTtlMs,
+        );
+      } catch (error) {
+        throw new AppError('rate_limiter_unavailable', { cause: error });
+      }
+      const [verdict, retryMs] = answer;
+      if (verdict === 1 || verdict === 2) {
+        return {
+          allowed: false,
+          code: 'rate_limit_exceeded',
+          retryAfterSeconds: Math.max(1, Math.ceil((retryMs ?? 1000) / 1000)),
+        };
+      }
+      if (verdict === 3 || verdict === 4) {
+        return {
+          allowed: false,
+          code: 'concurrency_limit_exceeded',
+          retryAfterSeconds: settings.concurrencyRetryAfterSeconds,
+        };
+      }
+      if (request.keyConcurrency === null) return { allowed: true, lease: null };
+      const sets = plan?.concurrency ? [keyLeases, planLeases] : [keyLeases];
+      held.set(request.leaseId, { sets, id: request.leaseId });
+      const lease: Lease = {
+        release() {
+          if (!held.delete(request.leaseId)) return;
+          for (const set of sets) {
+            redis.zrem(set, request.leaseId).catch(() => {
+              // Not removed now: it expires with its ttl.
+            });
+          }
+        },
+      };
+      return { allowed: true, lease };
+    },
+    async close() {
+      clearInterval(renewTimer);
+      redis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,22 @@
+import { AppError } from '@tollgate/errors';
+import { apiKeyDigest, type ResolvedKey } from '@tollgate/schemas';
+import type { GatewayDependencies } from '../deps.ts';
+import { readApiKey } from './credentials.ts';
+
+export interface Authenticated {
+  digest: string;
+  key: ResolvedKey;
+}
+
+/** Reads and checks the request's key: state, expiry and account, from the (briefly) cached record. */
+export async function authenticate(deps: GatewayDependencies, request: Request): Promise<Authenticated> {
+  const digest = apiKeyDigest(readApiKey(request.headers, request.url));
+  const key = await deps.keys.get(digest);
+  if (key.state === 'revoked') throw new AppError('api_key_revoked');
+  if (key.state === 'disabled') throw new AppError('api_key_disabled');
+  if (key.state === 'expired' || (key.expiresAt !== null && Date.parse(key.expiresAt) <= Date.now())) {
+    throw new AppError('api_key_expired');
+  }
+  if (key.accountSuspended) throw new AppError('account_suspended');
+  return { digest, key };
+}

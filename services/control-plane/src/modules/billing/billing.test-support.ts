@@ -10,6 +10,7 @@ import {
   SERVICE_TOKEN_ISSUER,
 } from '@tollgate/schemas';
 import { SignJWT } from 'jose';
+import { balancesOf as balancesOfAccount } from '../../test-kit.ts';
 import type { TestContext } from '../../testing.ts';
 import { createAccount } from '../accounts/accounts.service.ts';
 import { createKey } from '../api-keys/api-keys.service.ts';
@@ -158,23 +159,8 @@ export function endItem(
   };
 }
 
-export async function balancesOf(context: TestContext, accountId: string) {
-  const entitlements = await context.deps.db
-    .selectFrom('entitlements')
-    .select(['remaining', 'reserved'])
-    .where('account_id', '=', accountId)
-    .execute();
-  const credit = await context.deps.db
-    .selectFrom('credit_balances')
-    .select(['available', 'reserved'])
-    .where('account_id', '=', accountId)
-    .executeTakeFirst();
-  return {
-    tokens: entitlements.reduce((sum, row) => sum + row.remaining, 0n),
-    reservedTokens: entitlements.reduce((sum, row) => sum + row.reserved, 0n),
-    credits: credit?.available ?? 0n,
-    reservedCredits: credit?.reserved ?? 0n,
-  };
+export function balancesOf(context: TestContext, accountId: string) {
+  return balancesOfAccount(context.deps.db, accountId);
 }
 
 /** Fails the test with the violations if any balance disagrees with its ledger rows. */

@@ -7,10 +7,11 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 source scripts/toolchain.sh
 [ -d node_modules ] || pnpm install --frozen-lockfile --reporter=silent
+# Development secrets of the quick start, for whatever the environment does not set itself.
 if [ -f .data/dev.env ]; then
-  set -a
-  source .data/dev.env
-  set +a
+  while IFS='=' read -r name value; do
+    if [ -n "$name" ] && [ -z "${!name:-}" ]; then export "$name=$value"; fi
+  done <.data/dev.env
 fi
 export DATA_DIR="${DATA_DIR:-$ROOT/.data/control-plane}"
 export CATALOG_FILE="${CATALOG_FILE:-$ROOT/deploy/catalog.example.yaml}"

@@ -18,9 +18,10 @@ if [ ! -f .data/dev.env ]; then
   ' >.data/dev.env
   chmod 600 .data/dev.env
 fi
-set -a
-source .data/dev.env
-set +a
+# The environment wins over the generated development secrets.
+while IFS='=' read -r name value; do
+  if [ -n "$name" ] && [ -z "${!name:-}" ]; then export "$name=$value"; fi
+done <.data/dev.env
 
 export GATEWAY_PORT="${GATEWAY_PORT:-8080}"
 export CONTROL_PLANE_PORT="${CONTROL_PLANE_PORT:-8081}"

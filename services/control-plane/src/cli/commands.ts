@@ -77,15 +77,28 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     },
   },
   'create-key': {
-    usage: 'create-key <email> [--name <name>] [--scope alias1,alias2]   (prints the secret once)',
+    usage:
+      'create-key <email> [--name <name>] [--scope a,b] [--requests-per-minute N] [--concurrency N] [--max-output-tokens N] [--max-request-bytes N]   (prints the secret once)',
     run: async (deps, input) => {
       const account = await accountByEmail(deps, arg(input, 0, 'email'));
       const scope = text(input, 'scope')?.split(',').filter(Boolean) ?? null;
+      const limit = (name: string) => {
+        const value = text(input, name);
+        if (value === undefined) return undefined;
+        if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`--${name} must be a positive integer`);
+        return Number(value);
+      };
       const { key, secret } = await createKey(deps, account.id, {
         name: text(input, 'name') ?? 'cli',
         scope,
+        limits: {
+          requestsPerMinute: limit('requests-per-minute'),
+          concurrency: limit('concurrency'),
+          maxOutputTokens: limit('max-output-tokens'),
+          maxRequestBytes: limit('max-request-bytes'),
+        },
       });
-      return { keyId: key.id, secret };
+      return { keyId: key.id, secret, limits: key.limits };
     },
   },
   'grant-package': {

@@ -14,10 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type CpuGroups, cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
-import { ROOT, run, type Service, startService, waitHealthy } from './src/processes.ts';
 import { measureTimeToFirstByte } from './src/ttfb.ts';
 import { runWrk, type WrkResult } from './src/wrk.ts';
 

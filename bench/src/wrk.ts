@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { run } from './processes.ts';
+import { run } from '@tollgate/test-harness';
 
 export interface WrkResult {
   requests: number;

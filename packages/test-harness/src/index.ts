@@ -1,4 +1,5 @@
 export * from './database.ts';
+export * from './processes.ts';
 export * from './secrets.ts';
 export * from './services.ts';
 

@@ -1,0 +1,190 @@
+/**
+ * Shared helpers of the gateway's service tests: one stack per file, requests, the checks every
+ * refusal gets (status, body shape of its surface, code, nothing leaked) and ledger assertions.
+ */
+import { ERROR_CATALOG, ERROR_TYPES, type ServerErrorCode } from '@tollgate/errors';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { PROVIDER_KEY, type StackOptions, startTestStack, type TestStack } from '../src/testing/stack.ts';
+
+export interface Reply {
+  path: string;
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+export interface SendOptions {
+  /** Sent as Authorization: Bearer unless `headers` say otherwise; null sends no credential. */
+  secret?: string | null;
+  headers?: Record<string, string>;
+  /** Which gateway of the stack (default the first). */
+  gateway?: number;
+  /** Base URL other than the stack's gateways (an extra gateway started by the test). */
+  baseUrl?: string;
+}
+
+type Funding = Parameters<TestStack['createFundedKey']>[0];
+export type FundedKey = Awaited<ReturnType<TestStack['createFundedKey']>>;
+
+const MESSAGES_STYLE_PATHS = new Set(['/v1/messages', '/v1/messages/count_tokens']);
+const UPSTREAM_IDS = ['upstream-claude-x1', 'upstream-gpt-y2', 'upstream-gpt-hidden'];
+const STACK_TRACE = [/\n\s+at\s/, /\bat [^\s]+ \(/, /node:internal/, /\.(?:ts|js|mjs):\d+/];
+
+let tagCounter = 0;
+/** A tag unique in this process, for the mock's per-tag counts and recordings. */
+export function uniqueTag(prefix = 't'): string {
+  tagCounter += 1;
+  return `${prefix}${tagCounter}x${Date.now().toString(36)}`;
+}
+
+/** A minimal valid body for a metered surface (or count_tokens) carrying mock directives. */
+export function bodyFor(path: string, model: string, directives = '', extra: Record<string, unknown> = {}) {
+  const text = directives ? `hello @mock(${directives})` : 'hello';
+  if (path === '/v1/responses') return { model, input: text, ...extra };
+  if (path === '/v1/messages/count_tokens')
+    return { model, messages: [{ role: 'user', content: text }], ...extra };
+  return { model, max_tokens: 64, messages: [{ role: 'user', content: text }], ...extra };
+}
+
+/**
+ * Starts a stack for the file (beforeAll) and checks it on the way out (afterAll): every queued
+ * settlement delivered, the ledger consistent, and no client secret or provider key in any log line.
+ */
+export function useStack(label: string, options: StackOptions = {}) {
+  const secrets: string[] = [];
+  let current: TestStack | undefined;
+
+  beforeAll(async () => {
+    current = await startTestStack(label, options);
+  });
+  afterAll(async () => {
+    if (!current) return;
+    try {
+      await current.settled();
+      expect(await current.ledgerProblems()).toEqual([]);
+      const logs = current.gatewayLogs.join('');
+      expect(logs.length).toBeGreaterThan(0);
+      for (const secret of [...secrets, PROVIDER_KEY]) expect(logs).not.toContain(secret);
+    } finally {
+      await current.close();
+    }
+  });
+
+  const context = {
+    get stack(): TestStack {
+      if (!current) throw new Error('the stack is not started yet');
+      return current;
+    },
+    /** Remembers a secret so that logs and error bodies are scanned for it. */
+    remember(secret: string): void {
+      secrets.push(secret);
+    },
+    async key(funding: Funding = {}): Promise<FundedKey> {
+      const key = await context.stack.createFundedKey(funding);
+      secrets.push(key.secret);
+      return key;
+    },
+    async send(
+      method: 'GET' | 'POST',
+      path: string,
+      body: unknown,
+      options: SendOptions = {},
+    ): Promise<Reply> {
+      const base = options.baseUrl ?? context.stack.gateways[options.gateway ?? 0]!.server.url;
+      const headers: Record<string, string> = {};
+      if (options.secret) headers.authorization = `Bearer ${options.secret}`;
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      Object.assign(headers, options.headers);
+      const response = await fetch(`${base}${path}`, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+      });
+      return {
+        path: path.split('?')[0]!,
+        status: response.status,
+        headers: response.headers,
+        text: await response.text(),
+      };
+    },
+    post(path: string, secret: string | null, body: unknown, options: Omit<SendOptions, 'secret'> = {}) {
+      return context.send('POST', path, body, { ...options, secret });
+    },
+    get(path: string, secret: string | null, options: Omit<SendOptions, 'secret'> = {}) {
+      return context.send('GET', path, undefined, { ...options, secret });
+    },
+    /** Calls the mock has answered so far (every path, every tag). */
+    upstreamCalls(): number {
+      return context.stack.mock.stats().calls;
+    },
+    /** How many requests with this tag reached the mock. */
+    tagged(tag: string): number {
+      return context.stack.mock.stats().byTag[tag] ?? 0;
+    },
+    /** Fails if the text carries an upstream id, a provider name, a host, a credential or a trace. */
+    expectNothingLeaked(text: string): void {
+      const stack = context.stack;
+      const hosts = [
+        new URL(stack.mock.url).host,
+        new URL(stack.controlPlane.internalServer.url).host,
+        new URL(stack.controlPlane.publicServer.url).host,
+        `:${stack.mock.port}`,
+      ];
+      for (const forbidden of [
+        ...UPSTREAM_IDS,
+        ...hosts,
+        PROVIDER_KEY,
+        ...secrets,
+        'mock-anthropic',
+        'mock-openai',
+      ]) {
+        expect(text, `body leaks ${forbidden}`).not.toContain(forbidden);
+      }
+      expect(text).not.toMatch(/anthropic|openai/i);
+      for (const trace of STACK_TRACE) expect(text).not.toMatch(trace);
+    },
+    /**
+     * Asserts a refusal: its status, the body shape of the path's surface (messages-style on
+     * /v1/messages and count_tokens, openai-style elsewhere) with exactly the spec's fields, the
+     * code, an upstream-style type and nothing leaked. Returns the message.
+     */
+    expectError(reply: Reply, status: number, code: ServerErrorCode): string {
+      expect({ status: reply.status, text: reply.text }).toMatchObject({ status });
+      expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+      const body = JSON.parse(reply.text) as Record<string, unknown>;
+      let error: { type: unknown; message: unknown; code?: unknown; service_code?: unknown };
+      if (MESSAGES_STYLE_PATHS.has(reply.path)) {
+        expect(Object.keys(body).sort()).toEqual(['error', 'type']);
+        expect(body.type).toBe('error');
+        error = body.error as typeof error;
+        expect(Object.keys(error).sort()).toEqual(['message', 'service_code', 'type']);
+        expect(error.service_code).toBe(code);
+      } else {
+        expect(Object.keys(body)).toEqual(['error']);
+        error = body.error as typeof error;
+        expect(Object.keys(error).sort()).toEqual(['code', 'message', 'type']);
+        expect(error.code).toBe(code);
+      }
+      expect(ERROR_TYPES).toContain(error.type);
+      if (code !== 'upstream_rejected') expect(error.type).toBe(ERROR_CATALOG[code].type);
+      expect(typeof error.message).toBe('string');
+      expect((error.message as string).length).toBeGreaterThan(0);
+      context.expectNothingLeaked(reply.text);
+      return error.message as string;
+    },
+    /** Nothing reserved, charged or recorded for this account since it was funded. */
+    async expectUntouched(key: FundedKey, funded: { credits?: bigint; tokens?: bigint }): Promise<void> {
+      await context.stack.settled();
+      expect(await context.stack.balances(key.accountId)).toEqual({
+        tokens: funded.tokens ?? 0n,
+        reservedTokens: 0n,
+        credits: funded.credits ?? 0n,
+        reservedCredits: 0n,
+      });
+      expect(await context.stack.reservations(key.accountId)).toEqual([]);
+    },
+  };
+  return context;
+}
+
+export type StackContext = ReturnType<typeof useStack>;

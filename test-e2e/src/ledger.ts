@@ -1,0 +1,211 @@
+/**
+ * Reads what the control plane recorded for an account, straight from Postgres: reservations,
+ * their ledger rows and the balances, and checks they agree with each other and with the usage
+ * the mock reported.
+ *
+ * Settlement is asynchronous by design: the gateway answers first and sends settles, releases
+ * and holds to the control plane in batches off the response path. A client that has its answer
+ * therefore cannot know when the ledger has it, so the meter polls the database (every 25 ms, for
+ * at most 10 s) until the expected reservations have left the `reserved` status.
+ */
+import type pg from 'pg';
+import { expect } from 'vitest';
+
+export interface Reservation {
+  id: string;
+  alias: string;
+  surface: string;
+  status: 'reserved' | 'settled' | 'released' | 'held';
+  outcome: string | null;
+  httpStatus: number | null;
+  inputTokens: bigint | null;
+  outputTokens: bigint | null;
+  reservedTokens: bigint;
+  reservedCredits: bigint;
+  chargedTokens: bigint;
+  chargedCredits: bigint;
+  writtenOffTokens: bigint;
+  writtenOffCredits: bigint;
+}
+
+export interface Balances {
+  credits: bigint;
+  reservedCredits: bigint;
+  tokens: bigint;
+  reservedTokens: bigint;
+}
+
+const POLL_INTERVAL_MS = 25;
+const POLL_DEADLINE_MS = 10_000;
+
+const big = (value: string | null): bigint | null => (value === null ? null : BigInt(value));
+
+async function readReservations(db: pg.Pool, accountId: string): Promise<Reservation[]> {
+  const { rows } = await db.query(
+    `select id, alias, surface, status, outcome, http_status, input_tokens::text, output_tokens::text,
+            reserved_tokens::text, reserved_credits::text, charged_tokens::text, charged_credits::text,
+            written_off_tokens::text, written_off_credits::text
+     from reservations where account_id = $1 order by created_at, id`,
+    [accountId],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    alias: row.alias,
+    surface: row.surface,
+    status: row.status,
+    outcome: row.outcome,
+    httpStatus: row.http_status,
+    inputTokens: big(row.input_tokens),
+    outputTokens: big(row.output_tokens),
+    reservedTokens: BigInt(row.reserved_tokens),
+    reservedCredits: BigInt(row.reserved_credits),
+    chargedTokens: BigInt(row.charged_tokens),
+    chargedCredits: BigInt(row.charged_credits),
+    writtenOffTokens: BigInt(row.written_off_tokens),
+    writtenOffCredits: BigInt(row.written_off_credits),
+  }));
+}
+
+export async function readBalances(db: pg.Pool, accountId: string): Promise<Balances> {
+  const { rows } = await db.query(
+    `select coalesce((select available from credit_balances where account_id = $1), 0)::text as credits,
+            coalesce((select reserved from credit_balances where account_id = $1), 0)::text as reserved_credits,
+            coalesce((select sum(remaining) from entitlements where account_id = $1), 0)::text as tokens,
+            coalesce((select sum(reserved) from entitlements where account_id = $1), 0)::text as reserved_tokens`,
+    [accountId],
+  );
+  const row = rows[0];
+  return {
+    credits: BigInt(row.credits),
+    reservedCredits: BigInt(row.reserved_credits),
+    tokens: BigInt(row.tokens),
+    reservedTokens: BigInt(row.reserved_tokens),
+  };
+}
+
+/** Sums of one reservation's ledger rows, tokens (entitlement rows) and credits apart. */
+async function ledgerOf(db: pg.Pool, reservationId: string) {
+  const { rows } = await db.query(
+    `select (entitlement_id is null) as credit, kind, available_delta::text, reserved_delta::text
+     from ledger_entries where reservation_id = $1`,
+    [reservationId],
+  );
+  const sums = { tokens: { available: 0n, reserved: 0n }, credits: { available: 0n, reserved: 0n } };
+  const kinds = new Set<string>();
+  for (const row of rows) {
+    const side = row.credit ? sums.credits : sums.tokens;
+    side.available += BigInt(row.available_delta);
+    side.reserved += BigInt(row.reserved_delta);
+    kinds.add(row.kind);
+  }
+  return { ...sums, kinds };
+}
+
+/**
+ * Follows one account's reservations: `finished()` waits for the ones the last calls created and
+ * checks that balances moved by exactly what those reservations charged (or still hold).
+ */
+export class Meter {
+  private readonly seen = new Set<string>();
+  private baseline: Balances | null = null;
+
+  private readonly db: pg.Pool;
+  readonly accountId: string;
+
+  constructor(db: pg.Pool, accountId: string) {
+    this.db = db;
+    this.accountId = accountId;
+  }
+
+  /** Remembers the reservations and balances as they are now. */
+  async mark(): Promise<void> {
+    for (const row of await readReservations(this.db, this.accountId)) this.seen.add(row.id);
+    this.baseline = await readBalances(this.db, this.accountId);
+  }
+
+  /** Reservations created since the last mark, without waiting. */
+  async fresh(): Promise<Reservation[]> {
+    return (await readReservations(this.db, this.accountId)).filter((row) => !this.seen.has(row.id));
+  }
+
+  /**
+   * Waits until exactly `count` reservations were created since the last mark and none of them is
+   * still `reserved`; checks the ledger and the balances against them, then marks again.
+   */
+  async finished(count = 1): Promise<Reservation[]> {
+    const deadline = Date.now() + POLL_DEADLINE_MS;
+    let rows = await this.fresh();
+    while (rows.length < count || rows.some((row) => row.status === 'reserved')) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `expected ${count} finished reservations within ${POLL_DEADLINE_MS} ms, found ${JSON.stringify(
+            rows.map((row) => row.status),
+          )}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+      rows = await this.fresh();
+    }
+    expect(rows).toHaveLength(count);
+    await this.checkMoney(rows);
+    await this.mark();
+    return rows;
+  }
+
+  /** Nothing was reserved since the last mark and no balance moved. */
+  async expectUntouched(): Promise<void> {
+    expect(await this.fresh()).toEqual([]);
+    expect(await readBalances(this.db, this.accountId)).toEqual(this.baseline);
+  }
+
+  private async checkMoney(rows: Reservation[]): Promise<void> {
+    if (!this.baseline) throw new Error('mark() the meter before the calls');
+    const expected = { ...this.baseline };
+    for (const row of rows) {
+      const ledger = await ledgerOf(this.db, row.id);
+      if (row.status === 'held') {
+        // A hold keeps what was reserved, untouched, for reconciliation; nothing is charged.
+        expect(row.chargedTokens + row.chargedCredits).toBe(0n);
+        expect(ledger.tokens).toEqual({ available: -row.reservedTokens, reserved: row.reservedTokens });
+        expect(ledger.credits).toEqual({ available: -row.reservedCredits, reserved: row.reservedCredits });
+        expect(ledger.kinds).toContain('hold');
+        expected.tokens -= row.reservedTokens;
+        expected.reservedTokens += row.reservedTokens;
+        expected.credits -= row.reservedCredits;
+        expected.reservedCredits += row.reservedCredits;
+      } else {
+        // Settled or released: nothing stays reserved, and exactly the charge left the balance.
+        expect(ledger.tokens).toEqual({ available: -row.chargedTokens, reserved: 0n });
+        expect(ledger.credits).toEqual({ available: -row.chargedCredits, reserved: 0n });
+        if (row.status === 'released') expect(row.chargedTokens + row.chargedCredits).toBe(0n);
+        expected.tokens -= row.chargedTokens;
+        expected.credits -= row.chargedCredits;
+      }
+    }
+    expect(await readBalances(this.db, this.accountId)).toEqual(expected);
+  }
+}
+
+/** The credits a call costs at an alias's prices for the figures the model reported. */
+export function creditCost(prices: { input: bigint; output: bigint }, input: number, output: number): bigint {
+  return BigInt(input) * prices.input + BigInt(output) * prices.output;
+}
+
+/** Asserts a settlement charged exactly the reported figures in credits, nothing written off. */
+export function expectSettledInCredits(
+  row: Reservation,
+  prices: { input: bigint; output: bigint },
+  usage: { input: number; output: number },
+): void {
+  expect(row).toMatchObject({
+    status: 'settled',
+    outcome: 'ok',
+    httpStatus: 200,
+    inputTokens: BigInt(usage.input),
+    outputTokens: BigInt(usage.output),
+    chargedTokens: 0n,
+    chargedCredits: creditCost(prices, usage.input, usage.output),
+    writtenOffTokens: 0n,
+    writtenOffCredits: 0n,
+  });
+}

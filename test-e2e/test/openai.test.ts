@@ -1,0 +1,323 @@
+/**
+ * The official `openai` client against the gateway (base URL `{gateway}/v1`): chat completions and
+ * responses, streamed and not, with tool calls. Every call is charged exactly the usage the mock
+ * reported (fixed per request with `@mock(input_tokens=N,output_tokens=M)`).
+ */
+import type OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { mockRequests, openaiClient } from '../src/clients.ts';
+import { type Customer, signUpCustomer } from '../src/customer.ts';
+import { expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { type E2EStack, PRICES, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
+
+let stack: E2EStack;
+let customer: Customer;
+let meter: Meter;
+let openai: OpenAI;
+
+beforeAll(async () => {
+  stack = await startStack('openai');
+  customer = await signUpCustomer(stack, { credits: 10_000_000n, packages: ['e2e-tokens'] });
+  const key = await customer.createKey({ name: 'openai client' });
+  openai = openaiClient(stack.gatewayUrl, key.secret);
+  meter = new Meter(stack.db, customer.accountId);
+  await meter.mark();
+});
+
+// Each test accounts for its own calls only, even after an earlier test failed half-way.
+beforeEach(() => meter.mark());
+
+afterAll(async () => {
+  if (!stack) return;
+  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
+  await stack.close();
+});
+
+const weatherTool = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'Current weather of a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+      required: ['city'],
+    },
+  },
+};
+/** What the mock fills the tool's schema with. */
+const weatherArguments = { city: 'mock', unit: 'c' };
+
+describe('chat completions', () => {
+  it('answers a non-streamed call as the alias and charges the reported usage', async () => {
+    const tag = `chat-${Date.now()}`;
+    const completion = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      max_tokens: 64,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: `Hello @mock(tag=${tag},input_tokens=321,output_tokens=17)` },
+      ],
+    });
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.model).toBe('gpt-e2e');
+    expect(completion.choices[0]?.message.content).toMatch(/^Hello from the mock upstream\./);
+    expect(completion.usage).toMatchObject({ prompt_tokens: 321, completion_tokens: 17, total_tokens: 338 });
+
+    const [upstream] = await mockRequests(stack.mockUrl, tag);
+    expect(JSON.parse(upstream?.body ?? '{}').model).toBe(UPSTREAM_MODELS.gpt);
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ alias: 'gpt-e2e', surface: 'chat_completions' });
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 321, output: 17 });
+  });
+
+  it('streams without a usage chunk when the client did not ask for one, and still meters it', async () => {
+    const tag = `chat-stream-${Date.now()}`;
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      stream: true,
+      messages: [
+        { role: 'user', content: `Stream @mock(tag=${tag},words=6,input_tokens=40,output_tokens=6)` },
+      ],
+    });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+
+    expect(chunks.length).toBeGreaterThan(6);
+    expect(chunks.every((chunk) => chunk.model === 'gpt-e2e')).toBe(true);
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe(
+      'Hello from the mock upstream. Hello',
+    );
+    expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+    // The client did not ask: no usage figures and no choice-less usage chunk reach it.
+    expect(chunks.filter((chunk) => chunk.usage != null || chunk.choices.length === 0)).toEqual([]);
+
+    // The gateway asked the provider for usage on the client's behalf, and charged it.
+    const [upstream] = await mockRequests(stack.mockUrl, tag);
+    expect(JSON.parse(upstream?.body ?? '{}').stream_options).toEqual({ include_usage: true });
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 40, output: 6 });
+  });
+
+  it('streams the usage chunk last when the client asked for it', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'Stream @mock(words=3,input_tokens=55,output_tokens=3)' }],
+    });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+
+    const last = chunks.at(-1);
+    expect(last?.choices).toEqual([]);
+    expect(last?.usage).toMatchObject({ prompt_tokens: 55, completion_tokens: 3, total_tokens: 58 });
+    expect(chunks.slice(0, -1).every((chunk) => chunk.usage == null)).toBe(true);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 55, output: 3 });
+  });
+
+  it('accumulates a stream with the SDK helper into the final completion', async () => {
+    const runner = openai.chat.completions.stream({
+      model: 'gpt-e2e',
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'Helper @mock(words=5,input_tokens=12,output_tokens=5)' }],
+    });
+    const final = await runner.finalChatCompletion();
+    expect(final.choices[0]?.message.content).toBe('Hello from the mock upstream.');
+    expect(final.usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 5 });
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 12, output: 5 });
+  });
+
+  it('returns a tool call, then answers the follow-up turn with the tool result', async () => {
+    const question = 'Weather in Oslo?';
+    const completion = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      tools: [weatherTool],
+      messages: [{ role: 'user', content: `${question} @mock(tool,input_tokens=90,output_tokens=14)` }],
+    });
+    const choice = completion.choices[0];
+    expect(choice?.finish_reason).toBe('tool_calls');
+    const call = choice?.message.tool_calls?.[0];
+    expect(call?.type).toBe('function');
+    if (call?.type !== 'function') throw new Error('no function call');
+    expect(call.function.name).toBe('get_weather');
+    expect(JSON.parse(call.function.arguments)).toEqual(weatherArguments);
+    expect(completion.usage).toMatchObject({ prompt_tokens: 90, completion_tokens: 14 });
+    const [first] = await meter.finished();
+    expectSettledInCredits(first!, PRICES['gpt-e2e'], { input: 90, output: 14 });
+
+    const followUp = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      tools: [weatherTool],
+      // The history as the application keeps it: the question, the call, its result.
+      messages: [
+        { role: 'user', content: question },
+        choice!.message,
+        {
+          role: 'tool',
+          tool_call_id: call.id,
+          content: '{"celsius": 21} @mock(input_tokens=130,output_tokens=9)',
+        },
+      ],
+    });
+    expect(followUp.choices[0]?.finish_reason).toBe('stop');
+    expect(followUp.choices[0]?.message.content).toMatch(/^Hello from/);
+    const [second] = await meter.finished();
+    expectSettledInCredits(second!, PRICES['gpt-e2e'], { input: 130, output: 9 });
+  });
+
+  it('streams a tool call whose arguments the SDK reassembles', async () => {
+    const runner = openai.chat.completions.stream({
+      model: 'gpt-e2e',
+      tools: [weatherTool],
+      messages: [{ role: 'user', content: 'Weather? @mock(tool,input_tokens=70,output_tokens=11)' }],
+    });
+    const final = await runner.finalChatCompletion();
+    const call = final.choices[0]?.message.tool_calls?.[0];
+    if (call?.type !== 'function') throw new Error('no function call');
+    expect(call.function.name).toBe('get_weather');
+    expect(JSON.parse(call.function.arguments)).toEqual(weatherArguments);
+    expect(final.choices[0]?.finish_reason).toBe('tool_calls');
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 70, output: 11 });
+  });
+
+  it('pays a token-only alias from the package, to the token', async () => {
+    const completion = await openai.chat.completions.create({
+      model: 'gpt-tokens-e2e',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'Tokens @mock(input_tokens=250,output_tokens=30)' }],
+    });
+    expect(completion.model).toBe('gpt-tokens-e2e');
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({
+      status: 'settled',
+      inputTokens: 250n,
+      outputTokens: 30n,
+      chargedTokens: 280n,
+      chargedCredits: 0n,
+    });
+  });
+});
+
+describe('responses', () => {
+  it('answers a non-streamed call and charges the reported usage', async () => {
+    const response = await openai.responses.create({
+      model: 'gpt-e2e',
+      instructions: 'Be brief.',
+      input: 'Hello @mock(input_tokens=222,output_tokens=5)',
+      max_output_tokens: 100,
+    });
+    expect(response.object).toBe('response');
+    expect(response.model).toBe('gpt-e2e');
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toBe('Hello from the mock upstream.');
+    expect(response.usage).toMatchObject({ input_tokens: 222, output_tokens: 5, total_tokens: 227 });
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ surface: 'responses' });
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 222, output: 5 });
+  });
+
+  it('streams events in order and ends with response.completed carrying the usage', async () => {
+    const stream = await openai.responses.create({
+      model: 'gpt-e2e',
+      input: [{ role: 'user', content: 'Stream @mock(words=4,input_tokens=61,output_tokens=4)' }],
+      stream: true,
+    });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+
+    expect(events[0]?.type).toBe('response.created');
+    const last = events.at(-1);
+    expect(last?.type).toBe('response.completed');
+    if (last?.type !== 'response.completed') throw new Error('no completion');
+    expect(last.response.model).toBe('gpt-e2e');
+    expect(last.response.usage).toMatchObject({ input_tokens: 61, output_tokens: 4 });
+    const text = events.flatMap((event) =>
+      event.type === 'response.output_text.delta' ? [event.delta] : [],
+    );
+    expect(text.join('')).toBe('Hello from the mock upstream.'.split(' ').slice(0, 4).join(' '));
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 61, output: 4 });
+  });
+
+  it('accumulates a stream with the SDK helper into the final response', async () => {
+    const stream = openai.responses.stream({
+      model: 'gpt-e2e',
+      input: 'Helper @mock(input_tokens=33,output_tokens=5)',
+    });
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe('Hello from the mock upstream.');
+    expect(final.usage).toMatchObject({ input_tokens: 33, output_tokens: 5 });
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 33, output: 5 });
+  });
+
+  it('returns a function call, then answers the function output', async () => {
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'function',
+        name: 'get_weather',
+        description: 'Current weather of a city',
+        parameters: weatherTool.function.parameters,
+        strict: false,
+      },
+    ];
+    const first = await openai.responses.create({
+      model: 'gpt-e2e',
+      tools,
+      input: 'Weather in Oslo? @mock(tool,input_tokens=99,output_tokens=13)',
+    });
+    const call = first.output.find((item) => item.type === 'function_call');
+    if (call?.type !== 'function_call') throw new Error('no function call');
+    expect(call.name).toBe('get_weather');
+    expect(JSON.parse(call.arguments)).toEqual(weatherArguments);
+    const [firstRow] = await meter.finished();
+    expectSettledInCredits(firstRow!, PRICES['gpt-e2e'], { input: 99, output: 13 });
+
+    const second = await openai.responses.create({
+      model: 'gpt-e2e',
+      tools,
+      input: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        call,
+        {
+          type: 'function_call_output',
+          call_id: call.call_id,
+          output: '{"celsius": 21} @mock(input_tokens=150,output_tokens=8)',
+        },
+      ],
+    });
+    expect(second.output_text).toMatch(/^Hello from/);
+    const [secondRow] = await meter.finished();
+    expectSettledInCredits(secondRow!, PRICES['gpt-e2e'], { input: 150, output: 8 });
+  });
+
+  it('streams a function call', async () => {
+    const stream = openai.responses.stream({
+      model: 'gpt-e2e',
+      tools: [
+        { type: 'function', name: 'get_weather', parameters: weatherTool.function.parameters, strict: false },
+      ],
+      input: 'Weather? @mock(tool,input_tokens=44,output_tokens=10)',
+    });
+    const final = await stream.finalResponse();
+    const call = final.output.find((item) => item.type === 'function_call');
+    if (call?.type !== 'function_call') throw new Error('no function call');
+    expect(JSON.parse(call.arguments)).toEqual(weatherArguments);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 44, output: 10 });
+  });
+});
+
+describe('unmetered endpoints', () => {
+  it('lists the aliases the key may call, and costs nothing', async () => {
+    const models = [];
+    for await (const model of openai.models.list()) models.push(model.id);
+    expect(models.sort()).toEqual(['claude-e2e', 'gpt-e2e', 'gpt-tokens-e2e']);
+    await meter.expectUntouched();
+  });
+});

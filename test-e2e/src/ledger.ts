@@ -117,13 +117,39 @@ export class Meter {
     this.accountId = accountId;
   }
 
-  /** Remembers the reservations and balances as they are now. */
+  /**
+   * Remembers the reservations and balances as they are, once no reservation of the account is
+   * still open (a call of an earlier test that failed half-way may still be settling).
+   */
   async mark(): Promise<void> {
-    for (const row of await readReservations(this.db, this.accountId)) this.seen.add(row.id);
+    const rows = await this.poll((all) => all, 'the open reservations to finish');
+    for (const row of rows) this.seen.add(row.id);
     this.baseline = await readBalances(this.db, this.accountId);
   }
 
-  /** Reservations created since the last mark, without waiting. */
+  /**
+   * Reads the account's reservations (filtered by `select`) until none of them is `reserved` and
+   * `ready` holds, polling every 25 ms for at most 10 s.
+   */
+  private async poll(
+    select: (rows: Reservation[]) => Reservation[],
+    what: string,
+    ready: (rows: Reservation[]) => boolean = () => true,
+  ): Promise<Reservation[]> {
+    const deadline = Date.now() + POLL_DEADLINE_MS;
+    for (;;) {
+      const rows = select(await readReservations(this.db, this.accountId));
+      if (ready(rows) && rows.every((row) => row.status !== 'reserved')) return rows;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `waited ${POLL_DEADLINE_MS} ms for ${what}; found ${JSON.stringify(rows.map((row) => row.status))}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+    }
+  }
+
+  /** Reservations created since the last mark, as they are now. */
   async fresh(): Promise<Reservation[]> {
     return (await readReservations(this.db, this.accountId)).filter((row) => !this.seen.has(row.id));
   }
@@ -133,19 +159,11 @@ export class Meter {
    * still `reserved`; checks the ledger and the balances against them, then marks again.
    */
   async finished(count = 1): Promise<Reservation[]> {
-    const deadline = Date.now() + POLL_DEADLINE_MS;
-    let rows = await this.fresh();
-    while (rows.length < count || rows.some((row) => row.status === 'reserved')) {
-      if (Date.now() > deadline) {
-        throw new Error(
-          `expected ${count} finished reservations within ${POLL_DEADLINE_MS} ms, found ${JSON.stringify(
-            rows.map((row) => row.status),
-          )}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-      rows = await this.fresh();
-    }
+    const rows = await this.poll(
+      (all) => all.filter((row) => !this.seen.has(row.id)),
+      `${count} new reservations to finish`,
+      (fresh) => fresh.length >= count,
+    );
     expect(rows).toHaveLength(count);
     await this.checkMoney(rows);
     await this.mark();

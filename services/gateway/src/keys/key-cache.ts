@@ -50,6 +50,17 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
       lookups.set(digest, lookup);
       return lookup;
     },
+    /**
+     * Asks the control plane whatever is cached, and caches the answer. For the calls that have no
+     * reservation to re-check the key: an invalidation event may land a moment after the change.
+     */
+    fresh(digest: string): Promise<ResolvedKey> {
+      const startedAt = generation;
+      return resolve(digest).then((key) => {
+        if (startedAt === generation) store(digest, key);
+        return key;
+      });
+    },
     dropKey(keyId: string): void {
       dropWhere((key) => key.keyId === keyId);
     },

@@ -35,7 +35,7 @@ export async function countTokens(
   request: Request,
   log: RequestLog,
 ): Promise<Response> {
-  const { key } = await authenticate(deps, request);
+  const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
   const limit = Math.min(deps.config.maxRequestBytes, key.limits.maxRequestBytes);
   const body = parseJsonObject(
@@ -64,7 +64,7 @@ export async function listModels(
   request: Request,
   log: RequestLog,
 ): Promise<Response> {
-  const { key } = await authenticate(deps, request);
+  const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
   await countRequest(deps, key);
   await deps.catalog.ready();
@@ -94,7 +94,7 @@ export async function keyStatus(
   request: Request,
   log: RequestLog,
 ): Promise<Response> {
-  const { digest, key } = await authenticate(deps, request);
+  const { digest, key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
   await countRequest(deps, key);
   await deps.catalog.ready();

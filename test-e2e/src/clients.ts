@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { expect } from 'vitest';
 
 /**
  * The official clients as a customer configures them for the gateway: OpenAI-style clients on
@@ -39,4 +40,46 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected the call to fail, and it succeeded');
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: any of the SDK's error classes
+type ErrorClass = abstract new (...args: any[]) => Error;
+
+/**
+ * The call fails with the openai client's own error class, our status, and our code in
+ * `error.code` (read from the body's `error.code`). Returns the error for further checks.
+ */
+export async function expectOpenAIError(
+  call: Promise<unknown>,
+  errorClass: ErrorClass,
+  status: number,
+  code: string,
+): Promise<InstanceType<typeof OpenAI.APIError>> {
+  const error = await rejection(call);
+  expect(error).toBeInstanceOf(errorClass);
+  const apiError = error as InstanceType<typeof OpenAI.APIError>;
+  expect({ status: apiError.status, code: apiError.code }).toEqual({ status, code });
+  return apiError;
+}
+
+/**
+ * The call fails with the Anthropic client's own error class, our status, and our code in the
+ * body it keeps (`error.error.error.service_code`). Returns the error for further checks.
+ */
+export async function expectAnthropicError(
+  call: Promise<unknown>,
+  errorClass: ErrorClass,
+  status: number,
+  code: string,
+): Promise<InstanceType<typeof Anthropic.APIError>> {
+  const error = await rejection(call);
+  expect(error).toBeInstanceOf(errorClass);
+  const apiError = error as InstanceType<typeof Anthropic.APIError>;
+  expect({ status: apiError.status, code: anthropicServiceCode(apiError) }).toEqual({ status, code });
+  return apiError;
+}
+
+/** Our code in an Anthropic client error: the body is `{type: 'error', error: {type, message, service_code}}`. */
+export function anthropicServiceCode(error: InstanceType<typeof Anthropic.APIError>): string | undefined {
+  return (error.error as { error?: { service_code?: string } } | undefined)?.error?.service_code;
 }

@@ -1,0 +1,316 @@
+/**
+ * Refusals as the official clients see them: each SDK raises its own error class for our status,
+ * and our code is where each SDK exposes the body (openai `error.code`; Anthropic
+ * `error.error.error.service_code`). Every refusal before the upstream call costs nothing.
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { anthropicClient, expectAnthropicError, expectOpenAIError, openaiClient } from '../src/clients.ts';
+import { type Customer, signUpCustomer } from '../src/customer.ts';
+import { expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { type E2EStack, PRICES, startStack } from '../src/stack.ts';
+
+let stack: E2EStack;
+let customer: Customer;
+let meter: Meter;
+let secret: string;
+
+const chat = (model = 'gpt-e2e', content = 'Hi @mock(input_tokens=10,output_tokens=2)') => ({
+  model,
+  max_tokens: 32,
+  messages: [{ role: 'user' as const, content }],
+});
+const message = (model = 'claude-e2e', content = 'Hi @mock(input_tokens=10,output_tokens=2)') => ({
+  model,
+  max_tokens: 32,
+  messages: [{ role: 'user' as const, content }],
+});
+
+beforeAll(async () => {
+  stack = await startStack('errors');
+  customer = await signUpCustomer(stack, { credits: 10_000_000n });
+  ({ secret } = await customer.createKey({ name: 'default' }));
+  meter = new Meter(stack.db, customer.accountId);
+});
+
+beforeEach(() => meter.mark());
+
+afterAll(async () => {
+  if (!stack) return;
+  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
+  await stack.close();
+});
+
+describe('credentials', () => {
+  it('refuses an unknown key with invalid_api_key (AuthenticationError, 401) in both clients', async () => {
+    const unknown = `sk-tg-${'x'.repeat(40)}`;
+    await expectOpenAIError(
+      openaiClient(stack.gatewayUrl, unknown).chat.completions.create(chat()),
+      OpenAI.AuthenticationError,
+      401,
+      'invalid_api_key',
+    );
+    const error = await expectAnthropicError(
+      anthropicClient(stack.gatewayUrl, { apiKey: 'not-a-key' }).messages.create(message()),
+      Anthropic.AuthenticationError,
+      401,
+      'invalid_api_key',
+    );
+    expect(error.error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    await meter.expectUntouched();
+  });
+
+  it('refuses two different keys in the two headers with conflicting_api_keys', async () => {
+    const client = new OpenAI({
+      apiKey: secret,
+      baseURL: `${stack.gatewayUrl}/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-api-key': `sk-tg-${'y'.repeat(40)}` },
+    });
+    await expectOpenAIError(
+      client.chat.completions.create(chat()),
+      OpenAI.AuthenticationError,
+      401,
+      'conflicting_api_keys',
+    );
+    await meter.expectUntouched();
+  });
+
+  it('refuses a disabled key, serves it again once re-enabled, and refuses it for good once revoked', async () => {
+    const key = await customer.createKey({ name: 'state changes' });
+    const openai = openaiClient(stack.gatewayUrl, key.secret);
+    const anthropic = anthropicClient(stack.gatewayUrl, { authToken: key.secret });
+    await openai.chat.completions.create(chat());
+    await meter.finished();
+
+    await customer.setKeyStatus(key.keyId, 'disabled');
+    await expectOpenAIError(
+      openai.chat.completions.create(chat()),
+      OpenAI.PermissionDeniedError,
+      403,
+      'api_key_disabled',
+    );
+    await customer.setKeyStatus(key.keyId, 'active');
+    await anthropic.messages.create(message());
+    await meter.finished();
+
+    await customer.setKeyStatus(key.keyId, 'revoked');
+    await expectOpenAIError(
+      openai.responses.create({ model: 'gpt-e2e', input: 'Hi' }),
+      OpenAI.PermissionDeniedError,
+      403,
+      'api_key_revoked',
+    );
+    await expectAnthropicError(
+      anthropic.messages.create(message()),
+      Anthropic.PermissionDeniedError,
+      403,
+      'api_key_revoked',
+    );
+    await meter.expectUntouched();
+  });
+});
+
+describe('models', () => {
+  it('refuses an alias outside the key scope or unpublished with model_not_allowed', async () => {
+    const scoped = await customer.createKey({ name: 'claude only', scope: ['claude-e2e'] });
+    await expectOpenAIError(
+      openaiClient(stack.gatewayUrl, scoped.secret).chat.completions.create(chat()),
+      OpenAI.PermissionDeniedError,
+      403,
+      'model_not_allowed',
+    );
+    await expectOpenAIError(
+      openaiClient(stack.gatewayUrl, secret).chat.completions.create(chat('hidden-e2e')),
+      OpenAI.PermissionDeniedError,
+      403,
+      'model_not_allowed',
+    );
+    // Never listed either.
+    const listed = [];
+    for await (const model of openaiClient(stack.gatewayUrl, scoped.secret).models.list())
+      listed.push(model.id);
+    expect(listed).toEqual(['claude-e2e']);
+    await meter.expectUntouched();
+  });
+
+  it('refuses an unknown alias with invalid_model and a protocol the alias lacks with model_unavailable', async () => {
+    const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: secret });
+    await expectAnthropicError(
+      anthropic.messages.create(message('no-such-model')),
+      Anthropic.BadRequestError,
+      400,
+      'invalid_model',
+    );
+    await expectAnthropicError(
+      anthropic.messages.create(message('gpt-e2e')),
+      Anthropic.BadRequestError,
+      400,
+      'model_unavailable',
+    );
+    await expectOpenAIError(
+      openaiClient(stack.gatewayUrl, secret).responses.create({ model: 'claude-e2e', input: 'Hi' }),
+      OpenAI.BadRequestError,
+      400,
+      'model_unavailable',
+    );
+    await meter.expectUntouched();
+  });
+});
+
+describe('request checks', () => {
+  it('refuses a parameter outside the surface with unsupported_parameter naming it', async () => {
+    const openaiError = await expectOpenAIError(
+      openaiClient(stack.gatewayUrl, secret).chat.completions.create({
+        ...chat(),
+        // Not a chat-completions parameter: refused, never dropped silently.
+        frobnicate: true,
+      } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
+      OpenAI.BadRequestError,
+      400,
+      'unsupported_parameter',
+    );
+    expect(openaiError.message).toContain('frobnicate');
+    const anthropicError = await expectAnthropicError(
+      anthropicClient(stack.gatewayUrl, { apiKey: secret }).messages.create({
+        ...message(),
+        frobnicate: 1,
+      } as Anthropic.MessageCreateParamsNonStreaming),
+      Anthropic.BadRequestError,
+      400,
+      'unsupported_parameter',
+    );
+    expect(anthropicError.message).toContain('frobnicate');
+    await meter.expectUntouched();
+  });
+
+  it('refuses a bad or too large max output, and a body above the key limit', async () => {
+    const limited = await customer.createKey({
+      name: 'limited',
+      limits: { maxOutputTokens: 100, maxRequestBytes: 2048 },
+    });
+    const openai = openaiClient(stack.gatewayUrl, limited.secret);
+    const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: limited.secret });
+    await expectOpenAIError(
+      openai.chat.completions.create({ ...chat(), max_tokens: 0 }),
+      OpenAI.BadRequestError,
+      400,
+      'invalid_max_output_tokens',
+    );
+    await expectAnthropicError(
+      anthropic.messages.create({ ...message(), max_tokens: 500 }),
+      Anthropic.BadRequestError,
+      400,
+      'max_output_tokens_exceeded',
+    );
+    await expectOpenAIError(
+      openai.chat.completions.create(chat('gpt-e2e', 'x'.repeat(4096))),
+      OpenAI.APIError,
+      413,
+      'request_too_large',
+    );
+    await expectAnthropicError(
+      anthropic.messages.create(message('claude-e2e', 'x'.repeat(4096))),
+      Anthropic.ContentTooLargeError,
+      413,
+      'request_too_large',
+    );
+    await meter.expectUntouched();
+  });
+});
+
+describe('limits', () => {
+  it('refuses the call above the key request ceiling with rate_limit_exceeded and Retry-After', async () => {
+    const key = await customer.createKey({ name: 'two a minute', limits: { requestsPerMinute: 2 } });
+    const openai = openaiClient(stack.gatewayUrl, key.secret);
+    await openai.chat.completions.create(chat('gpt-e2e', 'One @mock(input_tokens=10,output_tokens=2)'));
+    await openai.chat.completions.create(chat('gpt-e2e', 'Two @mock(input_tokens=11,output_tokens=3)'));
+    const error = await expectOpenAIError(
+      openai.chat.completions.create(chat()),
+      OpenAI.RateLimitError,
+      429,
+      'rate_limit_exceeded',
+    );
+    expect(Number(error.headers?.get('retry-after'))).toBeGreaterThan(0);
+    await expectAnthropicError(
+      anthropicClient(stack.gatewayUrl, { apiKey: key.secret }).messages.create(message()),
+      Anthropic.RateLimitError,
+      429,
+      'rate_limit_exceeded',
+    );
+    const [first, second] = await meter.finished(2);
+    expectSettledInCredits(first!, PRICES['gpt-e2e'], { input: 10, output: 2 });
+    expectSettledInCredits(second!, PRICES['gpt-e2e'], { input: 11, output: 3 });
+  });
+
+  it('refuses a second call in flight with concurrency_limit_exceeded', async () => {
+    const key = await customer.createKey({ name: 'one at a time', limits: { concurrency: 1 } });
+    const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: key.secret });
+    // A slow stream holds the only slot while the second call comes in.
+    const stream = anthropic.messages.stream(
+      message('claude-e2e', 'Slow @mock(words=4,chunk_delay=150,input_tokens=25,output_tokens=4)'),
+    );
+    await new Promise<void>((resolve) => stream.once('streamEvent', () => resolve()));
+    const error = await expectAnthropicError(
+      anthropic.messages.create(message()),
+      Anthropic.RateLimitError,
+      429,
+      'concurrency_limit_exceeded',
+    );
+    expect(Number(error.headers?.get('retry-after'))).toBeGreaterThan(0);
+    expect((await stream.finalMessage()).usage.output_tokens).toBe(4);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['claude-e2e'], { input: 25, output: 4 });
+  });
+});
+
+describe('balances', () => {
+  it('refuses an account without credit with insufficient_credits (402) and charges nothing', async () => {
+    const broke = await signUpCustomer(stack);
+    const key = await broke.createKey();
+    const brokeMeter = new Meter(stack.db, broke.accountId);
+    await brokeMeter.mark();
+    await expectOpenAIError(
+      openaiClient(stack.gatewayUrl, key.secret).chat.completions.create(chat()),
+      OpenAI.APIError,
+      402,
+      'insufficient_credits',
+    );
+    await expectAnthropicError(
+      anthropicClient(stack.gatewayUrl, { apiKey: key.secret }).messages.create(message()),
+      Anthropic.PaymentRequiredError,
+      402,
+      'insufficient_credits',
+    );
+    await brokeMeter.expectUntouched();
+  });
+
+  it('charges usage beyond the reservation from what is left, writes off the rest, then refuses with insufficient_tokens', async () => {
+    const holder = await signUpCustomer(stack, { packages: ['e2e-tokens'] });
+    const key = await holder.createKey();
+    const tokensMeter = new Meter(stack.db, holder.accountId);
+    await tokensMeter.mark();
+    const openai = openaiClient(stack.gatewayUrl, key.secret);
+    // The package holds 50,000 tokens; the provider reports 60,010 for a call reserved at about 110.
+    const over = await openai.chat.completions.create(
+      chat('gpt-tokens-e2e', 'Big @mock(input_tokens=10,output_tokens=60000)'),
+    );
+    expect(over.usage).toMatchObject({ prompt_tokens: 10, completion_tokens: 60000 });
+    const [row] = await tokensMeter.finished();
+    expect(row).toMatchObject({
+      status: 'settled',
+      inputTokens: 10n,
+      outputTokens: 60000n,
+      chargedTokens: 50000n,
+      writtenOffTokens: 10010n,
+    });
+    await expectOpenAIError(
+      openai.chat.completions.create(chat('gpt-tokens-e2e')),
+      OpenAI.APIError,
+      402,
+      'insufficient_tokens',
+    );
+    await tokensMeter.expectUntouched();
+  });
+});

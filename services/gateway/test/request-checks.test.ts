@@ -1,0 +1,259 @@
+import { describe, expect, it } from 'vitest';
+import { bodyFor, uniqueTag, useStack } from './support.ts';
+
+const t = useStack('gw-request-checks');
+const CREDITS = 10_000_000n;
+
+function sentBody(tag: string): Record<string, unknown> {
+  const [recorded] = t.stack.mock.requests(tag);
+  expect(recorded, `no upstream request tagged ${tag}`).toBeDefined();
+  return JSON.parse(recorded!.body) as Record<string, unknown>;
+}
+
+describe('parameter allow-lists', () => {
+  it('refuses an unknown top-level field with unsupported_parameter naming it, on every surface', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const calls = t.upstreamCalls();
+    const cases: Array<[string, string, string]> = [
+      ['/v1/messages', 'claude-test', 'frobnicate'],
+      ['/v1/messages/count_tokens', 'claude-test', 'max_tokens'],
+      ['/v1/chat/completions', 'gpt-test', 'logprobz'],
+      ['/v1/chat/completions', 'gpt-test', 'input'],
+      ['/v1/responses', 'gpt-test', 'messages'],
+    ];
+    for (const [path, alias, field] of cases) {
+      const body = { ...bodyFor(path, alias), [field]: 1 };
+      if (path === '/v1/messages/count_tokens') body.max_tokens = 10;
+      const message = t.expectError(await t.post(path, key.secret, body), 400, 'unsupported_parameter');
+      expect(message).toContain(field);
+    }
+    const both = t.expectError(
+      await t.post('/v1/messages', key.secret, {
+        ...bodyFor('/v1/messages', 'claude-test'),
+        alpha: 1,
+        beta_x: 2,
+      }),
+      400,
+      'unsupported_parameter',
+    );
+    expect(both).toContain('alpha');
+    expect(both).toContain('beta_x');
+    expect(t.upstreamCalls()).toBe(calls);
+    await t.expectUntouched(key, { credits: CREDITS });
+  });
+
+  it('admits what Claude Code sends on /v1/messages and forwards every field', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const tag = uniqueTag('claudecode');
+    const body = {
+      model: 'claude-test',
+      max_tokens: 1000,
+      messages: [{ role: 'user', content: [{ type: 'text', text: `hi @mock(tag=${tag})` }] }],
+      system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+      tools: [{ name: 'Bash', description: 'run', input_schema: { type: 'object', properties: {} } }],
+      tool_choice: { type: 'auto' },
+      metadata: { user_id: 'user_abc_account_def_session_ghi' },
+      thinking: { type: 'enabled', budget_tokens: 512 },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'high' },
+      temperature: 1,
+      stream: false,
+    };
+    const reply = await t.post('/v1/messages?beta=true', key.secret, body, {
+      headers: { 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14' },
+    });
+    expect(reply.status, reply.text).toBe(200);
+    expect(sentBody(tag)).toEqual({ ...body, model: 'upstream-claude-x1' });
+  });
+
+  it('admits what Codex CLI sends on /v1/responses and forwards every field', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const tag = uniqueTag('codex');
+    const body = {
+      model: 'gpt-test',
+      instructions: 'You are Codex.',
+      input: [
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: `hi @mock(tag=${tag})` }] },
+      ],
+      tools: [
+        { type: 'function', name: 'shell', parameters: { type: 'object', properties: {} }, strict: false },
+      ],
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
+      reasoning: { effort: 'medium', summary: 'auto' },
+      store: false,
+      stream: false,
+      include: ['reasoning.encrypted_content'],
+      prompt_cache_key: '6a1f0c2e-session',
+      client_metadata: { 'x-codex-installation-id': 'abc' },
+      text: { verbosity: 'medium' },
+      max_output_tokens: 500,
+    };
+    const reply = await t.post('/v1/responses', key.secret, body);
+    expect(reply.status, reply.text).toBe(200);
+    expect(sentBody(tag)).toEqual({ ...body, model: 'upstream-gpt-y2' });
+  });
+
+  it('admits the usual chat-completions fields, deprecated ones included', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const tag = uniqueTag('chatfields');
+    const body = {
+      ...bodyFor('/v1/chat/completions', 'gpt-test', `tag=${tag}`),
+      temperature: 0.2,
+      top_p: 1,
+      n: 1,
+      stop: ['\n\n'],
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      user: 'u-1',
+      response_format: { type: 'text' },
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }],
+      parallel_tool_calls: true,
+      reasoning_effort: 'low',
+    };
+    const reply = await t.post('/v1/chat/completions', key.secret, body);
+    expect(reply.status, reply.text).toBe(200);
+    expect(sentBody(tag)).toEqual({ ...body, model: 'upstream-gpt-y2' });
+  });
+});
+
+describe('maximum output', () => {
+  it('refuses a max-output field that is not a positive integer with invalid_max_output_tokens', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const calls = t.upstreamCalls();
+    const fields: Array<[string, string, string]> = [
+      ['/v1/messages', 'claude-test', 'max_tokens'],
+      ['/v1/chat/completions', 'gpt-test', 'max_completion_tokens'],
+      ['/v1/chat/completions', 'gpt-test', 'max_tokens'],
+      ['/v1/responses', 'gpt-test', 'max_output_tokens'],
+    ];
+    for (const [path, alias, field] of fields) {
+      for (const value of [0, -5, 1.5, '100', true, [10], { n: 1 }]) {
+        const body: Record<string, unknown> = bodyFor(path, alias);
+        delete body.max_tokens;
+        body[field] = value;
+        const message = t.expectError(await t.post(path, key.secret, body), 400, 'invalid_max_output_tokens');
+        expect(message).toContain(field);
+      }
+    }
+    // max_tokens is not nullable on the messages surface.
+    t.expectError(
+      await t.post('/v1/messages', key.secret, {
+        ...bodyFor('/v1/messages', 'claude-test'),
+        max_tokens: null,
+      }),
+      400,
+      'invalid_max_output_tokens',
+    );
+    expect(t.upstreamCalls()).toBe(calls);
+    await t.expectUntouched(key, { credits: CREDITS });
+  });
+
+  it("refuses more than the key's output ceiling with max_output_tokens_exceeded", async () => {
+    const key = await t.key({ credits: CREDITS, limits: { maxOutputTokens: 300 } });
+    const calls = t.upstreamCalls();
+    const cases: Array<[string, string, Record<string, number>]> = [
+      ['/v1/messages', 'claude-test', { max_tokens: 301 }],
+      ['/v1/chat/completions', 'gpt-test', { max_completion_tokens: 5000 }],
+      ['/v1/chat/completions', 'gpt-test', { max_tokens: 301 }],
+      ['/v1/responses', 'gpt-test', { max_output_tokens: 1000 }],
+    ];
+    for (const [path, alias, fields] of cases) {
+      const body = { ...bodyFor(path, alias), ...fields };
+      t.expectError(await t.post(path, key.secret, body), 400, 'max_output_tokens_exceeded');
+    }
+    expect(t.upstreamCalls()).toBe(calls);
+    await t.expectUntouched(key, { credits: CREDITS });
+
+    // Exactly the ceiling is allowed.
+    const tag = uniqueTag('atceiling');
+    const reply = await t.post('/v1/messages', key.secret, {
+      ...bodyFor('/v1/messages', 'claude-test', `tag=${tag}`),
+      max_tokens: 300,
+    });
+    expect(reply.status, reply.text).toBe(200);
+    expect(sentBody(tag).max_tokens).toBe(300);
+  });
+
+  it('clamps a request above the plan ceiling down to it; the upstream gets and the reservation holds the clamped value', async () => {
+    // Package "pro": plan ceiling 2000; the key allows 32768 (the default).
+    const key = await t.key({ packages: ['pro'] });
+    const cases: Array<[string, string, string]> = [
+      ['/v1/messages', 'claude-test', 'max_tokens'],
+      ['/v1/chat/completions', 'gpt-test', 'max_completion_tokens'],
+      ['/v1/responses', 'gpt-test', 'max_output_tokens'],
+    ];
+    for (const [path, alias, field] of cases) {
+      const tag = uniqueTag('clamp');
+      const body: Record<string, unknown> = bodyFor(
+        path,
+        alias,
+        `tag=${tag},input_tokens=10,output_tokens=20`,
+      );
+      delete body.max_tokens;
+      body[field] = 3000;
+      const reply = await t.post(path, key.secret, body);
+      expect(reply.status, reply.text).toBe(200);
+      expect(sentBody(tag)[field]).toBe(2000);
+    }
+    await t.stack.settled();
+    const reservations = await t.stack.reservations(key.accountId);
+    expect(reservations.map((row) => [row.status, row.estimate_output])).toEqual([
+      ['settled', 2000n],
+      ['settled', 2000n],
+      ['settled', 2000n],
+    ]);
+    // Charged exactly the usage reported, from the package's tokens.
+    expect(await t.stack.balances(key.accountId)).toMatchObject({
+      tokens: 100_000n - 3n * 30n,
+      reservedTokens: 0n,
+    });
+  });
+
+  it("clamps a credit-only call to the alias's own maximum", async () => {
+    const key = await t.key({ credits: CREDITS });
+    const tag = uniqueTag('aliasmax');
+    const reply = await t.post('/v1/messages', key.secret, {
+      ...bodyFor('/v1/messages', 'claude-test', `tag=${tag}`),
+      max_tokens: 9000,
+    });
+    expect(reply.status, reply.text).toBe(200);
+    expect(sentBody(tag).max_tokens).toBe(4096);
+  });
+
+  it('inserts the default maximum when the request names none (or null where the surface allows it)', async () => {
+    const plain = await t.key({ credits: CREDITS });
+    const lowCeiling = await t.key({ credits: CREDITS, limits: { maxOutputTokens: 200 } });
+    const withPackage = await t.key({ packages: ['pro'] });
+    const cases: Array<[string, string, string, number, string, Record<string, unknown>]> = [
+      // alias default 256
+      ['/v1/messages', 'claude-test', 'max_tokens', 256, plain.secret, {}],
+      ['/v1/chat/completions', 'gpt-test', 'max_completion_tokens', 256, plain.secret, {}],
+      [
+        '/v1/chat/completions',
+        'gpt-test',
+        'max_completion_tokens',
+        256,
+        plain.secret,
+        { max_completion_tokens: null },
+      ],
+      ['/v1/responses', 'gpt-test', 'max_output_tokens', 256, plain.secret, { max_output_tokens: null }],
+      // never above the key's ceiling
+      ['/v1/messages', 'claude-test', 'max_tokens', 200, lowCeiling.secret, {}],
+      ['/v1/responses', 'gpt-test', 'max_output_tokens', 200, lowCeiling.secret, {}],
+      // tokens-test's own default is 100
+      ['/v1/chat/completions', 'tokens-test', 'max_completion_tokens', 100, withPackage.secret, {}],
+    ];
+    for (const [path, alias, field, expected, secret, extra] of cases) {
+      const tag = uniqueTag('default');
+      const body: Record<string, unknown> = { ...bodyFor(path, alias, `tag=${tag}`), ...extra };
+      delete body.max_tokens;
+      const reply = await t.post(path, secret, body);
+      expect(reply.status, reply.text).toBe(200);
+      expect(sentBody(tag)[field]).toBe(expected);
+    }
+    await t.stack.settled();
+    const [reservation] = await t.stack.reservations(withPackage.accountId);
+    expect(reservation!.estimate_output).toBe(100n);
+  });
+});

@@ -9,12 +9,16 @@ import type { Lease, LimitDecision, Limiter, LimiterSettings, LimitRequest } fro
  * number (Redis's own clock, not the gateways'); concurrency as sorted sets of leases scored by
  * their expiry, so a lease whose holder died falls out by itself.
  *
- * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases
+ * Leases released since the last call ride along (KEYS[5..] sets, ARGV[8..] lease ids) and are
+ * removed first, so a release costs no round trip of its own under load.
+ *
+ * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases, 5.. released sets
  * ARGV: 1 key rpm, 2 plan rpm (0 = none), 3 window ms, 4 key concurrency (0 = no slot),
- *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms
+ *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms, 8.. released lease ids
  * Returns {0} allowed, {1, ms} key rate, {2, ms} plan rate, {3} key concurrency, {4} plan concurrency.
  */
 const ACQUIRE = `
+for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i + 3]) end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local window = tonumber(ARGV[3])
@@ -46,6 +50,18 @@ if planRpm > 0 and redis.call('INCR', planRate) == 1 then redis.call('PEXPIRE', 
 return {0}
 `;
 
+/** Removes released leases. KEYS: lease sets; ARGV: lease ids (pairwise). */
+const RELEASE = `
+for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
+return 0
+`;
+
+/** How long a request waits for a (re)connecting Redis before it is refused. */
+const CONNECT_WAIT_MS = 500;
+
+/** A release waits at most this long for an acquire to carry it before it is sent alone. */
+const RELEASE_FLUSH_MS = 2;
+
 /** Pushes the expiry of leases still held; returns nothing. KEYS: lease sets; ARGV: ttl, ids... */
 const RENEW = `
 local time = redis.call('TIME')
@@ -73,11 +89,54 @@ export function createRedisLimiter(
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 1_000,
-    enableAutoPipelining: true,
   });
   redis.on('error', (error) => logger.warn({ err: error }, 'limiter: redis error'));
-  redis.defineCommand('tollgateAcquire', { numberOfKeys: 4, lua: ACQUIRE });
+  // EVALSHA with a fallback to EVAL; the key count is passed with each call.
+  redis.defineCommand('tollgateAcquire', { lua: ACQUIRE });
+  redis.defineCommand('tollgateRelease', { lua: RELEASE });
+  const scripts = redis as unknown as Record<
+    'tollgateAcquire' | 'tollgateRelease',
+    (keyCount: number, ...args: Array<string | number>) => Promise<unknown>
+  >;
+  /** Resolves once connected, or false after `ms`: a short wait, never an unbounded queue. */
+  function connected(ms: number): Promise<boolean> {
+    if (redis.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        redis.off('ready', onReady);
+        resolve(value);
+      };
+      const onReady = () => done(true);
+      const timer = setTimeout(() => done(false), ms);
+      redis.once('ready', onReady);
+    });
+  }
   const held = new Map<string, HeldLease>();
+  /** Released leases not yet removed in Redis: [set, id] pairs. */
+  let released: Array<[string, string]> = [];
+  let flushTimer: NodeJS.Timeout | null = null;
+
+  function takeReleased(): Array<[string, string]> {
+    if (flushTimer) {
+      clearTimeout(flushTimer);
+      flushTimer = null;
+    }
+    const batch = released;
+    released = [];
+    return batch;
+  }
+
+  function flushReleased(): void {
+    flushTimer = null;
+    const batch = takeReleased();
+    if (batch.length === 0) return;
+    scripts
+      .tollgateRelease(batch.length, ...batch.map(([set]) => set), ...batch.map(([, id]) => id))
+      .catch((error: unknown) =>
+        logger.warn({ err: error }, 'limiter: could not release leases (they expire by themselves)'),
+      );
+  }
 
   const renewTimer = setInterval(
     () => {
@@ -103,15 +162,19 @@ export function createRedisLimiter(
       const plan = request.plan;
       const keyLeases = `${prefix}cc:k:${request.keyId}`;
       const planLeases = `${prefix}cc:p:${plan?.id ?? '-'}`;
+      if (redis.status !== 'ready' && !(await connected(CONNECT_WAIT_MS))) {
+        throw new AppError('rate_limiter_unavailable');
+      }
+      const carried = takeReleased();
       let answer: [number, number?];
       try {
-        answer = await (
-          redis as unknown as { tollgateAcquire(...args: Array<string | number>): Promise<[number, number?]> }
-        ).tollgateAcquire(
+        answer = (await scripts.tollgateAcquire(
+          4 + carried.length,
           `${prefix}rl:k:${request.keyId}:`,
           `${prefix}rl:p:${plan?.id ?? '-'}:`,
           keyLeases,
           planLeases,
+          ...carried.map(([set]) => set),
           request.keyRequestsPerMinute,
           plan?.requestsPerMinute ?? 0,
           settings.windowMs,
@@ -119,8 +182,10 @@ export function createRedisLimiter(
           request.keyConcurrency === null ? 0 : (plan?.concurrency ?? 0),
           request.leaseId,
           settings.leaseTtlMs,
-        );
+          ...carried.map(([, id]) => id),
+        )) as [number, number?];
       } catch (error) {
+        // The carried releases were not applied; they expire with their ttl.
         throw new AppError('rate_limiter_unavailable', { cause: error });
       }
       const [verdict, retryMs] = answer;
@@ -144,17 +209,15 @@ export function createRedisLimiter(
       const lease: Lease = {
         release() {
           if (!held.delete(request.leaseId)) return;
-          for (const set of sets) {
-            redis.zrem(set, request.leaseId).catch(() => {
-              // Not removed now: it expires with its ttl.
-            });
-          }
+          for (const set of sets) released.push([set, request.leaseId]);
+          flushTimer ??= setTimeout(flushReleased, RELEASE_FLUSH_MS);
         },
       };
       return { allowed: true, lease };
     },
     async close() {
       clearInterval(renewTimer);
+      flushReleased();
       redis.disconnect();
     },
   };

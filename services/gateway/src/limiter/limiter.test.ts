@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
+import { createLogger } from '@tollgate/service-kit';
+import { createRedisNamespace } from '@tollgate/test-harness';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import type { Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
+import { createMemoryLimiter } from './memory-limiter.ts';
+import { createRedisLimiter } from './redis-limiter.ts';
+
+const logger = createLogger({ name: 'limiter-test', level: 'silent' });
+const settings: LimiterSettings = {
+  windowMs: 3_600_000,
+  leaseTtlMs: 60_000,
+  concurrencyRetryAfterSeconds: 1,
+};
+const opened: Limiter[] = [];
+afterEach(async () => {
+  for (const limiter of opened.splice(0)) await limiter.close();
+});
+
+function request(keyId: string, overrides: Partial<LimitRequest> = {}): LimitRequest {
+  return {
+    keyId,
+    keyRequestsPerMinute: 1000,
+    keyConcurrency: 100,
+    plan: null,
+    leaseId: randomUUID(),
+    ...overrides,
+  };
+}
+
+function redisLimiters(count: number, options: Partial<LimiterSettings> = {}): Limiter[] {
+  const prefix = createRedisNamespace('limiter');
+  const { redisUrl } = inject('testServices');
+  const limiters = Array.from({ length: count }, () =>
+    createRedisLimiter(redisUrl, prefix, { ...settings, ...options }, logger),
+  );
+  opened.push(...limiters);
+  return limiters;
+}
+
+describe.each([
+  ['redis', () => redisLimiters(1)[0]!],
+  ['memory', () => createMemoryLimiter(settings)],
+])('%s limiter', (_name, create) => {
+  it('admits the per-key ceiling, then refuses with a Retry-After', async () => {
+    const limiter = create();
+    const keyId = randomUUID();
+    const decisions = [];
+    for (let index = 0; index < 6; index += 1) {
+      decisions.push(
+        await limiter.acquire(request(keyId, { keyRequestsPerMinute: 5, keyConcurrency: null })),
+      );
+    }
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+    expect(decisions[5]).toMatchObject({ allowed: false, code: 'rate_limit_exceeded' });
+    const refused = decisions[5] as { retryAfterSeconds: number };
+    expect(refused.retryAfterSeconds).toBeGreaterThan(0);
+    expect(refused.retryAfterSeconds).toBeLessThanOrEqual(3600);
+  });
+
+  it('holds concurrency slots until released, and a refusal consumes no rate', async () => {
+    const limiter = create();
+    const keyId = randomUUID();
+    const first = await limiter.acquire(request(keyId, { keyConcurrency: 2, keyRequestsPerMinute: 3 }));
+    const second = await limiter.acquire(request(keyId, { keyConcurrency: 2, keyRequestsPerMinute: 3 }));
+    const third = await limiter.acquire(request(keyId, { keyConcurrency: 2, keyRequestsPerMinute: 3 }));
+    expect(third).toEqual({ allowed: false, code: 'concurrency_limit_exceeded', retryAfterSeconds: 1 });
+    if (!first.allowed) throw new Error('first refused');
+    first.lease?.release();
+    const fourth = await limiter.acquire(request(keyId, { keyConcurrency: 2, keyRequestsPerMinute: 3 }));
+    expect(fourth.allowed).toBe(true);
+    expect(second.allowed).toBe(true);
+    // Three admitted in all: the refused one did not count against the rate.
+    const fifth = await limiter.acquire(request(keyId, { keyConcurrency: null, keyRequestsPerMinute: 3 }));
+    expect(fifth).toMatchObject({ allowed: false, code: 'rate_limit_exceeded' });
+  });
+
+  it('applies the package ceilings across keys of the same plan', async () => {
+    const limiter = create();
+    const plan = { id: randomUUID(), requestsPerMinute: 3, concurrency: 1 };
+    const a = await limiter.acquire(request(randomUUID(), { plan }));
+    const b = await limiter.acquire(request(randomUUID(), { plan }));
+    expect(a.allowed).toBe(true);
+    expect(b).toMatchObject({ allowed: false, code: 'concurrency_limit_exceeded' });
+    const c = await limiter.acquire(request(randomUUID(), { plan, keyConcurrency: null }));
+    const d = await limiter.acquire(request(randomUUID(), { plan, keyConcurrency: null }));
+    expect(c.allowed).toBe(true);
+    expect(d.allowed).toBe(true);
+    expect(await limiter.acquire(request(randomUUID(), { plan, keyConcurrency: null }))).toMatchObject({
+      code: 'rate_limit_exceeded',
+    });
+  });
+});
+
+describe('redis limiter across gateway processes', () => {
+  it('admits R per window in total from two limiters, not 2R', async () => {
+    const [one, two] = redisLimiters(2);
+    const keyId = randomUUID();
+    const decisions = await Promise.all(
+      Array.from({ length: 40 }, (_, index) =>
+        (index % 2 === 0 ? one! : two!).acquire(
+          request(keyId, { keyRequestsPerMinute: 15, keyConcurrency: null }),
+        ),
+      ),
+    );
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(15);
+  });
+
+  it('shares concurrency slots, and a release in one frees a slot for the other', async () => {
+    const [one, two] = redisLimiters(2);
+    const keyId = randomUUID();
+    const held = await one!.acquire(request(keyId, { keyConcurrency: 1 }));
+    expect(await two!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: false });
+    if (!held.allowed) throw new Error('refused');
+    held.lease?.release();
+    await new Promise((resolve) => setTimeout(resolve, 20)); // the release leaves within 2 ms
+    expect(await two!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: true });
+  });
+
+  it('frees the slot of a gateway that died once the lease expires', async () => {
+    const [dead, alive] = redisLimiters(2, { leaseTtlMs: 300 });
+    const keyId = randomUUID();
+    expect((await dead!.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
+    await dead!.close(); // never releases
+    expect(await alive!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: false });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await alive!.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
+  });
+
+  it('refuses with rate_limiter_unavailable when Redis cannot be reached', async () => {
+    const limiter = createRedisLimiter('redis://127.0.0.1:1', 'x:', settings, logger);
+    opened.push(limiter);
+    const error = await limiter.acquire(request(randomUUID())).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).code).toBe('rate_limiter_unavailable');
+  });
+});

@@ -38,7 +38,12 @@ export function uniqueTag(prefix = 't'): string {
 }
 
 /** A minimal valid body for a metered surface (or count_tokens) carrying mock directives. */
-export function bodyFor(path: string, model: string, directives = '', extra: Record<string, unknown> = {}) {
+export function bodyFor(
+  path: string,
+  model: string,
+  directives = '',
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   const text = directives ? `hello @mock(${directives})` : 'hello';
   if (path === '/v1/responses') return { model, input: text, ...extra };
   if (path === '/v1/messages/count_tokens')

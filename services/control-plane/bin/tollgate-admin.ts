@@ -58,7 +58,15 @@ try {
   const events = redis ? createRedisPublisher(redis, config.redisKeyPrefix, logger) : createMemoryPublisher();
   try {
     if (name !== 'migrate') await migrateToLatest(database.db);
-    const deps = { config, logger, db: database.db, dbMode: database.mode, clock: systemClock, events };
+    const deps = {
+      config,
+      logger,
+      db: database.db,
+      prepared: database.prepared,
+      dbMode: database.mode,
+      clock: systemClock,
+      events,
+    };
     const result = await command.run(deps, { positionals: rest, options: values });
     console.log(JSON.stringify(result, null, 2));
   } finally {

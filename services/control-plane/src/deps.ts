@@ -1,6 +1,7 @@
 import type { Logger } from '@tollgate/service-kit';
 import type { Kysely } from 'kysely';
 import type { ControlPlaneConfig } from './config.ts';
+import type { PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import type { EventPublisher } from './events.ts';
 
@@ -15,6 +16,8 @@ export interface Dependencies {
   config: ControlPlaneConfig;
   logger: Logger;
   db: Kysely<Database>;
+  /** Prepared statements for the hot billing calls (same pool as db). */
+  prepared: PreparedQueries;
   dbMode: 'postgres' | 'embedded';
   clock: Clock;
   events: EventPublisher;

@@ -7,7 +7,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import { type Dependencies, systemClock } from './deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
-import { createInternalApp } from './http/internal-app.ts';
+import { createInternalApi } from './http/internal-api.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
@@ -45,6 +45,7 @@ export async function startControlPlane(
     config,
     logger,
     db: database.db,
+    prepared: database.prepared,
     dbMode: database.mode,
     clock: systemClock,
     events,
@@ -57,17 +58,13 @@ export async function startControlPlane(
   const reconciler = startReconciler(deps);
 
   const publicApp = createPublicApp(deps);
-  const internalApp = createInternalApp(deps);
+  const internalApi = createInternalApi(deps);
   const publicServer = await listen(
     createAdaptorServer({ fetch: publicApp.fetch }) as never,
     config.port,
     config.host,
   );
-  const internalServer = await listen(
-    createAdaptorServer({ fetch: internalApp.fetch }) as never,
-    config.internalPort,
-    config.internalHost,
-  );
+  const internalServer = await listen(internalApi.listener, config.internalPort, config.internalHost);
   logger.info({ url: publicServer.url }, 'control plane listening');
   logger.info({ url: internalServer.url }, 'internal billing API listening');
 

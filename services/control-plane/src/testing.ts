@@ -13,7 +13,7 @@ import { migrateToLatest } from './db/migrate.ts';
 import type { Clock, Dependencies } from './deps.ts';
 import { createMemoryPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
-import { createInternalApp } from './http/internal-app.ts';
+import { createInternalApi } from './http/internal-api.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms). Real time keeps running underneath. */
@@ -35,7 +35,8 @@ export interface TestContext {
   clock: TestClock;
   events: ReturnType<typeof createMemoryPublisher>;
   publicApp: ReturnType<typeof createPublicApp>;
-  internalApp: ReturnType<typeof createInternalApp>;
+  /** The internal API, called in-process (`internalApp.request(path, init)`). */
+  internalApp: ReturnType<typeof createInternalApi>;
   /** Every log line written so far (JSON text), for scanning for secrets. */
   logLines: string[];
   databaseUrl: string;
@@ -71,13 +72,21 @@ export async function createTestContext(
   await migrateToLatest(handle.db);
   const clock = createTestClock();
   const events = createMemoryPublisher();
-  const deps: Dependencies = { config, logger, db: handle.db, dbMode: handle.mode, clock, events };
+  const deps: Dependencies = {
+    config,
+    logger,
+    db: handle.db,
+    prepared: handle.prepared,
+    dbMode: handle.mode,
+    clock,
+    events,
+  };
   return {
     deps,
     clock,
     events,
     publicApp: createPublicApp(deps),
-    internalApp: createInternalApp(deps),
+    internalApp: createInternalApi(deps),
     logLines,
     databaseUrl: database.url,
     redisUrl: services.redisUrl,

@@ -4,12 +4,7 @@ import type { Dependencies } from '../deps.ts';
 import type { AppEnv } from './env.ts';
 
 /** Puts deps, a request id and a child logger on the context; logs one line per request. */
-/** `logLevel`: the internal API logs its (very frequent) requests at debug. */
-export function requestContext(
-  deps: Dependencies,
-  options: { logLevel?: 'info' | 'debug' } = {},
-): MiddlewareHandler<AppEnv> {
-  const level = options.logLevel ?? 'info';
+export function requestContext(deps: Dependencies): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const incoming = c.req.header('x-request-id');
     const requestId = incoming && /^[\w-]{1,64}$/.test(incoming) ? incoming : randomUUID();
@@ -20,7 +15,7 @@ export function requestContext(
     const started = performance.now();
     await next();
     c.header('x-request-id', requestId);
-    logger[level](
+    logger.info(
       {
         method: c.req.method,
         path: c.req.path,

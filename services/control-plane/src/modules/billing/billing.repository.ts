@@ -1,4 +1,5 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
+import type { PreparedQueries } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -52,19 +53,26 @@ export interface FinishRowResult {
 }
 
 /** One round trip: every reservation of the batch (see migration 0003). */
-export async function reserveBatch(db: Db, rows: ReserveRow[]): Promise<ReserveRowResult[]> {
-  const result = await sql<{
-    results: ReserveRowResult[];
-  }>`select tollgate_reserve(${JSON.stringify(rows)}::jsonb) as results`.execute(db);
-  return result.rows[0]!.results;
+export async function reserveBatch(
+  prepared: PreparedQueries,
+  rows: ReserveRow[],
+): Promise<ReserveRowResult[]> {
+  const [row] = await prepared.run<{ results: ReserveRowResult[] }>(
+    'tollgate_reserve',
+    'select tollgate_reserve($1::jsonb) as results',
+    [JSON.stringify(rows)],
+  );
+  return row!.results;
 }
 
 /** One round trip, one durable commit: every settle/release/hold of the batch. */
-export async function finishBatch(db: Db, rows: FinishRow[]): Promise<FinishRowResult[]> {
-  const result = await sql<{
-    results: FinishRowResult[];
-  }>`select tollgate_finish(${JSON.stringify(rows)}::jsonb) as results`.execute(db);
-  return result.rows[0]!.results;
+export async function finishBatch(prepared: PreparedQueries, rows: FinishRow[]): Promise<FinishRowResult[]> {
+  const [row] = await prepared.run<{ results: FinishRowResult[] }>(
+    'tollgate_finish',
+    'select tollgate_finish($1::jsonb) as results',
+    [JSON.stringify(rows)],
+  );
+  return row!.results;
 }
 
 /** Serialises every balance change of one account (see tollgate_lock_account). */

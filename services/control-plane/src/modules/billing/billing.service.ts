@@ -27,7 +27,7 @@ export async function reserve(
     estimate_input: item.estimate.inputTokens,
     estimate_output: item.estimate.outputTokens,
   }));
-  const results = await repository.reserveBatch(deps.db, rows);
+  const results = await repository.reserveBatch(deps.prepared, rows);
   return {
     results: results.map((result) =>
       result.ok
@@ -66,7 +66,7 @@ export async function finish(deps: Dependencies, request: FinishBatchRequest): P
       ? { input_tokens: item.usage.inputTokens, output_tokens: item.usage.outputTokens }
       : {}),
   }));
-  const results = await repository.finishBatch(deps.db, rows);
+  const results = await repository.finishBatch(deps.prepared, rows);
   return {
     results: results.map((result) => ({
       reservationId: result.reservation_id,

@@ -43,7 +43,7 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
     occurred_at: occurredAt,
   }));
   if (rows.length > 0) {
-    await repository.finishBatch(deps.db, rows);
+    await repository.finishBatch(deps.prepared, rows);
     deps.logger.info(
       { released: stale.length, holdsExpired: expiredHolds.length },
       'reconciled reservations',

@@ -138,6 +138,8 @@ export async function startStack(label: string): Promise<E2EStack> {
     running.push(service);
     controlPlane = service;
     await waitHealthy(`${controlPlaneUrl}/api/v1/health`, 60_000, service);
+    // The internal billing API listens last: the gateway needs it, so it must answer too.
+    await waitHealthy(`${internalUrl}/internal/health`, 10_000, service);
   }
 
   let gateways = 0;
@@ -163,7 +165,9 @@ export async function startStack(label: string): Promise<E2EStack> {
     for (const service of [...running].reverse()) await service.stop();
     await db.end();
     await database.drop();
-    await rm(folder, { recursive: true, force: true });
+    // E2E_KEEP_LOGS=1 keeps each service's log (and the catalogue) for a look after the run.
+    if (process.env.E2E_KEEP_LOGS) console.info(`e2e logs kept in ${folder}`);
+    else await rm(folder, { recursive: true, force: true });
   }
 
   try {

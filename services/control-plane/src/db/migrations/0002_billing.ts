@@ -96,8 +96,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       hold_reason text
     );
     create index reservations_open_idx on reservations (created_at) where status in ('reserved', 'held');
+    -- Activity pages (per account, optionally filtered by key) walk this one index.
     create index reservations_account_idx on reservations (account_id, created_at desc);
-    create index reservations_key_idx on reservations (key_id, created_at desc);
 
     -- Append-only. Every movement of quota or credit. entitlement_id null = the credit balance.
     create table ledger_entries (
@@ -113,7 +113,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       created_at timestamptz not null default now()
     );
     create index ledger_entries_account_idx on ledger_entries (account_id, id);
-    create index ledger_entries_reservation_idx on ledger_entries (reservation_id) where reservation_id is not null;
   `.execute(db);
 }
 

@@ -69,12 +69,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       end if;
       if p_key.account_status = 'suspended' then return tollgate_refusal(v_id, 'account_suspended'); end if;
 
-      select * into v_model from model_aliases where alias = v_alias;
-      if not found then return tollgate_refusal(v_id, 'invalid_model'); end if;
-      if not v_model.published or (p_key.scope is not null and not (v_alias = any(p_key.scope))) then
+      if p_key.model_alias is null then return tollgate_refusal(v_id, 'invalid_model'); end if;
+      if not p_key.published or (p_key.scope is not null and not (v_alias = any(p_key.scope))) then
         return tollgate_refusal(v_id, 'model_not_allowed');
       end if;
-      if not (v_surface = any(v_model.protocols)) then return tollgate_refusal(v_id, 'model_unavailable'); end if;
+      if not (v_surface = any(p_key.protocols)) then return tollgate_refusal(v_id, 'model_unavailable'); end if;
 
       -- Plan the draw first; change nothing until the whole estimate is covered.
       for v_ent in
@@ -93,10 +92,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       end loop;
 
       if v_need > 0 then
-        if v_model.input_price is not null and v_model.output_price is not null then
+        if p_key.input_price is not null and p_key.output_price is not null then
           v_cov_in := least(v_tokens, v_in);
-          v_cost := (v_in - v_cov_in)::numeric * v_model.input_price
-                  + (v_out - (v_tokens - v_cov_in))::numeric * v_model.output_price;
+          v_cost := (v_in - v_cov_in)::numeric * p_key.input_price
+                  + (v_out - (v_tokens - v_cov_in))::numeric * p_key.output_price;
           select available into v_available from credit_balances where account_id = p_key.account_id;
           if v_cost <= coalesce(v_available, 0) then
             v_credit := v_cost::bigint;
@@ -123,23 +122,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         update credit_balances set available = available - v_credit, reserved = reserved + v_credit,
           updated_at = now() where account_id = p_key.account_id;
         v_legs := v_legs || jsonb_build_object('source', 'credit', 'amount', v_credit::text,
-          'inputPrice', v_model.input_price::text, 'outputPrice', v_model.output_price::text);
+          'inputPrice', p_key.input_price::text, 'outputPrice', p_key.output_price::text);
       end if;
 
+      with reservation as (
+        insert into reservations (id, account_id, key_id, alias, surface, status, estimate_input, estimate_output,
+                                  legs, reserved_tokens, reserved_credits)
+        values (v_id, p_key.account_id, p_key.key_id, v_alias, v_surface, 'reserved', v_in, v_out, v_legs,
+                v_tokens, v_credit)
+      )
       insert into ledger_entries (account_id, entitlement_id, kind, available_delta, reserved_delta, amount,
                                   reservation_id, cause)
       select p_key.account_id, (leg->>'entitlementId')::uuid, 'reserve', -(leg->>'amount')::bigint,
              (leg->>'amount')::bigint, (leg->>'amount')::bigint, v_id, 'request reservation'
       from jsonb_array_elements(v_legs) as leg;
 
-      insert into reservations (id, account_id, key_id, alias, surface, status, estimate_input, estimate_output,
-                                legs, reserved_tokens, reserved_credits)
-      values (v_id, p_key.account_id, p_key.key_id, v_alias, v_surface, 'reserved', v_in, v_out, v_legs,
-              v_tokens, v_credit);
-
       return jsonb_build_object('reservation_id', v_id, 'ok', true, 'key_id', p_key.key_id,
-        'account_id', p_key.account_id, 'provider_id', v_model.provider_id,
-        'upstream_model', v_model.upstream_model, 'reserved_tokens', v_tokens::text,
+        'account_id', p_key.account_id, 'provider_id', p_key.provider_id,
+        'upstream_model', p_key.upstream_model, 'reserved_tokens', v_tokens::text,
         'reserved_credits', v_credit::text);
     end $fn$;
 
@@ -155,14 +155,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       perform set_config('synchronous_commit', 'off', true);
       for v_row in
         select item.value as item, item.ordinality as position, k.id as key_id, k.account_id, k.status,
-               k.expires_at, k.scope, a.status as account_status
+               k.expires_at, k.scope, a.status as account_status, m.alias as model_alias, m.published,
+               m.protocols, m.provider_id, m.upstream_model, m.input_price, m.output_price
         from jsonb_array_elements(p_items) with ordinality as item
         left join api_keys k on k.lookup_hash = decode(item.value->>'lookup_hash', 'hex')
         left join accounts a on a.id = k.account_id
+        left join model_aliases m on m.alias = item.value->>'alias'
         order by k.account_id nulls first, item.ordinality
       loop
         if v_row.account_id is not null and v_row.account_id is distinct from v_locked then
-          perform tollgate_lock_account(v_row.account_id);
+          perform 1 from credit_balances where account_id = v_row.account_id for update;
+          if not found then perform tollgate_lock_account(v_row.account_id); end if;
           v_locked := v_row.account_id;
         end if;
         v_results[v_row.position] := tollgate_reserve_one(v_row.item, v_row);
@@ -377,8 +380,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         else
           v_legs := jsonb_build_object('tokens', 0, 'credits', 0, 'rem_in', v_in, 'rem_out', v_out, 'extra_credits', 0);
         end if;
-        v_more := tollgate_charge_available(v_res.account_id, v_res.alias, v_id, (v_legs->>'rem_in')::bigint,
-          (v_legs->>'rem_out')::bigint, (v_legs->>'extra_credits')::bigint);
+        if (v_legs->>'rem_in')::bigint + (v_legs->>'rem_out')::bigint + (v_legs->>'extra_credits')::bigint > 0 then
+          v_more := tollgate_charge_available(v_res.account_id, v_res.alias, v_id, (v_legs->>'rem_in')::bigint,
+            (v_legs->>'rem_out')::bigint, (v_legs->>'extra_credits')::bigint);
+        else
+          v_more := '{"tokens": 0, "credits": 0, "written_off_tokens": 0, "written_off_credits": 0}';
+        end if;
         update reservations set status = 'settled', outcome = coalesce(p_item->>'outcome', 'ok'),
           http_status = coalesce((p_item->>'http_status')::int, http_status), finished_at = now(),
           input_tokens = v_in, output_tokens = v_out,
@@ -404,7 +411,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         order by 3, 2
       loop
         if v_row.account_id is distinct from v_locked then
-          perform tollgate_lock_account(v_row.account_id);
+          perform 1 from credit_balances where account_id = v_row.account_id for update;
+          if not found then perform tollgate_lock_account(v_row.account_id); end if;
           v_locked := v_row.account_id;
         end if;
         v_results[v_row.position] := tollgate_finish_one(v_row.item);

@@ -7,19 +7,20 @@ import type OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mockRequests, openaiClient } from '../src/clients.ts';
 import { type Customer, signUpCustomer } from '../src/customer.ts';
-import { expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { expectSettledInCredits, Meter, readBalances } from '../src/ledger.ts';
 import { type E2EStack, PRICES, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
 
 let stack: E2EStack;
 let customer: Customer;
 let meter: Meter;
 let openai: OpenAI;
+let secret: string;
 
 beforeAll(async () => {
   stack = await startStack('openai');
   customer = await signUpCustomer(stack, { credits: 10_000_000n, packages: ['e2e-tokens'] });
-  const key = await customer.createKey({ name: 'openai client' });
-  openai = openaiClient(stack.gatewayUrl, key.secret);
+  ({ secret } = await customer.createKey({ name: 'openai client' }));
+  openai = openaiClient(stack.gatewayUrl, secret);
   meter = new Meter(stack.db, customer.accountId);
   await meter.mark();
 });
@@ -97,6 +98,20 @@ describe('chat completions', () => {
     expect(JSON.parse(upstream?.body ?? '{}').stream_options).toEqual({ include_usage: true });
     const [row] = await meter.finished();
     expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 40, output: 6 });
+  });
+
+  it('keeps the usage chunk from a client that said include_usage: false', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      stream: true,
+      stream_options: { include_usage: false },
+      messages: [{ role: 'user', content: 'Stream @mock(words=2,input_tokens=14,output_tokens=2)' }],
+    });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.filter((chunk) => chunk.usage != null || chunk.choices.length === 0)).toEqual([]);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 14, output: 2 });
   });
 
   it('streams the usage chunk last when the client asked for it', async () => {
@@ -314,6 +329,22 @@ describe('responses', () => {
 });
 
 describe('unmetered endpoints', () => {
+  it('reports the same balance on the key status endpoint, in the dashboard and in the ledger', async () => {
+    const balances = await readBalances(stack.db, customer.accountId);
+    const expected = {
+      remaining: { tokens: String(balances.tokens), credits: String(balances.credits) },
+      reserved: { tokens: '0', credits: '0' },
+    };
+    const response = await fetch(`${stack.gatewayUrl}/v1/key/status`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ state: 'active', ...expected });
+    const dashboard = await customer.dashboard.request('GET', '/me/balance');
+    expect(dashboard.body.data).toEqual(expected);
+    await meter.expectUntouched();
+  });
+
   it('lists the aliases the key may call, and costs nothing', async () => {
     const models = [];
     for await (const model of openai.models.list()) models.push(model.id);

@@ -14,11 +14,12 @@ import {
   openaiClient,
   rejection,
 } from '../src/clients.ts';
-import { signUpCustomer } from '../src/customer.ts';
+import { type Customer, signUpCustomer } from '../src/customer.ts';
 import { Meter, type Reservation } from '../src/ledger.ts';
 import { type E2EStack, PROVIDER_KEY, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
 
 let stack: E2EStack;
+let customer: Customer;
 let meter: Meter;
 let openai: OpenAI;
 let anthropic: Anthropic;
@@ -27,7 +28,7 @@ let impatient: { openai: OpenAI; anthropic: Anthropic };
 
 beforeAll(async () => {
   stack = await startStack('upstream-faults');
-  const customer = await signUpCustomer(stack, { credits: 10_000_000n });
+  customer = await signUpCustomer(stack, { credits: 10_000_000n });
   const { secret } = await customer.createKey({ name: 'faults' });
   openai = openaiClient(stack.gatewayUrl, secret);
   anthropic = anthropicClient(stack.gatewayUrl, { apiKey: secret });
@@ -258,7 +259,18 @@ describe('a client that leaves', () => {
       expect(error).toBeInstanceOf(OpenAI.APIUserAbortError);
     }
     expect(chunks).toBeLessThan(20);
-    await finishedAs({ status: 'released', outcome: 'client_disconnected', httpStatus: 499 });
+    const row = await finishedAs({ status: 'released', outcome: 'client_disconnected', httpStatus: 499 });
+    // The customer's activity shows it the same way.
+    const activity = await customer.dashboard.request('GET', '/me/activity');
+    expect(activity.body.data.items).toContainEqual(
+      expect.objectContaining({
+        id: row.id,
+        status: 'released',
+        outcome: 'client_disconnected',
+        httpStatus: 499,
+        charged: { tokens: '0', credits: '0' },
+      }),
+    );
   });
 
   it('before a non-streamed answer: released as client_disconnected (499)', async () => {

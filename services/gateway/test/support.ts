@@ -126,6 +126,32 @@ export function useStack(label: string, options: StackOptions = {}) {
     tagged(tag: string): number {
       return context.stack.mock.stats().byTag[tag] ?? 0;
     },
+    /**
+     * Resolves with the first gateway log line (already written or still to come) that matches;
+     * fails after `timeoutMs`. For effects that follow a request the client cannot see end.
+     */
+    waitForLog(matches: (line: string) => boolean, timeoutMs = 5_000): Promise<string> {
+      const logs = context.stack.gatewayLogs;
+      const seen = logs.find(matches);
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const push = logs.push;
+        const timer = setTimeout(() => {
+          logs.push = push;
+          reject(new Error('the expected gateway log line was not written'));
+        }, timeoutMs);
+        logs.push = (...lines: string[]) => {
+          const length = push.apply(logs, lines);
+          const hit = lines.find(matches);
+          if (hit !== undefined) {
+            clearTimeout(timer);
+            logs.push = push;
+            resolve(hit);
+          }
+          return length;
+        };
+      });
+    },
     /** Fails if the text carries an upstream id, a provider name, a host, a credential or a trace. */
     expectNothingLeaked(text: string): void {
       const stack = context.stack;

@@ -123,6 +123,34 @@ describe('the provider refuses or fails', () => {
   });
 });
 
+describe('the client leaves', () => {
+  it('releases the reservation as client_disconnected when the client goes before the answer', async () => {
+    for (const [path, alias] of SURFACES) {
+      const key = await t.key({ credits: CREDITS });
+      const tag = uniqueTag('gone');
+      // The mock has read the whole request (and recorded it) and now holds it for its delay.
+      const arrived = new Promise<void>((resolve) =>
+        t.stack.mock.server.once('request', (request) => request.once('end', () => resolve())),
+      );
+      const controller = new AbortController();
+      const call = fetch(`${t.stack.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify(bodyFor(path, alias, `tag=${tag},delay=${HEADERS_TIMEOUT_MS / 2}`)),
+        signal: controller.signal,
+      });
+      await arrived;
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      expect(t.tagged(tag)).toBe(1);
+      // The gateway logs the request once it has noticed and released the reservation.
+      const line = await t.waitForLog((text) => text.includes(key.keyId) && text.includes('"status":499'));
+      expect(line).toContain('client_disconnected');
+      await expectReleased(key, 'client_disconnected', 499);
+    }
+  });
+});
+
 describe('balances', () => {
   it('refuses with insufficient_credits (402) before any upstream call', async () => {
     const poor = await t.key({ credits: 100n });

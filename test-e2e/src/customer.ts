@@ -58,6 +58,7 @@ export class DashboardSession {
 export interface KeyOptions {
   name?: string;
   scope?: string[];
+  expiresAt?: string;
   limits?: Partial<{
     maxRequestBytes: number;
     maxOutputTokens: number;
@@ -72,6 +73,8 @@ export interface Customer {
   dashboard: DashboardSession;
   createKey(options?: KeyOptions): Promise<{ secret: string; keyId: string }>;
   setKeyStatus(keyId: string, status: 'active' | 'disabled' | 'revoked'): Promise<void>;
+  /** Issues a new secret for the key; the previous one stops working at once. */
+  rotateKey(keyId: string): Promise<string>;
 }
 
 /** The newest sign-up code mailed to `email` (kept in the outbox when no SMTP server is set). */
@@ -121,12 +124,20 @@ export async function signUpCustomer(
       const answer = await dashboard.request('POST', '/me/api-keys', {
         name: options.name ?? 'e2e',
         ...(options.scope ? { scope: options.scope } : {}),
+        ...(options.expiresAt ? { expiresAt: options.expiresAt } : {}),
         ...(options.limits ? { limits: options.limits } : {}),
       });
       if (answer.status !== 201) {
         throw new Error(`key creation answered ${answer.status}: ${JSON.stringify(answer.body)}`);
       }
       return { secret: answer.body.data.secret, keyId: answer.body.data.key.id };
+    },
+    async rotateKey(keyId) {
+      const answer = await dashboard.request('POST', `/me/api-keys/${keyId}/rotate`);
+      if (answer.status !== 200) {
+        throw new Error(`key rotation answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      }
+      return answer.body.data.secret;
     },
     async setKeyStatus(keyId, status) {
       const answer = await dashboard.request('PATCH', `/me/api-keys/${keyId}/status`, { status });

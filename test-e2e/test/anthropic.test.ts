@@ -130,6 +130,36 @@ describe('messages', () => {
   });
 });
 
+describe('prompt caching figures', () => {
+  it('meters cache reads and writes as input tokens, streamed and not', async () => {
+    const directives = 'input_tokens=100,cache_read=40,cache_write=25,output_tokens=6';
+    const message = await withApiKey.messages.create({
+      model: 'claude-e2e',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: `Cached @mock(${directives})` }],
+    });
+    expect(message.usage).toMatchObject({
+      input_tokens: 100,
+      cache_read_input_tokens: 40,
+      cache_creation_input_tokens: 25,
+      output_tokens: 6,
+    });
+    const [plain] = await meter.finished();
+    expectSettledInCredits(plain!, PRICES['claude-e2e'], { input: 165, output: 6 });
+
+    const final = await withAuthToken.messages
+      .stream({
+        model: 'claude-e2e',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: `Cached @mock(${directives})` }],
+      })
+      .finalMessage();
+    expect(final.usage).toMatchObject({ input_tokens: 100, cache_read_input_tokens: 40, output_tokens: 6 });
+    const [streamed] = await meter.finished();
+    expectSettledInCredits(streamed!, PRICES['claude-e2e'], { input: 165, output: 6 });
+  });
+});
+
 describe('tool use', () => {
   it('returns a tool_use block, then answers the tool_result turn', async () => {
     const question = 'Weather in Oslo?';

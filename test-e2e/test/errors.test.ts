@@ -110,6 +110,38 @@ describe('credentials', () => {
     );
     await meter.expectUntouched();
   });
+  it('refuses the previous secret of a rotated key at once, and serves the new one', async () => {
+    const key = await customer.createKey({ name: 'rotated' });
+    const before = openaiClient(stack.gatewayUrl, key.secret);
+    await before.chat.completions.create(chat());
+    await meter.finished();
+    const rotated = await customer.rotateKey(key.keyId);
+    expect(rotated).not.toBe(key.secret);
+    await expectOpenAIError(
+      before.chat.completions.create(chat()),
+      OpenAI.AuthenticationError,
+      401,
+      'invalid_api_key',
+    );
+    await openaiClient(stack.gatewayUrl, rotated).chat.completions.create(chat());
+    await meter.finished();
+  });
+
+  it('refuses a key past its expiry with api_key_expired, though it was served (and cached) before', async () => {
+    const expiresAt = new Date(Date.now() + 2_000);
+    const key = await customer.createKey({ name: 'expiring', expiresAt: expiresAt.toISOString() });
+    const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: key.secret });
+    await anthropic.messages.create(message());
+    await meter.finished();
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt.getTime() - Date.now() + 100)));
+    await expectAnthropicError(
+      anthropic.messages.create(message()),
+      Anthropic.PermissionDeniedError,
+      403,
+      'api_key_expired',
+    );
+    await meter.expectUntouched();
+  });
 });
 
 describe('models', () => {
@@ -242,6 +274,46 @@ describe('limits', () => {
     const [first, second] = await meter.finished(2);
     expectSettledInCredits(first!, PRICES['gpt-e2e'], { input: 10, output: 2 });
     expectSettledInCredits(second!, PRICES['gpt-e2e'], { input: 11, output: 3 });
+  });
+
+  it('counts the unmetered GET endpoints against the request ceiling too', async () => {
+    const key = await customer.createKey({ name: 'two requests', limits: { requestsPerMinute: 2 } });
+    const openai = openaiClient(stack.gatewayUrl, key.secret);
+    await openai.models.list();
+    const status = await fetch(`${stack.gatewayUrl}/v1/key/status`, { headers: { 'x-api-key': key.secret } });
+    expect(status.status).toBe(200);
+    await expectOpenAIError(openai.models.list(), OpenAI.RateLimitError, 429, 'rate_limit_exceeded');
+    await expectOpenAIError(
+      openai.chat.completions.create(chat()),
+      OpenAI.RateLimitError,
+      429,
+      'rate_limit_exceeded',
+    );
+    await meter.expectUntouched();
+  });
+
+  it('frees the concurrency slot of a client that left mid-stream', async () => {
+    const key = await customer.createKey({ name: 'single slot', limits: { concurrency: 1 } });
+    const openai = openaiClient(stack.gatewayUrl, key.secret);
+    const controller = new AbortController();
+    const stream = await openai.chat.completions.create(
+      { ...chat('gpt-e2e', 'Long @mock(words=30,chunk_delay=100)'), stream: true },
+      { signal: controller.signal },
+    );
+    try {
+      for await (const _chunk of stream) controller.abort();
+    } catch (error) {
+      expect(error).toBeInstanceOf(OpenAI.APIUserAbortError);
+    }
+    const [left] = await meter.finished();
+    expect(left).toMatchObject({ status: 'released', outcome: 'client_disconnected' });
+    // The reservation is released: the slot must be free again, not held until its lease expires.
+    const next = await openai.chat.completions.create(
+      chat('gpt-e2e', 'Next @mock(input_tokens=8,output_tokens=2)'),
+    );
+    expect(next.usage).toMatchObject({ prompt_tokens: 8, completion_tokens: 2 });
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 8, output: 2 });
   });
 
   it('refuses a second call in flight with concurrency_limit_exceeded', async () => {

@@ -199,6 +199,20 @@ describe('chat completions', () => {
     expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 70, output: 11 });
   });
 
+  it('meters cached prompt tokens once: they are part of prompt_tokens', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-e2e',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'Cached @mock(input_tokens=200,cache_read=120,output_tokens=4)' }],
+    });
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) usage = chunk.usage ?? usage;
+    expect(usage).toMatchObject({ prompt_tokens: 200, prompt_tokens_details: { cached_tokens: 120 } });
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 200, output: 4 });
+  });
+
   it('pays a token-only alias from the package, to the token', async () => {
     const completion = await openai.chat.completions.create({
       model: 'gpt-tokens-e2e',

@@ -127,6 +127,20 @@ describe('model aliases', () => {
     });
   });
 
+  it('changes only model and the clamped max output when it clamps', async () => {
+    // Package "pro": plan ceiling 2000.
+    const key = await t.key({ packages: ['pro'] });
+    const tag = uniqueTag('clampbytes');
+    const raw = `{"model":"claude-test",  "max_tokens" : 9000 ,"messages":[{"role":"user","content":"max_tokens 9000 @mock(tag=${tag})"}],"metadata":{"max_tokens":9000}}`;
+    const reply = await t.post('/v1/messages', key.secret, raw);
+    expect(reply.status, reply.text).toBe(200);
+    expect(t.stack.mock.requests(tag)[0]!.body).toBe(
+      raw
+        .replace('"model":"claude-test"', '"model":"upstream-claude-x1"')
+        .replace('"max_tokens" : 9000 ', '"max_tokens" : 2000 '),
+    );
+  });
+
   it('forwards chat and responses bodies unchanged but for model and the inserted max output', async () => {
     const key = await t.key({ credits: CREDITS });
     const chatTag = uniqueTag('chatbytes');

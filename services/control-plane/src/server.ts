@@ -75,6 +75,8 @@ export async function startControlPlane(
     async close() {
       reconciler.stop();
       await Promise.all([publicServer.close(), internalServer.close()]);
+      // Emails accepted before the stop still go out (they stay in the outbox either way).
+      await publicApp.mailer.drain();
       await events.close();
       await database.close();
     },

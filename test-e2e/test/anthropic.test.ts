@@ -130,6 +130,51 @@ describe('messages', () => {
   });
 });
 
+describe('beta messages', () => {
+  it('serves the beta namespace (?beta=true, anthropic-beta header) as Claude Code calls it', async () => {
+    const tag = `beta-${Date.now()}`;
+    const message = await withApiKey.beta.messages.create({
+      model: 'claude-e2e',
+      max_tokens: 64,
+      betas: ['interleaved-thinking-2025-05-14'],
+      messages: [{ role: 'user', content: `Hi @mock(tag=${tag},input_tokens=18,output_tokens=5)` }],
+    });
+    expect(message.content).toMatchObject([{ type: 'text', text: 'Hello from the mock upstream.' }]);
+    const [upstream] = await mockRequests(stack.mockUrl, tag);
+    expect(upstream?.headers['anthropic-beta']).toBe('interleaved-thinking-2025-05-14');
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['claude-e2e'], { input: 18, output: 5 });
+
+    const counted = await withAuthToken.beta.messages.countTokens({
+      model: 'claude-e2e',
+      betas: ['interleaved-thinking-2025-05-14'],
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+    await meter.expectUntouched();
+  });
+});
+
+describe('a long answer', () => {
+  it('relays 2,000 streamed deltas in order and charges the reported figures', async () => {
+    const final = await withApiKey.messages
+      .stream({
+        model: 'claude-e2e',
+        max_tokens: 4096,
+        messages: [{ role: 'user', content: 'Long @mock(words=2000,input_tokens=900,output_tokens=2000)' }],
+      })
+      .finalMessage();
+    const block = final.content[0];
+    if (block?.type !== 'text') throw new Error('no text');
+    const words = block.text.split(' ');
+    expect(words).toHaveLength(2000);
+    expect(words.slice(0, 6).join(' ')).toBe('Hello from the mock upstream. Hello');
+    expect(final.usage).toMatchObject({ input_tokens: 900, output_tokens: 2000 });
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['claude-e2e'], { input: 900, output: 2000 });
+  });
+});
+
 describe('prompt caching figures', () => {
   it('meters cache reads and writes as input tokens, streamed and not', async () => {
     const directives = 'input_tokens=100,cache_read=40,cache_write=25,output_tokens=6';

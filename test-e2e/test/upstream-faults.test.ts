@@ -273,6 +273,16 @@ describe('a client that leaves', () => {
     );
   });
 
+  it('with the Anthropic stream helper aborted: released as client_disconnected (499)', async () => {
+    const stream = anthropic.messages.stream(
+      message('words=20,chunk_delay=100,input_tokens=40,output_tokens=20'),
+    );
+    await new Promise<void>((resolve) => stream.once('text', () => resolve()));
+    stream.abort();
+    expect(await rejection(stream.finalMessage())).toBeInstanceOf(Anthropic.APIUserAbortError);
+    await finishedAs({ status: 'released', outcome: 'client_disconnected', httpStatus: 499 });
+  });
+
   it('before a non-streamed answer: released as client_disconnected (499)', async () => {
     const controller = new AbortController();
     const call = anthropic.messages.create(message('delay=1500,input_tokens=50,output_tokens=5'), {

@@ -16,11 +16,14 @@ function refusalCode(surface: Surface, body: Record<string, unknown>, ceilings =
 }
 
 describe('resolveMaxOutput', () => {
-  it('keeps a value within every ceiling unchanged', () => {
-    expect(resolveMaxOutput('messages', { max_tokens: 300 }, CEILINGS)).toEqual({ value: 300, edits: {} });
+  it('keeps a value within every ceiling, pinned so a duplicate key cannot carry another', () => {
+    expect(resolveMaxOutput('messages', { max_tokens: 300 }, CEILINGS)).toEqual({
+      value: 300,
+      edits: { max_tokens: '300' },
+    });
     expect(resolveMaxOutput('responses', { max_output_tokens: 4000 }, CEILINGS)).toEqual({
       value: 4000,
-      edits: {},
+      edits: { max_output_tokens: '4000' },
     });
   });
 
@@ -95,6 +98,9 @@ describe('resolveMaxOutput', () => {
       max_output_tokens: '1024',
     });
     expect(resolveMaxOutput('chat_completions', { max_completion_tokens: null }, CEILINGS).value).toBe(1_024);
+    expect(
+      resolveMaxOutput('chat_completions', { max_completion_tokens: 50, max_tokens: null }, CEILINGS).edits,
+    ).toEqual({ max_completion_tokens: '50', max_tokens: 'null' });
     expect(refusalCode('messages', { max_tokens: null })).toBe('invalid_max_output_tokens');
   });
 
@@ -108,7 +114,7 @@ describe('resolveMaxOutput', () => {
   it('checks and clamps both chat fields, reserving for the larger', () => {
     expect(
       resolveMaxOutput('chat_completions', { max_completion_tokens: 100, max_tokens: 9_000 }, CEILINGS),
-    ).toEqual({ value: 4_000, edits: { max_tokens: '4000' } });
+    ).toEqual({ value: 4_000, edits: { max_completion_tokens: '100', max_tokens: '4000' } });
     expect(refusalCode('chat_completions', { max_completion_tokens: 100, max_tokens: 'x' })).toBe(
       'invalid_max_output_tokens',
     );

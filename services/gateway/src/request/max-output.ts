@@ -16,7 +16,11 @@ export interface OutputCeilings {
 export interface MaxOutputResolution {
   /** The most output the upstream may produce for this request; the reservation uses it. */
   value: number;
-  /** Raw JSON values to write with setTopLevelFields; empty when the body stays as sent. */
+  /**
+   * Raw JSON values to write with setTopLevelFields: every max-output field the body carries,
+   * pinned to the value checked here (a duplicated key would otherwise reach the upstream with
+   * its other copy, which some parsers read instead of the last), or the inserted default.
+   */
   edits: Record<string, string>;
 }
 
@@ -77,11 +81,14 @@ export function resolveMaxOutput(
   for (const field of read) {
     if (!Object.hasOwn(body, field)) continue;
     const requested = body[field];
-    if (requested === null && nullMeansOmitted) continue;
+    if (requested === null && nullMeansOmitted) {
+      edits[field] = 'null';
+      continue;
+    }
     if (!isPositiveInteger(requested)) throw invalid(field);
     if (requested > ceilings.keyMax) throw exceeded(field, ceilings.keyMax);
     const allowed = Math.min(requested, clampTo);
-    if (allowed !== requested) edits[field] = String(allowed);
+    edits[field] = String(allowed);
     value = Math.max(value ?? 0, allowed);
   }
 

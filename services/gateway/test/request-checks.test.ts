@@ -209,6 +209,28 @@ describe('maximum output', () => {
     });
   });
 
+  it('forwards no second, larger copy of a duplicated max-output field', async () => {
+    const key = await t.key({ credits: CREDITS, limits: { maxOutputTokens: 100 } });
+    const cases: Array<[string, string, string]> = [
+      ['/v1/messages', 'claude-test', 'max_tokens'],
+      ['/v1/chat/completions', 'gpt-test', 'max_tokens'],
+      ['/v1/chat/completions', 'gpt-test', 'max_completion_tokens'],
+      ['/v1/responses', 'gpt-test', 'max_output_tokens'],
+    ];
+    for (const [path, alias, field] of cases) {
+      const tag = uniqueTag('duplicate');
+      const base = bodyFor(path, alias, `tag=${tag}`);
+      delete base.max_tokens;
+      // JSON.parse (and the gateway) read the last copy; an upstream parser may read the first.
+      const raw = `{"${field}":4000,${JSON.stringify(base).slice(1, -1)},"${field}":50}`;
+      const reply = await t.post(path, key.secret, raw);
+      expect(reply.status, reply.text).toBe(200);
+      const sent = t.stack.mock.requests(tag)[0]!.body;
+      expect(sent).not.toContain('4000');
+      expect(sent.split(`"${field}":50`)).toHaveLength(3);
+    }
+  });
+
   it("clamps a credit-only call to the alias's own maximum", async () => {
     const key = await t.key({ credits: CREDITS });
     const tag = uniqueTag('aliasmax');

@@ -36,15 +36,22 @@ export async function listen(
   };
 }
 
+/** How often a closing server drops the keep-alive connections that have become idle. */
+const IDLE_SWEEP_MS = 50;
+
 function closeServer(server: Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections(), graceMs);
     timer.unref();
+    // Keep-alive sockets with no request in flight would hold close() open until the grace
+    // period ends; so would those whose last request (a long stream) finishes during it.
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    sweep.unref();
     server.close(() => {
       clearTimeout(timer);
+      clearInterval(sweep);
       resolve();
     });
-    // Keep-alive sockets with no request in flight would hold close() open.
     server.closeIdleConnections();
   });
 }

@@ -68,6 +68,24 @@ describe('Redis unreachable', () => {
   });
 });
 
+describe('a gateway stopped during a deploy', () => {
+  it('finishes the stream under way and delivers its settlement before it exits', async () => {
+    const { secret } = await customer.createKey({ name: 'deploy' });
+    const gateway = await stack.startGateway('draining');
+    const stream = anthropicClient(gateway.url, { apiKey: secret }).messages.stream(
+      message('Slow @mock(words=8,chunk_delay=100,input_tokens=52,output_tokens=8)'),
+    );
+    await firstText(stream);
+    const stopped = gateway.service.stop();
+    const final = await stream.finalMessage();
+    expect(final.usage).toMatchObject({ input_tokens: 52, output_tokens: 8 });
+    await stopped;
+    expect(gateway.service.child.exitCode).toBe(0);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICES['claude-e2e'], { input: 52, output: 8 });
+  });
+});
+
 describe('a key revoked while its stream runs', () => {
   it('lets the stream finish and settles it; the next request is refused with api_key_revoked', async () => {
     const key = await customer.createKey({ name: 'revoked mid-stream' });

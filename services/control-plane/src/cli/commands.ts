@@ -11,8 +11,8 @@ import {
 } from '../modules/accounts/accounts.service.ts';
 import { createKey } from '../modules/api-keys/api-keys.service.ts';
 import { hashPassword } from '../modules/auth/passwords.ts';
-import { listHeldReservations } from '../modules/billing/billing.repository.ts';
 import { changeCredit, grantPackage } from '../modules/billing/billing.service.ts';
+import { listHeld } from '../modules/billing/holds.service.ts';
 import { verifyLedger } from '../modules/billing/ledger-check.ts';
 import { reconcileOnce } from '../modules/billing/reconciler.ts';
 import { syncCatalog } from '../modules/catalog/catalog.service.ts';
@@ -173,17 +173,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   },
   held: {
     usage: 'held                      (reservations held for reconciliation)',
-    run: async (deps) =>
-      (await listHeldReservations(deps.db, 500)).map((row) => ({
-        id: row.id,
-        accountId: row.account_id,
-        keyId: row.key_id,
-        alias: row.alias,
-        reason: row.hold_reason,
-        reservedTokens: String(row.reserved_tokens),
-        reservedCredits: String(row.reserved_credits),
-        heldAt: row.finished_at?.toISOString() ?? null,
-      })),
+    run: (deps) => listHeld(deps, 500),
   },
 };
 

@@ -6,6 +6,7 @@ import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from '../modules/auth/auth.routes.ts';
 import { sessionRoutes } from '../modules/auth/sessions.routes.ts';
 import { billingRoutes } from '../modules/billing/billing.routes.ts';
+import { holdsRoutes } from '../modules/billing/holds.routes.ts';
 import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/catalog.routes.ts';
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
@@ -43,6 +44,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', publicCatalogRoutes());
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());
+  api.route('/', holdsRoutes());
 
   app.route('/api/v1', api);
   registerSecuritySchemes(app, deps.config);

@@ -5,7 +5,14 @@ import { createTestContext, type TestContext } from '../../testing.ts';
 import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
 import { createClient, type TestClient, uniqueEmail } from '../auth/test-client.ts';
 import { changeCredit, grantPackage } from './billing.service.ts';
-import { type FundedKey, internalApi, reserveItem, seedCatalog, settleItem } from './billing.test-support.ts';
+import {
+  endItem,
+  type FundedKey,
+  internalApi,
+  reserveItem,
+  seedCatalog,
+  settleItem,
+} from './billing.test-support.ts';
 
 let context: TestContext;
 let api: ReturnType<typeof internalApi>;
@@ -217,6 +224,43 @@ describe('catalogue', () => {
         providerId: 'up-openai',
       },
     );
+  });
+});
+
+describe('held reservations (admin)', () => {
+  it('lists holds and resolves one by settling the usage learned later', async () => {
+    const { client, key } = await customer();
+    await changeCredit(context.deps, {
+      accountId: key.accountId,
+      amount: 1000n,
+      kind: 'grant',
+      cause: 'test',
+    });
+    const item = reserveItem(key, 'priced', 10n, 20n);
+    await api.reserve([item]);
+    await api.finish([endItem(key, item.reservationId, 'priced', 'hold', 'billing_settlement_pending')]);
+
+    expect((await client.request('GET', '/admin/reservations/held')).status).toBe(403);
+    await setAccountRoles(context.deps.db, key.accountId, { admin: true });
+    const held = await client.request('GET', '/admin/reservations/held');
+    expect(held.status).toBe(200);
+    expect(held.body.data).toContainEqual(
+      expect.objectContaining({
+        id: item.reservationId,
+        reason: 'billing_settlement_pending',
+        reserved: { tokens: '0', credits: '120' },
+      }),
+    );
+
+    const resolved = await client.request('POST', `/admin/reservations/${item.reservationId}/resolve`, {
+      body: { action: 'settle', inputTokens: '5', outputTokens: '4' },
+    });
+    expect(resolved.body.data).toEqual({ status: 'settled', charged: { tokens: '0', credits: '30' } });
+    expect((await client.request('GET', '/me/balance')).body.data.remaining.credits).toBe('970');
+    const again = await client.request('POST', `/admin/reservations/${item.reservationId}/resolve`, {
+      body: { action: 'release' },
+    });
+    expect(again).toMatchObject({ status: 404, body: { code: 'not_found' } });
   });
 });
 

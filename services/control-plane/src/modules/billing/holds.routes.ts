@@ -1,0 +1,83 @@
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { validationHook } from '../../http/errors.ts';
+import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
+import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
+import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
+import { AmountsView } from './billing.schemas.ts';
+import { listHeld, resolveHold } from './holds.service.ts';
+
+const HeldView = z
+  .object({
+    id: z.string().uuid(),
+    accountId: z.string().uuid(),
+    keyId: z.string().uuid(),
+    alias: z.string(),
+    surface: z.string(),
+    reason: z.string().nullable(),
+    reserved: AmountsView,
+    createdAt: z.string(),
+    heldAt: z.string().nullable(),
+  })
+  .openapi('HeldReservation');
+
+const IntegerString = z.string().regex(/^(0|[1-9][0-9]*)$/);
+const ResolveRequest = z
+  .discriminatedUnion('action', [
+    z.object({ action: z.literal('settle'), inputTokens: IntegerString, outputTokens: IntegerString }),
+    z.object({ action: z.literal('release') }),
+  ])
+  .openapi('ResolveHoldRequest');
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/admin/reservations/held',
+  tags: ['admin'],
+  summary: 'Reservations held for reconciliation (usage unknown)',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: { query: z.object({ limit: z.coerce.number().int().min(1).max(500).default(100) }) },
+  responses: {
+    200: jsonContent(dataOf(z.array(HeldView)), 'Held reservations.'),
+    ...errorResponses(401, 403),
+  },
+});
+
+const resolveRoute = createRoute({
+  method: 'post',
+  path: '/admin/reservations/{id}/resolve',
+  tags: ['admin'],
+  summary: 'Resolve a hold: settle known usage, or release it',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    params: z.object({ id: z.string().uuid() }),
+    body: { required: true, content: { 'application/json': { schema: ResolveRequest } } },
+  },
+  responses: {
+    200: jsonContent(
+      dataOf(z.object({ status: z.enum(['reserved', 'settled', 'released', 'held']), charged: AmountsView })),
+      'How the reservation ended.',
+    ),
+    ...errorResponses(401, 403, 404, 422),
+  },
+});
+
+export function holdsRoutes() {
+  const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
+  app.openapi(listRoute, async (c) =>
+    c.json({ data: await listHeld(c.get('deps'), c.req.valid('query').limit) }, 200),
+  );
+  app.openapi(resolveRoute, async (c) => {
+    const body = c.req.valid('json');
+    const resolution =
+      body.action === 'settle'
+        ? {
+            action: 'settle' as const,
+            inputTokens: BigInt(body.inputTokens),
+            outputTokens: BigInt(body.outputTokens),
+          }
+        : { action: 'release' as const };
+    return c.json({ data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution) }, 200);
+  });
+  return app;
+}

@@ -1,0 +1,73 @@
+import { AppError } from '@tollgate/errors';
+import type { Dependencies } from '../../deps.ts';
+import * as repository from './billing.repository.ts';
+import type { ReservationStatus } from './billing.table.ts';
+
+export interface HeldReservation {
+  id: string;
+  accountId: string;
+  keyId: string;
+  alias: string;
+  surface: string;
+  reason: string | null;
+  reserved: { tokens: string; credits: string };
+  createdAt: string;
+  heldAt: string | null;
+}
+
+/** Reservations held for reconciliation (usage unknown), oldest first. */
+export async function listHeld(deps: Dependencies, limit: number): Promise<HeldReservation[]> {
+  const rows = await repository.listHeldReservations(deps.db, limit);
+  return rows.map((row) => ({
+    id: row.id,
+    accountId: row.account_id,
+    keyId: row.key_id,
+    alias: row.alias,
+    surface: row.surface,
+    reason: row.hold_reason,
+    reserved: { tokens: String(row.reserved_tokens), credits: String(row.reserved_credits) },
+    createdAt: row.created_at.toISOString(),
+    heldAt: row.finished_at?.toISOString() ?? null,
+  }));
+}
+
+export type Resolution =
+  | { action: 'settle'; inputTokens: bigint; outputTokens: bigint }
+  | { action: 'release' };
+
+/**
+ * An admin resolves a hold: settle the usage learned elsewhere (e.g. the provider's usage report)
+ * or release the reservation. Same idempotent path as the gateway's settle and release.
+ */
+export async function resolveHold(
+  deps: Dependencies,
+  reservationId: string,
+  resolution: Resolution,
+): Promise<{ status: ReservationStatus; charged: { tokens: string; credits: string } }> {
+  const row = await deps.db
+    .selectFrom('reservations')
+    .selectAll()
+    .where('id', '=', reservationId)
+    .executeTakeFirst();
+  if (!row || row.status !== 'held')
+    throw new AppError('not_found', { message: 'No held reservation with this id.' });
+  const [result] = await repository.finishBatch(deps.prepared, [
+    {
+      action: resolution.action,
+      reservation_id: row.id,
+      key_id: row.key_id,
+      account_id: row.account_id,
+      alias: row.alias,
+      surface: row.surface,
+      outcome: resolution.action === 'settle' ? 'ok' : 'released_by_admin',
+      occurred_at: new Date().toISOString(),
+      ...(resolution.action === 'settle'
+        ? { input_tokens: String(resolution.inputTokens), output_tokens: String(resolution.outputTokens) }
+        : {}),
+    },
+  ]);
+  return {
+    status: result!.status,
+    charged: { tokens: result!.charged_tokens, credits: result!.charged_credits },
+  };
+}

@@ -59,9 +59,6 @@ return 0
 /** How long a request waits for a (re)connecting Redis before it is refused. */
 const CONNECT_WAIT_MS = 500;
 
-/** A release waits at most this long for an acquire to carry it before it is sent alone. */
-const RELEASE_FLUSH_MS = 2;
-
 /** Pushes the expiry of leases still held; returns nothing. KEYS: lease sets; ARGV: ttl, ids... */
 const RENEW = `
 local time = redis.call('TIME')
@@ -115,11 +112,11 @@ export function createRedisLimiter(
   const held = new Map<string, HeldLease>();
   /** Released leases not yet removed in Redis: [set, id] pairs. */
   let released: Array<[string, string]> = [];
-  let flushTimer: NodeJS.Timeout | null = null;
+  let flushTimer: NodeJS.Immediate | null = null;
 
   function takeReleased(): Array<[string, string]> {
     if (flushTimer) {
-      clearTimeout(flushTimer);
+      clearImmediate(flushTimer);
       flushTimer = null;
     }
     const batch = released;
@@ -210,7 +207,10 @@ export function createRedisLimiter(
         release() {
           if (!held.delete(request.leaseId)) return;
           for (const set of sets) released.push([set, request.leaseId]);
-          flushTimer ??= setTimeout(flushReleased, RELEASE_FLUSH_MS);
+          // An acquire may carry it within this turn of the event loop; after that it leaves alone:
+          // the client has its answer, and its next call, maybe through another gateway, must
+          // find the slot free.
+          flushTimer ??= setImmediate(flushReleased);
         },
       };
       return { allowed: true, lease };

@@ -179,4 +179,17 @@ describe('concurrency', () => {
       'settled',
     ]);
   });
+
+  it('frees the slot of a call that was refused or failed', async () => {
+    const poor = await t.key({ credits: 100n, limits: { concurrency: 1, requestsPerMinute: 100 } });
+    for (let round = 0; round < 3; round += 1) {
+      t.expectError(await chat(poor.secret, round % 2), 402, 'insufficient_credits');
+    }
+    const key = await t.key({ credits: CREDITS, limits: { concurrency: 1, requestsPerMinute: 100 } });
+    for (let round = 0; round < 3; round += 1) {
+      t.expectError(await chat(key.secret, round % 2, 'status=500'), 503, 'upstream_unavailable');
+      t.expectError(await chat(key.secret, round % 2, 'status=400'), 400, 'upstream_rejected');
+    }
+    expect((await chat(key.secret)).status).toBe(200);
+  });
 });

@@ -33,9 +33,20 @@ export async function createTestDatabase(adminUrl: string, label = 'test'): Prom
     url: url.toString(),
     name,
     drop: () =>
-      withAdmin(adminUrl, (client) => client.query(`drop database if exists "${name}" with (force)`)).then(
-        () => {},
-      ),
+      withAdmin(adminUrl, async (client) => {
+        // A pool's end() resolves before its sockets are closed; forcing the drop at that moment
+        // would kill a closing session and surface as an error in the test that owned it.
+        const deadline = Date.now() + 3_000;
+        while (Date.now() < deadline) {
+          const { rows } = await client.query<{ sessions: number }>(
+            'select count(*)::int as sessions from pg_stat_activity where datname = $1',
+            [name],
+          );
+          if (rows[0]?.sessions === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        await client.query(`drop database if exists "${name}" with (force)`);
+      }),
   };
 }
 

@@ -89,17 +89,13 @@ async function registerCode(stack: E2EStack, email: string): Promise<string> {
   return code;
 }
 
-/**
- * Signs a new customer up, has the operator fund the account (`grant-credit`, `grant-package`),
- * and signs in. Keys are then created through the dashboard API.
- */
-export async function signUpCustomer(
-  stack: E2EStack,
-  funding: { credits?: bigint; packages?: string[] } = {},
-): Promise<Customer> {
-  const email = `e2e-${randomBytes(6).toString('hex')}@example.test`;
-  const password = `correct horse ${randomBytes(6).toString('hex')}`;
-  const dashboard = new DashboardSession(stack.controlPlaneUrl);
+export interface Funding {
+  credits?: bigint;
+  packages?: string[];
+}
+
+/** Signs a new customer up on the dashboard API with the code from the sign-up email. */
+async function signUp(dashboard: DashboardSession, stack: E2EStack, email: string, password: string) {
   const sent = await dashboard.request('POST', '/auth/register/code', { email });
   if (sent.status !== 202) throw new Error(`register/code answered ${sent.status}`);
   const created = await dashboard.request('POST', '/auth/register', {
@@ -110,7 +106,25 @@ export async function signUpCustomer(
   if (created.status !== 201) {
     throw new Error(`register answered ${created.status}: ${JSON.stringify(created.body)}`);
   }
-  const accountId: string = created.body.data.id;
+  return created.body.data.id as string;
+}
+
+/**
+ * A new customer with a funded account, signed in to the dashboard: signed up on the HTTP API
+ * (or, with `byOperator`, created with the CLI's `create-account`), funded with the CLI's
+ * `grant-credit` and `grant-package`. Keys are then created through the dashboard API.
+ */
+export async function signUpCustomer(
+  stack: E2EStack,
+  funding: Funding = {},
+  options: { byOperator?: boolean } = {},
+): Promise<Customer> {
+  const email = `e2e-${randomBytes(6).toString('hex')}@example.test`;
+  const password = `correct horse ${randomBytes(6).toString('hex')}`;
+  const dashboard = new DashboardSession(stack.controlPlaneUrl);
+  const accountId: string = options.byOperator
+    ? (await stack.admin('create-account', email, '--password', password)).accountId
+    : await signUp(dashboard, stack, email, password);
 
   if (funding.credits !== undefined) await stack.admin('grant-credit', email, String(funding.credits));
   for (const packageId of funding.packages ?? []) await stack.admin('grant-package', email, packageId);

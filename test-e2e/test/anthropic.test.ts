@@ -21,7 +21,8 @@ let withAuthToken: Anthropic;
 
 beforeAll(async () => {
   stack = await startStack('anthropic');
-  const customer = await signUpCustomer(stack, { credits: 10_000_000n });
+  // This customer's account was opened by the operator (create-account), not by signing up.
+  const customer = await signUpCustomer(stack, { credits: 10_000_000n }, { byOperator: true });
   ({ secret } = await customer.createKey({ name: 'anthropic client', scope: ['claude-e2e'] }));
   withApiKey = anthropicClient(stack.gatewayUrl, { apiKey: secret });
   withAuthToken = anthropicClient(stack.gatewayUrl, { authToken: secret });

@@ -231,6 +231,28 @@ describe('chat completions', () => {
   });
 });
 
+describe('max output', () => {
+  it('clamps a maximum above the alias ceiling: the answer stops there and only that is charged', async () => {
+    const tag = `clamp-${Date.now()}`;
+    const completion = await openai.chat.completions.create({
+      model: 'gpt-tokens-e2e',
+      max_tokens: 3000,
+      messages: [{ role: 'user', content: `Long @mock(tag=${tag},words=1500,input_tokens=40)` }],
+    });
+    expect(completion.choices[0]?.finish_reason).toBe('length');
+    expect(completion.usage).toMatchObject({ prompt_tokens: 40, completion_tokens: 1000 });
+    const [upstream] = await mockRequests(stack.mockUrl, tag);
+    expect(JSON.parse(upstream?.body ?? '{}').max_tokens).toBe(1000);
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({
+      status: 'settled',
+      inputTokens: 40n,
+      outputTokens: 1000n,
+      chargedTokens: 1040n,
+    });
+  });
+});
+
 describe('responses', () => {
   it('answers a non-streamed call and charges the reported usage', async () => {
     const response = await openai.responses.create({

@@ -10,6 +10,7 @@ import { anthropicClient, mockRequests } from '../src/clients.ts';
 import { signUpCustomer } from '../src/customer.ts';
 import { expectSettledInCredits, Meter } from '../src/ledger.ts';
 import { type E2EStack, PRICES, PROVIDER_KEY, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
+import { WEATHER_ARGUMENTS, WEATHER_PARAMETERS } from '../src/tools.ts';
 
 let stack: E2EStack;
 let meter: Meter;
@@ -41,11 +42,7 @@ afterAll(async () => {
 const weatherTool: Anthropic.Tool = {
   name: 'get_weather',
   description: 'Current weather of a city',
-  input_schema: {
-    type: 'object',
-    properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
-    required: ['city'],
-  },
+  input_schema: { ...WEATHER_PARAMETERS, type: 'object' },
 };
 
 describe('messages', () => {
@@ -219,7 +216,7 @@ describe('tool use', () => {
     const use = first.content.find((block) => block.type === 'tool_use');
     if (use?.type !== 'tool_use') throw new Error('no tool_use block');
     expect(use.name).toBe('get_weather');
-    expect(use.input).toEqual({ city: 'mock', unit: 'c' });
+    expect(use.input).toEqual(WEATHER_ARGUMENTS);
     const [firstRow] = await meter.finished();
     expectSettledInCredits(firstRow!, PRICES['claude-e2e'], { input: 140, output: 12 });
 
@@ -259,7 +256,7 @@ describe('tool use', () => {
     expect(final.stop_reason).toBe('tool_use');
     const use = final.content.find((block) => block.type === 'tool_use');
     if (use?.type !== 'tool_use') throw new Error('no tool_use block');
-    expect(use.input).toEqual({ city: 'mock', unit: 'c' });
+    expect(use.input).toEqual(WEATHER_ARGUMENTS);
     const [row] = await meter.finished();
     expectSettledInCredits(row!, PRICES['claude-e2e'], { input: 66, output: 9 });
   });

@@ -36,9 +36,12 @@ export async function forwardToUpstream(
   deps: GatewayDependencies,
   input: ForwardInput,
 ): Promise<ForwardResult> {
-  const provider =
-    deps.catalog.provider(input.providerId) ??
-    (await deps.catalog.reload(), deps.catalog.provider(input.providerId));
+  let provider = deps.catalog.provider(input.providerId);
+  if (!provider) {
+    // An alias re-pointed at a provider added since the last catalogue load.
+    await deps.catalog.reload();
+    provider = deps.catalog.provider(input.providerId);
+  }
   if (!provider) {
     deps.logger.error(
       { providerId: input.providerId },

@@ -49,7 +49,7 @@ export async function resolveHold(
     .selectAll()
     .where('id', '=', reservationId)
     .executeTakeFirst();
-  if (!row || row.status !== 'held')
+  if (row?.status !== 'held')
     throw new AppError('not_found', { message: 'No held reservation with this id.' });
   const [result] = await repository.finishBatch(deps.prepared, [
     {

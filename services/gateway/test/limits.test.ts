@@ -180,15 +180,17 @@ describe('concurrency', () => {
     ]);
   });
 
+  // One gateway: its release rides along with its next acquire. Through another gateway the
+  // release is a separate Redis command that a loaded Redis may run after that gateway's acquire.
   it('frees the slot of a call that was refused or failed', async () => {
     const poor = await t.key({ credits: 100n, limits: { concurrency: 1, requestsPerMinute: 100 } });
     for (let round = 0; round < 3; round += 1) {
-      t.expectError(await chat(poor.secret, round % 2), 402, 'insufficient_credits');
+      t.expectError(await chat(poor.secret), 402, 'insufficient_credits');
     }
     const key = await t.key({ credits: CREDITS, limits: { concurrency: 1, requestsPerMinute: 100 } });
     for (let round = 0; round < 3; round += 1) {
-      t.expectError(await chat(key.secret, round % 2, 'status=500'), 503, 'upstream_unavailable');
-      t.expectError(await chat(key.secret, round % 2, 'status=400'), 400, 'upstream_rejected');
+      t.expectError(await chat(key.secret, 0, 'status=500'), 503, 'upstream_unavailable');
+      t.expectError(await chat(key.secret, 0, 'status=400'), 400, 'upstream_rejected');
     }
     expect((await chat(key.secret)).status).toBe(200);
   });

@@ -16,7 +16,11 @@ export type LimitDecision =
 
 /** A held concurrency slot. Expires by itself if the process holding it dies. */
 export interface Lease {
-  release(): void;
+  /**
+   * Frees the slot; resolves once the limiter has it (never rejects). Await it before answering,
+   * so the client's next call, through any gateway, cannot find this finished call in flight.
+   */
+  release(): Promise<void>;
 }
 
 /**

@@ -65,7 +65,7 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
         keySlots.add(request.leaseId);
         planSlots?.add(request.leaseId);
         lease = {
-          release() {
+          async release() {
             keySlots.delete(request.leaseId);
             planSlots?.delete(request.leaseId);
           },

@@ -9,16 +9,12 @@ import type { Lease, LimitDecision, Limiter, LimiterSettings, LimitRequest } fro
  * number (Redis's own clock, not the gateways'); concurrency as sorted sets of leases scored by
  * their expiry, so a lease whose holder died falls out by itself.
  *
- * Leases released since the last call ride along (KEYS[5..] sets, ARGV[8..] lease ids) and are
- * removed first, so a release costs no round trip of its own under load.
- *
- * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases, 5.. released sets
+ * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases
  * ARGV: 1 key rpm, 2 plan rpm (0 = none), 3 window ms, 4 key concurrency (0 = no slot),
- *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms, 8.. released lease ids
+ *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms
  * Returns {0} allowed, {1, ms} key rate, {2, ms} plan rate, {3} key concurrency, {4} plan concurrency.
  */
 const ACQUIRE = `
-for i = 5, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i + 3]) end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local window = tonumber(ARGV[3])
@@ -110,31 +106,6 @@ export function createRedisLimiter(
     });
   }
   const held = new Map<string, HeldLease>();
-  /** Released leases not yet removed in Redis: [set, id] pairs. */
-  let released: Array<[string, string]> = [];
-  let flushTimer: NodeJS.Immediate | null = null;
-
-  function takeReleased(): Array<[string, string]> {
-    if (flushTimer) {
-      clearImmediate(flushTimer);
-      flushTimer = null;
-    }
-    const batch = released;
-    released = [];
-    return batch;
-  }
-
-  function flushReleased(): void {
-    flushTimer = null;
-    const batch = takeReleased();
-    if (batch.length === 0) return;
-    scripts
-      .tollgateRelease(batch.length, ...batch.map(([set]) => set), ...batch.map(([, id]) => id))
-      .catch((error: unknown) =>
-        logger.warn({ err: error }, 'limiter: could not release leases (they expire by themselves)'),
-      );
-  }
-
   const renewTimer = setInterval(
     () => {
       if (held.size === 0) return;
@@ -162,16 +133,14 @@ export function createRedisLimiter(
       if (redis.status !== 'ready' && !(await connected(CONNECT_WAIT_MS))) {
         throw new AppError('rate_limiter_unavailable');
       }
-      const carried = takeReleased();
       let answer: [number, number?];
       try {
         answer = (await scripts.tollgateAcquire(
-          4 + carried.length,
+          4,
           `${prefix}rl:k:${request.keyId}:`,
           `${prefix}rl:p:${plan?.id ?? '-'}:`,
           keyLeases,
           planLeases,
-          ...carried.map(([set]) => set),
           request.keyRequestsPerMinute,
           plan?.requestsPerMinute ?? 0,
           settings.windowMs,
@@ -179,10 +148,8 @@ export function createRedisLimiter(
           request.keyConcurrency === null ? 0 : (plan?.concurrency ?? 0),
           request.leaseId,
           settings.leaseTtlMs,
-          ...carried.map(([, id]) => id),
         )) as [number, number?];
       } catch (error) {
-        // The carried releases were not applied; they expire with their ttl.
         throw new AppError('rate_limiter_unavailable', { cause: error });
       }
       const [verdict, retryMs] = answer;
@@ -204,20 +171,19 @@ export function createRedisLimiter(
       const sets = plan?.concurrency ? [keyLeases, planLeases] : [keyLeases];
       held.set(request.leaseId, { sets, id: request.leaseId });
       const lease: Lease = {
-        release() {
+        async release() {
           if (!held.delete(request.leaseId)) return;
-          for (const set of sets) released.push([set, request.leaseId]);
-          // An acquire may carry it within this turn of the event loop; after that it leaves alone:
-          // the client has its answer, and its next call, maybe through another gateway, must
-          // find the slot free.
-          flushTimer ??= setImmediate(flushReleased);
+          try {
+            await scripts.tollgateRelease(sets.length, ...sets, ...sets.map(() => request.leaseId));
+          } catch (error) {
+            logger.warn({ err: error }, 'limiter: could not release a lease (it expires by itself)');
+          }
         },
       };
       return { allowed: true, lease };
     },
     async close() {
       clearInterval(renewTimer);
-      flushReleased();
       redis.disconnect();
     },
   };

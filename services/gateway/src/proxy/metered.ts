@@ -125,7 +125,7 @@ export async function handleMetered(
       throw error;
     }
   } finally {
-    if (!leaseOwnedByStream) lease?.release();
+    if (!leaseOwnedByStream) await lease?.release();
   }
 }
 

@@ -29,9 +29,9 @@ export const GatewayEnv = z.object({
   BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000),
   BILLING_CONNECTIONS: withDefault(positiveInt, 16),
   /** Reservation calls under way at once; reservations queued behind them leave as one batch. */
-  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 4),
+  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1),
   /** Settles/releases/holds wait at most this long to leave together in one batch. */
-  FINISH_FLUSH_MS: withDefault(positiveInt, 5),
+  FINISH_FLUSH_MS: withDefault(positiveInt, 20),
   /** How long a resolved key is cached (dropped at once on change events; off without Redis). */
   KEY_CACHE_TTL_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
   CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30),

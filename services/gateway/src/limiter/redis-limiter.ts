@@ -82,6 +82,8 @@ export function createRedisLimiter(
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 1_000,
+    // Commands of all requests handled in one event-loop turn leave in one write.
+    enableAutoPipelining: true,
   });
   redis.on('error', (error) => logger.warn({ err: error }, 'limiter: redis error'));
   // EVALSHA with a fallback to EVAL; the key count is passed with each call.

@@ -8,7 +8,7 @@ import { COMMANDS, describeFailure, UsageError } from '../src/cli/commands.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { systemClock } from '../src/deps.ts';
+import { assembleDependencies } from '../src/deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from '../src/events.ts';
 
 function usage(): string {
@@ -58,15 +58,7 @@ try {
   const events = redis ? createRedisPublisher(redis, config.redisKeyPrefix, logger) : createMemoryPublisher();
   try {
     if (name !== 'migrate') await migrateToLatest(database.db);
-    const deps = {
-      config,
-      logger,
-      db: database.db,
-      prepared: database.prepared,
-      dbMode: database.mode,
-      clock: systemClock,
-      events,
-    };
+    const deps = assembleDependencies({ config, logger, database, events });
     const result = await command.run(deps, { positionals: rest, options: values });
     console.log(JSON.stringify(result, null, 2));
   } finally {

@@ -1,7 +1,7 @@
 import type { Logger } from '@tollgate/service-kit';
 import type { Kysely } from 'kysely';
 import type { ControlPlaneConfig } from './config.ts';
-import type { PreparedQueries } from './db/database.ts';
+import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import type { EventPublisher } from './events.ts';
 
@@ -21,4 +21,23 @@ export interface Dependencies {
   dbMode: 'postgres' | 'embedded';
   clock: Clock;
   events: EventPublisher;
+}
+
+/** The one way dependencies are assembled (server and operator CLI alike). */
+export function assembleDependencies(parts: {
+  config: ControlPlaneConfig;
+  logger: Logger;
+  database: DatabaseHandle;
+  events: EventPublisher;
+  clock?: Clock;
+}): Dependencies {
+  return {
+    config: parts.config,
+    logger: parts.logger,
+    db: parts.database.db,
+    prepared: parts.database.prepared,
+    dbMode: parts.database.mode,
+    clock: parts.clock ?? systemClock,
+    events: parts.events,
+  };
 }

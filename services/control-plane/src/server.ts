@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { type Dependencies, systemClock } from './deps.ts';
+import { assembleDependencies, type Dependencies } from './deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
@@ -41,15 +41,7 @@ export async function startControlPlane(
       )
     : createMemoryPublisher();
 
-  const deps: Dependencies = {
-    config,
-    logger,
-    db: database.db,
-    prepared: database.prepared,
-    dbMode: database.mode,
-    clock: systemClock,
-    events,
-  };
+  const deps = assembleDependencies({ config, logger, database, events });
 
   if (config.catalogFile) {
     await syncCatalog(deps, await loadCatalogFile(config.catalogFile, config.env));

@@ -1,5 +1,5 @@
 import { AppError } from '@tollgate/errors';
-import type { GatewayCatalog, MoneyWire, Protocol } from '@tollgate/schemas';
+import type { GatewayCatalog, GatewayProvider, MoneyWire, Protocol } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
 import { type CatalogFile, protocolProblems } from './catalog-file.ts';
@@ -72,6 +72,15 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
   await deps.events.publish({ type: 'catalog.changed' });
 }
 
+function toProviderView(provider: repository.ProviderRow): GatewayProvider {
+  return {
+    id: provider.id,
+    kind: provider.kind,
+    baseUrl: provider.base_url,
+    credentialRef: provider.credential_ref,
+  };
+}
+
 /** What gateways cache: every alias (unpublished ones too, to answer model_not_allowed) and provider. */
 export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCatalog> {
   const [providers, aliases] = await Promise.all([
@@ -79,12 +88,7 @@ export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCat
     repository.listAliases(deps.db),
   ]);
   return {
-    providers: providers.map((provider) => ({
-      id: provider.id,
-      kind: provider.kind,
-      baseUrl: provider.base_url,
-      credentialRef: provider.credential_ref,
-    })),
+    providers: providers.map(toProviderView),
     aliases: aliases.map((alias) => ({
       alias: alias.alias,
       published: alias.published,
@@ -152,12 +156,7 @@ export async function readFullCatalog(deps: Dependencies) {
     repository.listPackages(deps.db),
   ]);
   return {
-    providers: providers.map((provider) => ({
-      id: provider.id,
-      kind: provider.kind,
-      baseUrl: provider.base_url,
-      credentialRef: provider.credential_ref,
-    })),
+    providers: providers.map(toProviderView),
     aliases: aliases.map((alias) => ({
       ...toPublicModel(alias),
       published: alias.published,

@@ -61,6 +61,14 @@ describe('credentials', () => {
     await t.expectUntouched(second, { credits: CREDITS });
   });
 
+  it('takes the key from x-api-key when Authorization carries another scheme (e.g. a proxy)', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const response = await t.post('/v1/chat/completions', null, bodyFor('/v1/chat/completions', 'gpt-test'), {
+      headers: { 'x-api-key': key.secret, authorization: 'Basic dXNlcjpwYXNz' },
+    });
+    expect(response.status).toBe(200);
+  });
+
   it('refuses missing, malformed, mistyped and unknown keys with invalid_api_key', async () => {
     const key = await t.key({ credits: CREDITS });
     const badChecksum = key.secret.slice(0, -1) + (key.secret.endsWith('A') ? 'B' : 'A');

@@ -34,8 +34,10 @@ export function readApiKey(headers: Headers, url: string): string {
   let fromBearer: string | null = null;
   if (authorization) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match) throw new AppError('invalid_api_key');
-    fromBearer = match[1]!;
+    if (match) fromBearer = match[1]!;
+    // A malformed Bearer is refused; another scheme (e.g. a proxy's Basic) is not our credential
+    // and is ignored when x-api-key carries the key.
+    else if (/^Bearer\b/i.test(authorization) || !fromHeader) throw new AppError('invalid_api_key');
   }
   if (fromHeader && fromBearer && fromHeader !== fromBearer) throw new AppError('conflicting_api_keys');
   const key = fromHeader ?? fromBearer;

@@ -1,4 +1,4 @@
-import type { FinishItem, GatewayCatalog, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
+import type { FinishItem, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
 import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
@@ -12,7 +12,6 @@ export interface BillingPort {
   /** Queues a settle/release/hold; it leaves the response path and is retried until it lands. */
   finish(item: FinishItem): void;
   keyStatus(keyDigest: string): Promise<KeyStatus>;
-  catalog(): Promise<GatewayCatalog>;
 }
 
 /** Everything the gateway's routes use, built once in server.ts (or a test) and injected. */

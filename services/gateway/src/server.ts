@@ -87,7 +87,6 @@ export async function startGateway(
       reserve: reserver.reserve,
       finish: finishes.enqueue,
       keyStatus: controlPlane.keyStatus,
-      catalog: controlPlane.catalog,
     },
     keys,
     catalog,

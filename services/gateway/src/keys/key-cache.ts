@@ -27,6 +27,16 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
     entries.set(digest, { key, expiresAt: now() + options.ttlMs });
   }
 
+  /** Asks the control plane and caches the answer, unless an invalidation arrived meanwhile. */
+  function resolveAndStore(digest: string): Promise<ResolvedKey> {
+    const startedAt = generation;
+    return resolve(digest).then((key) => {
+      // An invalidation that arrived while we asked may concern this very key.
+      if (startedAt === generation) store(digest, key);
+      return key;
+    });
+  }
+
   function dropWhere(matches: (key: ResolvedKey) => boolean): void {
     generation += 1;
     for (const [digest, entry] of entries) if (matches(entry.key)) entries.delete(digest);
@@ -39,14 +49,7 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
       if (entry) entries.delete(digest);
       const running = lookups.get(digest);
       if (running) return running;
-      const startedAt = generation;
-      const lookup = resolve(digest)
-        .then((key) => {
-          // An invalidation that arrived while we asked may concern this very key.
-          if (startedAt === generation) store(digest, key);
-          return key;
-        })
-        .finally(() => lookups.delete(digest));
+      const lookup = resolveAndStore(digest).finally(() => lookups.delete(digest));
       lookups.set(digest, lookup);
       return lookup;
     },
@@ -55,11 +58,7 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
      * reservation to re-check the key: an invalidation event may land a moment after the change.
      */
     fresh(digest: string): Promise<ResolvedKey> {
-      const startedAt = generation;
-      return resolve(digest).then((key) => {
-        if (startedAt === generation) store(digest, key);
-        return key;
-      });
+      return resolveAndStore(digest);
     },
     dropKey(keyId: string): void {
       dropWhere((key) => key.keyId === keyId);
@@ -70,9 +69,6 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
     clear(): void {
       generation += 1;
       entries.clear();
-    },
-    size(): number {
-      return entries.size;
     },
   };
 }

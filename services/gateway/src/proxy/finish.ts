@@ -50,9 +50,6 @@ export function createReservationFinisher(context: ReservationContext, enqueue: 
     hold(outcome: FinishOutcome, httpStatus: number): void {
       send({ ...base(), action: 'hold', outcome, httpStatus });
     },
-    get finished(): boolean {
-      return finished;
-    },
   };
 }
 

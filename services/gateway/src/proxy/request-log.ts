@@ -6,7 +6,6 @@ export interface RequestLog {
   keyId?: string;
   alias?: string;
   reservationId?: string;
-  outcome?: string;
   /** Time to the response headers; streams log their end separately. */
   ms?: number;
 }

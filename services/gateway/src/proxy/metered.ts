@@ -5,8 +5,6 @@ import type { GatewayDependencies } from '../deps.ts';
 import {
   assertSupportedParameters,
   estimateInputTokens,
-  parseJsonObject,
-  readBodyWithLimit,
   readTopLevelValue,
   resolveMaxOutput,
   setTopLevelFields,
@@ -15,6 +13,8 @@ import {
 import { authenticate } from './authenticate.ts';
 import { createReservationFinisher, outcomeOf } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
+import { takeLimits } from './limits.ts';
+import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
 import { selectAlias, selectPlan } from './select-alias.ts';
 
@@ -31,11 +31,7 @@ export async function handleMetered(
 ): Promise<Response> {
   const { digest, key } = await authenticate(deps, request);
   log.keyId = key.keyId;
-  const limit = Math.min(deps.config.maxRequestBytes, key.limits.maxRequestBytes);
-  const text = (await readBodyWithLimit(request.body, limit, request.headers.get('content-length'))).toString(
-    'utf8',
-  );
-  const body = parseJsonObject(text);
+  const { text, body } = await readRequestJson(deps, key, request);
   await deps.catalog.ready();
   const alias = selectAlias(deps.catalog, key, body.model, surface);
   log.alias = alias.alias;
@@ -49,19 +45,7 @@ export async function handleMetered(
   });
   const stream = body.stream === true;
 
-  const decision = await deps.limiter.acquire({
-    keyId: key.keyId,
-    keyRequestsPerMinute: key.limits.requestsPerMinute,
-    keyConcurrency: key.limits.concurrency,
-    plan: plan && {
-      id: `${key.accountId}:${plan.packageId}`,
-      requestsPerMinute: plan.requestsPerMinute,
-      concurrency: plan.concurrency,
-    },
-    leaseId: randomUUID(),
-  });
-  if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
-  const lease = decision.lease;
+  const lease = await takeLimits(deps, key, plan, { holdsSlot: true });
   let leaseOwnedByStream = false;
 
   try {

@@ -1,33 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { AppError } from '@tollgate/errors';
 import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import {
-  assertSupportedParameters,
-  estimateInputTokens,
-  parseJsonObject,
-  readBodyWithLimit,
-} from '../request/index.ts';
+import { assertSupportedParameters, estimateInputTokens } from '../request/index.ts';
 import { authenticate } from './authenticate.ts';
+import { takeLimits } from './limits.ts';
+import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
 import { selectAlias, selectPlan } from './select-alias.ts';
-
-/** Calls that cost no quota still count against the key's request ceiling (SPEC.md, Gateway rule 1). */
-async function countRequest(deps: GatewayDependencies, key: ResolvedKey, alias?: string): Promise<void> {
-  const plan = alias ? selectPlan(key, alias) : null;
-  const decision = await deps.limiter.acquire({
-    keyId: key.keyId,
-    keyRequestsPerMinute: key.limits.requestsPerMinute,
-    keyConcurrency: null,
-    plan: plan && {
-      id: `${key.accountId}:${plan.packageId}`,
-      requestsPerMinute: plan.requestsPerMinute,
-      concurrency: null,
-    },
-    leaseId: randomUUID(),
-  });
-  if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
-}
 
 /** POST /v1/messages/count_tokens: a local estimate; no reservation, no upstream call. */
 export async function countTokens(
@@ -37,15 +15,13 @@ export async function countTokens(
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  const limit = Math.min(deps.config.maxRequestBytes, key.limits.maxRequestBytes);
-  const body = parseJsonObject(
-    await readBodyWithLimit(request.body, limit, request.headers.get('content-length')),
-  );
+  const { body } = await readRequestJson(deps, key, request);
   await deps.catalog.ready();
   const alias = selectAlias(deps.catalog, key, body.model, 'count_tokens');
   log.alias = alias.alias;
   assertSupportedParameters('count_tokens', body);
-  await countRequest(deps, key, alias.alias);
+  // Calls that cost no quota still count against the request ceilings (SPEC.md, Gateway rule 1).
+  await takeLimits(deps, key, selectPlan(key, alias.alias), { holdsSlot: false });
   return Response.json({ input_tokens: estimateInputTokens('count_tokens', body) });
 }
 
@@ -66,7 +42,7 @@ export async function listModels(
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  await countRequest(deps, key);
+  await takeLimits(deps, key, null, { holdsSlot: false });
   await deps.catalog.ready();
   const data = aliasesInScope(deps, key).map((alias) => ({
     id: alias.alias,
@@ -96,7 +72,7 @@ export async function keyStatus(
 ): Promise<Response> {
   const { digest, key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  await countRequest(deps, key);
+  await takeLimits(deps, key, null, { holdsSlot: false });
   await deps.catalog.ready();
   const status = await deps.billing.keyStatus(digest);
   return Response.json({

@@ -156,10 +156,6 @@ export function listEntitlements(db: Db, accountId: string) {
     .execute();
 }
 
-export function readCredit(db: Db, accountId: string) {
-  return db.selectFrom('credit_balances').selectAll().where('account_id', '=', accountId).executeTakeFirst();
-}
-
 /** Usable entitlements, in the order reservations draw from them. */
 export function listUsableEntitlements(db: Db, accountId: string, now: Date) {
   return db
@@ -182,6 +178,29 @@ export function listUsableEntitlements(db: Db, accountId: string, now: Date) {
     .execute();
 }
 
+export function findReservation(db: Db, id: string) {
+  return db.selectFrom('reservations').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The finish of a stored reservation: its own key, account, alias and surface, and what to do. */
+export function finishRowOf(
+  row: { id: string; key_id: string; account_id: string; alias: string; surface: string },
+  action: FinishRow['action'],
+  outcome: string,
+  occurredAt: string,
+): FinishRow {
+  return {
+    action,
+    reservation_id: row.id,
+    key_id: row.key_id,
+    account_id: row.account_id,
+    alias: row.alias,
+    surface: row.surface,
+    outcome,
+    occurred_at: occurredAt,
+  };
+}
+
 /** Reservations still open past their deadline, oldest first. */
 export function listStaleReservations(db: Db, status: 'reserved' | 'held', before: Date, limit: number) {
   return db
@@ -202,4 +221,56 @@ export function listHeldReservations(db: Db, limit: number) {
     .orderBy('created_at')
     .limit(limit)
     .execute();
+}
+
+/** One page of an account's metered calls, newest first, after a (created_at, id) cursor. */
+export function selectActivityPage(
+  db: Db,
+  accountId: string,
+  page: { keyId: string | undefined; after: { createdAt: Date; id: string } | null; limit: number },
+) {
+  const { keyId, after } = page;
+  return db
+    .selectFrom('reservations')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .$if(keyId !== undefined, (q) => q.where('key_id', '=', keyId!))
+    .$if(after !== null, (q) =>
+      q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', after!.createdAt),
+          eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)]),
+        ]),
+      ),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .execute();
+}
+
+/** Settled usage per UTC day and alias, for calls created in [from, end). */
+export async function selectUsageSummary(db: Db, accountId: string, from: Date, end: Date) {
+  const result = await sql<{
+    day: string;
+    alias: string;
+    requests: number;
+    input_tokens: bigint;
+    output_tokens: bigint;
+    charged_tokens: bigint;
+    charged_credits: bigint;
+  }>`
+    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, alias,
+           count(*)::int as requests,
+           coalesce(sum(input_tokens), 0)::bigint as input_tokens,
+           coalesce(sum(output_tokens), 0)::bigint as output_tokens,
+           sum(charged_tokens)::bigint as charged_tokens,
+           sum(charged_credits)::bigint as charged_credits
+    from reservations
+    where account_id = ${accountId}::uuid and status = 'settled'
+      and created_at >= ${from} and created_at < ${end}
+    group by 1, 2
+    order by 1, 2
+  `.execute(db);
+  return result.rows;
 }

@@ -44,23 +44,17 @@ export async function resolveHold(
   reservationId: string,
   resolution: Resolution,
 ): Promise<{ status: ReservationStatus; charged: { tokens: string; credits: string } }> {
-  const row = await deps.db
-    .selectFrom('reservations')
-    .selectAll()
-    .where('id', '=', reservationId)
-    .executeTakeFirst();
+  const row = await repository.findReservation(deps.db, reservationId);
   if (row?.status !== 'held')
     throw new AppError('not_found', { message: 'No held reservation with this id.' });
   const [result] = await repository.finishBatch(deps.prepared, [
     {
-      action: resolution.action,
-      reservation_id: row.id,
-      key_id: row.key_id,
-      account_id: row.account_id,
-      alias: row.alias,
-      surface: row.surface,
-      outcome: resolution.action === 'settle' ? 'ok' : 'released_by_admin',
-      occurred_at: new Date().toISOString(),
+      ...repository.finishRowOf(
+        row,
+        resolution.action,
+        resolution.action === 'settle' ? 'ok' : 'released_by_admin',
+        new Date().toISOString(),
+      ),
       ...(resolution.action === 'settle'
         ? { input_tokens: String(resolution.inputTokens), output_tokens: String(resolution.outputTokens) }
         : {}),

@@ -32,16 +32,7 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
   const rows = [
     ...stale.map((row) => ({ row, outcome: 'reservation_timeout' })),
     ...expiredHolds.map((row) => ({ row, outcome: 'hold_expired' })),
-  ].map(({ row, outcome }) => ({
-    action: 'release' as const,
-    reservation_id: row.id,
-    key_id: row.key_id,
-    account_id: row.account_id,
-    alias: row.alias,
-    surface: row.surface,
-    outcome,
-    occurred_at: occurredAt,
-  }));
+  ].map(({ row, outcome }) => repository.finishRowOf(row, 'release', outcome, occurredAt));
   if (rows.length > 0) {
     await repository.finishBatch(deps.prepared, rows);
     deps.logger.info(

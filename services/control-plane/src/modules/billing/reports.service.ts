@@ -1,6 +1,5 @@
 import { AppError } from '@tollgate/errors';
 import type { Amounts } from '@tollgate/schemas';
-import { sql } from 'kysely';
 import type { Dependencies } from '../../deps.ts';
 import { readAccountBalances } from './balances.ts';
 import * as repository from './billing.repository.ts';
@@ -75,23 +74,11 @@ export async function listActivity(
   query: ActivityQuery,
 ): Promise<{ items: ActivityItem[]; nextCursor: string | null }> {
   const after = query.cursor ? decodeCursor(query.cursor) : null;
-  const rows = await deps.db
-    .selectFrom('reservations')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .$if(query.keyId !== undefined, (q) => q.where('key_id', '=', query.keyId!))
-    .$if(after !== null, (q) =>
-      q.where((eb) =>
-        eb.or([
-          eb('created_at', '<', after!.createdAt),
-          eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)]),
-        ]),
-      ),
-    )
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(query.limit + 1)
-    .execute();
+  const rows = await repository.selectActivityPage(deps.db, accountId, {
+    keyId: query.keyId,
+    after,
+    limit: query.limit + 1,
+  });
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {
@@ -138,28 +125,8 @@ export async function summarizeUsage(
     throw AppError.validation({ to: [`The range may span at most ${MAX_SUMMARY_DAYS} days.`] });
   }
   const end = new Date(to.getTime() + 86_400_000);
-  const result = await sql<{
-    day: string;
-    alias: string;
-    requests: number;
-    input_tokens: bigint;
-    output_tokens: bigint;
-    charged_tokens: bigint;
-    charged_credits: bigint;
-  }>`
-    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, alias,
-           count(*)::int as requests,
-           coalesce(sum(input_tokens), 0)::bigint as input_tokens,
-           coalesce(sum(output_tokens), 0)::bigint as output_tokens,
-           sum(charged_tokens)::bigint as charged_tokens,
-           sum(charged_credits)::bigint as charged_credits
-    from reservations
-    where account_id = ${accountId}::uuid and status = 'settled'
-      and created_at >= ${from} and created_at < ${end}
-    group by 1, 2
-    order by 1, 2
-  `.execute(deps.db);
-  return result.rows.map((row) => ({
+  const result = await repository.selectUsageSummary(deps.db, accountId, from, end);
+  return result.map((row) => ({
     day: row.day,
     alias: row.alias,
     requests: row.requests,

@@ -58,10 +58,6 @@ export function listAliases(db: Db, options: { publishedOnly?: boolean } = {}): 
     .execute();
 }
 
-export function findAlias(db: Db, alias: string): Promise<AliasRow | undefined> {
-  return db.selectFrom('model_aliases').selectAll().where('alias', '=', alias).executeTakeFirst();
-}
-
 export function findProvider(db: Db, id: string): Promise<ProviderRow | undefined> {
   return db.selectFrom('providers').selectAll().where('id', '=', id).executeTakeFirst();
 }

@@ -83,3 +83,19 @@ export async function expectAnthropicError(
 export function anthropicServiceCode(error: InstanceType<typeof Anthropic.APIError>): string | undefined {
   return (error.error as { error?: { service_code?: string } } | undefined)?.error?.service_code;
 }
+
+const SMALL_CALL = 'Hi @mock(input_tokens=10,output_tokens=2)';
+
+/** A small chat-completions body: 10 input and 2 output tokens as the mock reports them. */
+export const chatRequest = (model = 'gpt-e2e', content = SMALL_CALL) => ({
+  model,
+  max_tokens: 32,
+  messages: [{ role: 'user' as const, content }],
+});
+
+/** The same for the messages surface. */
+export const messageRequest = (model = 'claude-e2e', content = SMALL_CALL) => ({
+  model,
+  max_tokens: 32,
+  messages: [{ role: 'user' as const, content }],
+});

@@ -227,3 +227,12 @@ export function expectSettledInCredits(
     writtenOffCredits: 0n,
   });
 }
+
+/** Ends a test file: the control plane's own ledger check must pass, then every process stops. */
+export async function closeCheckingLedger(
+  stack: { admin(...args: string[]): Promise<unknown>; close(): Promise<void> } | undefined,
+) {
+  if (!stack) return;
+  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
+  await stack.close();
+}

@@ -6,26 +6,22 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { anthropicClient, expectAnthropicError, expectOpenAIError, openaiClient } from '../src/clients.ts';
+import {
+  anthropicClient,
+  chatRequest,
+  expectAnthropicError,
+  expectOpenAIError,
+  messageRequest,
+  openaiClient,
+} from '../src/clients.ts';
 import { type Customer, signUpCustomer } from '../src/customer.ts';
-import { Meter } from '../src/ledger.ts';
+import { closeCheckingLedger, Meter } from '../src/ledger.ts';
 import { type E2EStack, startStack } from '../src/stack.ts';
 
 let stack: E2EStack;
 let customer: Customer;
 let meter: Meter;
 let secret: string;
-
-const chat = (model = 'gpt-e2e', content = 'Hi @mock(input_tokens=10,output_tokens=2)') => ({
-  model,
-  max_tokens: 32,
-  messages: [{ role: 'user' as const, content }],
-});
-const message = (model = 'claude-e2e', content = 'Hi @mock(input_tokens=10,output_tokens=2)') => ({
-  model,
-  max_tokens: 32,
-  messages: [{ role: 'user' as const, content }],
-});
 
 beforeAll(async () => {
   stack = await startStack('errors-keys');
@@ -36,23 +32,19 @@ beforeAll(async () => {
 
 beforeEach(() => meter.mark());
 
-afterAll(async () => {
-  if (!stack) return;
-  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
-  await stack.close();
-});
+afterAll(() => closeCheckingLedger(stack));
 
 describe('credentials', () => {
   it('refuses an unknown key with invalid_api_key (AuthenticationError, 401) in both clients', async () => {
     const unknown = `sk-tg-${'x'.repeat(40)}`;
     await expectOpenAIError(
-      openaiClient(stack.gatewayUrl, unknown).chat.completions.create(chat()),
+      openaiClient(stack.gatewayUrl, unknown).chat.completions.create(chatRequest()),
       OpenAI.AuthenticationError,
       401,
       'invalid_api_key',
     );
     const error = await expectAnthropicError(
-      anthropicClient(stack.gatewayUrl, { apiKey: 'not-a-key' }).messages.create(message()),
+      anthropicClient(stack.gatewayUrl, { apiKey: 'not-a-key' }).messages.create(messageRequest()),
       Anthropic.AuthenticationError,
       401,
       'invalid_api_key',
@@ -69,7 +61,7 @@ describe('credentials', () => {
       defaultHeaders: { 'x-api-key': `sk-tg-${'y'.repeat(40)}` },
     });
     await expectOpenAIError(
-      client.chat.completions.create(chat()),
+      client.chat.completions.create(chatRequest()),
       OpenAI.AuthenticationError,
       401,
       'conflicting_api_keys',
@@ -81,18 +73,18 @@ describe('credentials', () => {
     const key = await customer.createKey({ name: 'state changes' });
     const openai = openaiClient(stack.gatewayUrl, key.secret);
     const anthropic = anthropicClient(stack.gatewayUrl, { authToken: key.secret });
-    await openai.chat.completions.create(chat());
+    await openai.chat.completions.create(chatRequest());
     await meter.finished();
 
     await customer.setKeyStatus(key.keyId, 'disabled');
     await expectOpenAIError(
-      openai.chat.completions.create(chat()),
+      openai.chat.completions.create(chatRequest()),
       OpenAI.PermissionDeniedError,
       403,
       'api_key_disabled',
     );
     await customer.setKeyStatus(key.keyId, 'active');
-    await anthropic.messages.create(message());
+    await anthropic.messages.create(messageRequest());
     await meter.finished();
 
     await customer.setKeyStatus(key.keyId, 'revoked');
@@ -103,7 +95,7 @@ describe('credentials', () => {
       'api_key_revoked',
     );
     await expectAnthropicError(
-      anthropic.messages.create(message()),
+      anthropic.messages.create(messageRequest()),
       Anthropic.PermissionDeniedError,
       403,
       'api_key_revoked',
@@ -113,17 +105,17 @@ describe('credentials', () => {
   it('refuses the previous secret of a rotated key at once, and serves the new one', async () => {
     const key = await customer.createKey({ name: 'rotated' });
     const before = openaiClient(stack.gatewayUrl, key.secret);
-    await before.chat.completions.create(chat());
+    await before.chat.completions.create(chatRequest());
     await meter.finished();
     const rotated = await customer.rotateKey(key.keyId);
     expect(rotated).not.toBe(key.secret);
     await expectOpenAIError(
-      before.chat.completions.create(chat()),
+      before.chat.completions.create(chatRequest()),
       OpenAI.AuthenticationError,
       401,
       'invalid_api_key',
     );
-    await openaiClient(stack.gatewayUrl, rotated).chat.completions.create(chat());
+    await openaiClient(stack.gatewayUrl, rotated).chat.completions.create(chatRequest());
     await meter.finished();
   });
 
@@ -131,11 +123,11 @@ describe('credentials', () => {
     const expiresAt = new Date(Date.now() + 2_000);
     const key = await customer.createKey({ name: 'expiring', expiresAt: expiresAt.toISOString() });
     const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: key.secret });
-    await anthropic.messages.create(message());
+    await anthropic.messages.create(messageRequest());
     await meter.finished();
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt.getTime() - Date.now() + 100)));
     await expectAnthropicError(
-      anthropic.messages.create(message()),
+      anthropic.messages.create(messageRequest()),
       Anthropic.PermissionDeniedError,
       403,
       'api_key_expired',
@@ -148,13 +140,13 @@ describe('models', () => {
   it('refuses an alias outside the key scope or unpublished with model_not_allowed', async () => {
     const scoped = await customer.createKey({ name: 'claude only', scope: ['claude-e2e'] });
     await expectOpenAIError(
-      openaiClient(stack.gatewayUrl, scoped.secret).chat.completions.create(chat()),
+      openaiClient(stack.gatewayUrl, scoped.secret).chat.completions.create(chatRequest()),
       OpenAI.PermissionDeniedError,
       403,
       'model_not_allowed',
     );
     await expectOpenAIError(
-      openaiClient(stack.gatewayUrl, secret).chat.completions.create(chat('hidden-e2e')),
+      openaiClient(stack.gatewayUrl, secret).chat.completions.create(chatRequest('hidden-e2e')),
       OpenAI.PermissionDeniedError,
       403,
       'model_not_allowed',
@@ -170,13 +162,13 @@ describe('models', () => {
   it('refuses an unknown alias with invalid_model and a protocol the alias lacks with model_unavailable', async () => {
     const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: secret });
     await expectAnthropicError(
-      anthropic.messages.create(message('no-such-model')),
+      anthropic.messages.create(messageRequest('no-such-model')),
       Anthropic.BadRequestError,
       400,
       'invalid_model',
     );
     await expectAnthropicError(
-      anthropic.messages.create(message('gpt-e2e')),
+      anthropic.messages.create(messageRequest('gpt-e2e')),
       Anthropic.BadRequestError,
       400,
       'model_unavailable',

@@ -6,26 +6,22 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { anthropicClient, expectAnthropicError, expectOpenAIError, openaiClient } from '../src/clients.ts';
+import {
+  anthropicClient,
+  chatRequest,
+  expectAnthropicError,
+  expectOpenAIError,
+  messageRequest,
+  openaiClient,
+} from '../src/clients.ts';
 import { type Customer, signUpCustomer } from '../src/customer.ts';
-import { expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
 import { type E2EStack, PRICES, startStack } from '../src/stack.ts';
 
 let stack: E2EStack;
 let customer: Customer;
 let meter: Meter;
 let secret: string;
-
-const chat = (model = 'gpt-e2e', content = 'Hi @mock(input_tokens=10,output_tokens=2)') => ({
-  model,
-  max_tokens: 32,
-  messages: [{ role: 'user' as const, content }],
-});
-const message = (model = 'claude-e2e', content = 'Hi @mock(input_tokens=10,output_tokens=2)') => ({
-  model,
-  max_tokens: 32,
-  messages: [{ role: 'user' as const, content }],
-});
 
 beforeAll(async () => {
   stack = await startStack('errors-limits');
@@ -36,17 +32,13 @@ beforeAll(async () => {
 
 beforeEach(() => meter.mark());
 
-afterAll(async () => {
-  if (!stack) return;
-  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
-  await stack.close();
-});
+afterAll(() => closeCheckingLedger(stack));
 
 describe('request checks', () => {
   it('refuses a parameter outside the surface with unsupported_parameter naming it', async () => {
     const openaiError = await expectOpenAIError(
       openaiClient(stack.gatewayUrl, secret).chat.completions.create({
-        ...chat(),
+        ...chatRequest(),
         // Not a chat-completions parameter: refused, never dropped silently.
         frobnicate: true,
       } as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming),
@@ -57,7 +49,7 @@ describe('request checks', () => {
     expect(openaiError.message).toContain('frobnicate');
     const anthropicError = await expectAnthropicError(
       anthropicClient(stack.gatewayUrl, { apiKey: secret }).messages.create({
-        ...message(),
+        ...messageRequest(),
         frobnicate: 1,
       } as Anthropic.MessageCreateParamsNonStreaming),
       Anthropic.BadRequestError,
@@ -76,25 +68,25 @@ describe('request checks', () => {
     const openai = openaiClient(stack.gatewayUrl, limited.secret);
     const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: limited.secret });
     await expectOpenAIError(
-      openai.chat.completions.create({ ...chat(), max_tokens: 0 }),
+      openai.chat.completions.create({ ...chatRequest(), max_tokens: 0 }),
       OpenAI.BadRequestError,
       400,
       'invalid_max_output_tokens',
     );
     await expectAnthropicError(
-      anthropic.messages.create({ ...message(), max_tokens: 500 }),
+      anthropic.messages.create({ ...messageRequest(), max_tokens: 500 }),
       Anthropic.BadRequestError,
       400,
       'max_output_tokens_exceeded',
     );
     await expectOpenAIError(
-      openai.chat.completions.create(chat('gpt-e2e', 'x'.repeat(4096))),
+      openai.chat.completions.create(chatRequest('gpt-e2e', 'x'.repeat(4096))),
       OpenAI.APIError,
       413,
       'request_too_large',
     );
     await expectAnthropicError(
-      anthropic.messages.create(message('claude-e2e', 'x'.repeat(4096))),
+      anthropic.messages.create(messageRequest('claude-e2e', 'x'.repeat(4096))),
       Anthropic.ContentTooLargeError,
       413,
       'request_too_large',
@@ -107,17 +99,21 @@ describe('limits', () => {
   it('refuses the call above the key request ceiling with rate_limit_exceeded and Retry-After', async () => {
     const key = await customer.createKey({ name: 'two a minute', limits: { requestsPerMinute: 2 } });
     const openai = openaiClient(stack.gatewayUrl, key.secret);
-    await openai.chat.completions.create(chat('gpt-e2e', 'One @mock(input_tokens=10,output_tokens=2)'));
-    await openai.chat.completions.create(chat('gpt-e2e', 'Two @mock(input_tokens=11,output_tokens=3)'));
+    await openai.chat.completions.create(
+      chatRequest('gpt-e2e', 'One @mock(input_tokens=10,output_tokens=2)'),
+    );
+    await openai.chat.completions.create(
+      chatRequest('gpt-e2e', 'Two @mock(input_tokens=11,output_tokens=3)'),
+    );
     const error = await expectOpenAIError(
-      openai.chat.completions.create(chat()),
+      openai.chat.completions.create(chatRequest()),
       OpenAI.RateLimitError,
       429,
       'rate_limit_exceeded',
     );
     expect(Number(error.headers?.get('retry-after'))).toBeGreaterThan(0);
     await expectAnthropicError(
-      anthropicClient(stack.gatewayUrl, { apiKey: key.secret }).messages.create(message()),
+      anthropicClient(stack.gatewayUrl, { apiKey: key.secret }).messages.create(messageRequest()),
       Anthropic.RateLimitError,
       429,
       'rate_limit_exceeded',
@@ -135,7 +131,7 @@ describe('limits', () => {
     expect(status.status).toBe(200);
     await expectOpenAIError(openai.models.list(), OpenAI.RateLimitError, 429, 'rate_limit_exceeded');
     await expectOpenAIError(
-      openai.chat.completions.create(chat()),
+      openai.chat.completions.create(chatRequest()),
       OpenAI.RateLimitError,
       429,
       'rate_limit_exceeded',
@@ -148,7 +144,7 @@ describe('limits', () => {
     const openai = openaiClient(stack.gatewayUrl, key.secret);
     const controller = new AbortController();
     const stream = await openai.chat.completions.create(
-      { ...chat('gpt-e2e', 'Long @mock(words=30,chunk_delay=100)'), stream: true },
+      { ...chatRequest('gpt-e2e', 'Long @mock(words=30,chunk_delay=100)'), stream: true },
       { signal: controller.signal },
     );
     try {
@@ -160,7 +156,7 @@ describe('limits', () => {
     expect(left).toMatchObject({ status: 'released', outcome: 'client_disconnected' });
     // The reservation is released: the slot must be free again, not held until its lease expires.
     const next = await openai.chat.completions.create(
-      chat('gpt-e2e', 'Next @mock(input_tokens=8,output_tokens=2)'),
+      chatRequest('gpt-e2e', 'Next @mock(input_tokens=8,output_tokens=2)'),
     );
     expect(next.usage).toMatchObject({ prompt_tokens: 8, completion_tokens: 2 });
     const [row] = await meter.finished();
@@ -172,11 +168,11 @@ describe('limits', () => {
     const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: key.secret });
     // A slow stream holds the only slot while the second call comes in.
     const stream = anthropic.messages.stream(
-      message('claude-e2e', 'Slow @mock(words=4,chunk_delay=150,input_tokens=25,output_tokens=4)'),
+      messageRequest('claude-e2e', 'Slow @mock(words=4,chunk_delay=150,input_tokens=25,output_tokens=4)'),
     );
     await new Promise<void>((resolve) => stream.once('streamEvent', () => resolve()));
     const error = await expectAnthropicError(
-      anthropic.messages.create(message()),
+      anthropic.messages.create(messageRequest()),
       Anthropic.RateLimitError,
       429,
       'concurrency_limit_exceeded',
@@ -195,13 +191,13 @@ describe('balances', () => {
     const brokeMeter = new Meter(stack.db, broke.accountId);
     await brokeMeter.mark();
     await expectOpenAIError(
-      openaiClient(stack.gatewayUrl, key.secret).chat.completions.create(chat()),
+      openaiClient(stack.gatewayUrl, key.secret).chat.completions.create(chatRequest()),
       OpenAI.APIError,
       402,
       'insufficient_credits',
     );
     await expectAnthropicError(
-      anthropicClient(stack.gatewayUrl, { apiKey: key.secret }).messages.create(message()),
+      anthropicClient(stack.gatewayUrl, { apiKey: key.secret }).messages.create(messageRequest()),
       Anthropic.PaymentRequiredError,
       402,
       'insufficient_credits',
@@ -217,7 +213,7 @@ describe('balances', () => {
     const openai = openaiClient(stack.gatewayUrl, key.secret);
     // The package holds 50,000 tokens; the provider reports 60,010 for a call reserved at about 110.
     const over = await openai.chat.completions.create(
-      chat('gpt-tokens-e2e', 'Big @mock(input_tokens=10,output_tokens=60000)'),
+      chatRequest('gpt-tokens-e2e', 'Big @mock(input_tokens=10,output_tokens=60000)'),
     );
     expect(over.usage).toMatchObject({ prompt_tokens: 10, completion_tokens: 60000 });
     const [row] = await tokensMeter.finished();
@@ -229,7 +225,7 @@ describe('balances', () => {
       writtenOffTokens: 10010n,
     });
     await expectOpenAIError(
-      openai.chat.completions.create(chat('gpt-tokens-e2e')),
+      openai.chat.completions.create(chatRequest('gpt-tokens-e2e')),
       OpenAI.APIError,
       402,
       'insufficient_tokens',

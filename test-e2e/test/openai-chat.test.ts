@@ -8,7 +8,7 @@ import type OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mockRequests, openaiClient } from '../src/clients.ts';
 import { signUpCustomer } from '../src/customer.ts';
-import { expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
 import { type E2EStack, PRICES, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
 import { WEATHER_ARGUMENTS, WEATHER_PARAMETERS } from '../src/tools.ts';
 
@@ -27,11 +27,7 @@ beforeAll(async () => {
 // Each test accounts for its own calls only, even after an earlier test failed half-way.
 beforeEach(() => meter.mark());
 
-afterAll(async () => {
-  if (!stack) return;
-  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
-  await stack.close();
-});
+afterAll(() => closeCheckingLedger(stack));
 
 const weatherTool = {
   type: 'function' as const,

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { anthropicClient, expectAnthropicError, expectOpenAIError, openaiClient } from '../src/clients.ts';
 import { type Customer, signUpCustomer } from '../src/customer.ts';
-import { expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
 import { type E2EStack, PRICES, startStack } from '../src/stack.ts';
 
 let stack: E2EStack;
@@ -24,11 +24,7 @@ beforeAll(async () => {
 
 beforeEach(() => meter.mark());
 
-afterAll(async () => {
-  if (!stack) return;
-  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
-  await stack.close();
-});
+afterAll(() => closeCheckingLedger(stack));
 
 const message = (content: string) => ({
   model: 'claude-e2e',

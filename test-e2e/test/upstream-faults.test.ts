@@ -15,7 +15,7 @@ import {
   rejection,
 } from '../src/clients.ts';
 import { type Customer, signUpCustomer } from '../src/customer.ts';
-import { Meter, type Reservation } from '../src/ledger.ts';
+import { closeCheckingLedger, Meter, type Reservation } from '../src/ledger.ts';
 import { type E2EStack, PROVIDER_KEY, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
 
 let stack: E2EStack;
@@ -45,11 +45,7 @@ beforeAll(async () => {
 
 beforeEach(() => meter.mark());
 
-afterAll(async () => {
-  if (!stack) return;
-  expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
-  await stack.close();
-});
+afterAll(() => closeCheckingLedger(stack));
 
 const chat = (
   directives: string,

@@ -185,15 +185,14 @@ beforeAll(async () => {
     { name: 'reseller', kind: 'session', client: reseller, role: 'R' },
     { name: 'another reseller', kind: 'session', client: otherReseller, role: 'R2' },
     ...singles.map(
-      (key, index) =>
-        ({
-          name: `management key ${SCOPES[index]}`,
-          kind: 'management',
-          secret: key.secret,
-          scopes: [SCOPES[index] as Scope],
-          of: 'R',
-          live: true,
-        }) as const,
+      (key, index): Principal => ({
+        name: `management key ${SCOPES[index]}`,
+        kind: 'management',
+        secret: key.secret,
+        scopes: [SCOPES[index] as Scope],
+        of: 'R',
+        live: true,
+      }),
     ),
     {
       name: 'management key of another reseller',

@@ -8,7 +8,11 @@ describe('reseller management keys', () => {
   it('are never accepted by the gateway: invalid_api_key in either header, on every endpoint, nothing upstream', async () => {
     const secret = generateManagementKeySecret();
     const calls = t.upstreamCalls();
-    for (const headers of [{ authorization: `Bearer ${secret}` }, { 'x-api-key': secret }]) {
+    const variants: Record<string, string>[] = [
+      { authorization: `Bearer ${secret}` },
+      { 'x-api-key': secret },
+    ];
+    for (const headers of variants) {
       for (const path of [
         '/v1/messages',
         '/v1/messages/count_tokens',

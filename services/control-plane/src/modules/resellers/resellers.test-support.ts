@@ -67,3 +67,39 @@ export async function createManagementKey(
     throw new Error(`management key: ${response.status} ${JSON.stringify(response.body)}`);
   return { id: response.body.data.key.id, secret: response.body.data.secret };
 }
+
+/** A reseller made so by the admin over HTTP, funded by admin grants with notes. */
+export async function fundedReseller(
+  context: TestContext,
+  admin: TestClient,
+  label: string,
+  funding: { packages?: number; credits?: string } = {},
+): Promise<Member> {
+  const account = await member(context, label);
+  const promoted = await admin.request('PATCH', `/admin/accounts/${account.id}/roles`, {
+    body: { reseller: true },
+  });
+  if (promoted.status !== 200) throw new Error(`promotion answered ${promoted.status}`);
+  for (let index = 0; index < (funding.packages ?? 0); index += 1) {
+    const granted = await admin.request('POST', `/admin/accounts/${account.id}/grants`, {
+      body: { packageId: 'small', note: 'reseller stock' },
+    });
+    if (granted.status !== 201) throw new Error(`package grant answered ${granted.status}`);
+  }
+  if (funding.credits) {
+    const granted = await admin.request('POST', `/admin/accounts/${account.id}/grants`, {
+      body: { credits: funding.credits, note: 'reseller credit' },
+    });
+    if (granted.status !== 201) throw new Error(`credit grant answered ${granted.status}`);
+  }
+  return account;
+}
+
+/** A customer created by the reseller in its session area; its id. */
+export async function customerOf(reseller: TestClient, label = 'customer'): Promise<string> {
+  const created = await reseller.request('POST', '/reseller/customers', {
+    body: { email: uniqueEmail(label) },
+  });
+  if (created.status !== 201) throw new Error(`customer creation answered ${created.status}`);
+  return created.body.data.id;
+}

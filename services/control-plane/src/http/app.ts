@@ -15,6 +15,7 @@ import { createMailSender } from '../modules/mail/mail-sender.ts';
 import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
 import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
+import { auditAdminWrites } from './audit-writes.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
@@ -35,12 +36,14 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
 
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestContext(deps));
+  app.use('*', refuseManagementKeysOutsideTheirArea());
   app.onError(handleError);
   app.notFound(handleNotFound);
 
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', refuseInferenceKeys());
-  app.use('*', refuseManagementKeysOutsideTheirArea());
+  api.use('/admin/catalog/*', auditAdminWrites('admin.catalog.change'));
+  api.use('/admin/reservations/*', auditAdminWrites('admin.reservation.resolve'));
   api.route('/', healthRoutes());
   api.route('/', authRoutes(mailer));
   api.route('/', meRoutes());

@@ -100,6 +100,10 @@ export async function setResellerLink(
   resellerId: string | null,
 ): Promise<Account> {
   if (resellerId !== null) {
+    const customer = await findAccountById(deps.db, accountId);
+    // A reseller manages its customers' keys: never an operator's account.
+    if (customer?.isAdmin)
+      throw AppError.validation({ resellerId: ['An admin account cannot be a reseller’s customer.'] });
     if (resellerId === accountId)
       throw AppError.validation({ resellerId: ['An account cannot be its own reseller.'] });
     const reseller = await findAccountById(deps.db, resellerId);

@@ -179,6 +179,24 @@ describe('admin area', () => {
     } while (cursor);
     expect(seen).toEqual(mine.body.data.items.map((item: { id: string }) => item.id));
     expect((await admin.request('GET', '/admin/audit?cursor=nonsense')).status).toBe(422);
+    const alias = await admin.request('PUT', '/admin/catalog/aliases/audited-alias', {
+      body: {
+        providerId: 'up-openai',
+        upstreamModel: 'm',
+        protocols: ['chat_completions'],
+        published: false,
+        price: null,
+        defaultMaxOutputTokens: 10,
+        maxOutputTokens: 10,
+      },
+    });
+    expect(alias.status).toBeLessThan(300);
+    const catalogue = await admin.request('GET', '/admin/audit?action=admin.catalog.change');
+    expect(catalogue.body.data.items[0]).toMatchObject({
+      actor: { accountId: admin.id },
+      target: { type: 'route', id: 'aliases/audited-alias' },
+      detail: { method: 'PUT', path: '/api/v1/admin/catalog/aliases/audited-alias' },
+    });
     await expect(sql`delete from audit_log`.execute(context.deps.db)).rejects.toThrow(/append-only/);
     await expect(sql`update audit_log set action = 'x'`.execute(context.deps.db)).rejects.toThrow(
       /append-only/,

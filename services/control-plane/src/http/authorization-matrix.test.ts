@@ -124,7 +124,7 @@ type Principal =
       role: 'A' | 'B' | 'R' | 'R2' | 'admin' | 'suspended';
     }
   | { name: string; kind: 'management'; secret: string; scopes: Scope[]; of: 'R' | 'R2'; live: boolean }
-  | { name: string; kind: 'inference'; secret: string };
+  | { name: string; kind: 'inference'; secret: string; header: 'authorization' | 'x-api-key' };
 
 interface Operation {
   security?: Array<Record<string, string[]>>;
@@ -220,7 +220,18 @@ beforeAll(async () => {
     },
     { name: 'admin', kind: 'session', client: admin, role: 'admin' },
     { name: 'suspended account', kind: 'session', client: suspended, role: 'suspended' },
-    { name: 'inference key', kind: 'inference', secret: inferenceKey.body.data.secret },
+    {
+      name: 'inference key (Bearer)',
+      kind: 'inference',
+      secret: inferenceKey.body.data.secret,
+      header: 'authorization',
+    },
+    {
+      name: 'inference key (x-api-key)',
+      kind: 'inference',
+      secret: inferenceKey.body.data.secret,
+      header: 'x-api-key',
+    },
   ];
 }, 120_000);
 afterAll(() => context.close());
@@ -291,7 +302,9 @@ async function call(
     case 'management':
       return managementCall(context, principal.secret, method, path, { body });
     case 'inference':
-      return managementCall(context, principal.secret, method, path, { body });
+      return principal.header === 'authorization'
+        ? managementCall(context, principal.secret, method, path, { body })
+        : managementCall(context, null, method, path, { body, headers: { 'x-api-key': principal.secret } });
   }
 }
 
@@ -371,7 +384,7 @@ describe('authorization matrix over GET /api/v1/openapi.json', () => {
       }
     }
     expect(failures).toEqual([]);
-    expect(principals).toHaveLength(17);
+    expect(principals).toHaveLength(18);
     expect(calls).toBe(routes.length * principals.length);
   }, 300_000);
 });

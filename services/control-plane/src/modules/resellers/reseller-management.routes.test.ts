@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../testing.ts';
+import { expectNowhere } from '../auth/test-client.ts';
 import { verifyLedger } from '../billing/ledger-check.ts';
 import {
   createManagementKey,
@@ -7,6 +8,7 @@ import {
   fundedReseller as fundedResellerOf,
   type Member,
   managementCall,
+  managementSecrets,
   member,
   seedCatalog,
 } from './resellers.test-support.ts';
@@ -24,6 +26,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await context.publicApp.mailer.drain();
+  // Secrets appear in the one answer that created them, never in a log line.
+  expect(managementSecrets.length).toBeGreaterThan(0);
+  expectNowhere(context, managementSecrets, []);
   expect(await verifyLedger(context.deps.db)).toEqual([]);
   await context.close();
 });

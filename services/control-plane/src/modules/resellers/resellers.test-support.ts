@@ -50,6 +50,9 @@ export async function managementCall(
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
 }
 
+/** Every management-key secret created in this test file, to scan logs for. */
+export const managementSecrets: string[] = [];
+
 /** Creates a management key through the reseller's session; returns its id and secret. */
 export async function createManagementKey(
   reseller: TestClient,
@@ -65,6 +68,7 @@ export async function createManagementKey(
   });
   if (response.status !== 201)
     throw new Error(`management key: ${response.status} ${JSON.stringify(response.body)}`);
+  managementSecrets.push(response.body.data.secret);
   return { id: response.body.data.key.id, secret: response.body.data.secret };
 }
 

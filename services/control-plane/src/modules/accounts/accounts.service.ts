@@ -184,7 +184,14 @@ function pageOf(rows: AccountRow[], limit: number): AccountPage {
 
 export async function listAccounts(
   db: Kysely<Database>,
-  options: { limit: number; after?: string; email?: string; resellerId?: string },
+  options: {
+    limit: number;
+    after?: string;
+    email?: string;
+    resellerId?: string;
+    status?: AccountStatus;
+    role?: 'admin' | 'reseller';
+  },
 ): Promise<AccountPage> {
   if (options.after && !isUuid(options.after)) return { items: [], nextCursor: null };
   const rows = await selectAccounts(db, {
@@ -192,6 +199,8 @@ export async function listAccounts(
     after: options.after,
     emailContains: options.email,
     resellerId: options.resellerId,
+    status: options.status,
+    role: options.role,
   });
   return pageOf(rows, options.limit);
 }

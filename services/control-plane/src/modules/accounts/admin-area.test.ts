@@ -67,6 +67,16 @@ describe('admin area', () => {
     expect((await reseller.request('GET', `/reseller/customers/${customer.id}`)).status).toBe(200);
     const search = await admin.request('GET', `/admin/accounts?resellerId=${reseller.id}`);
     expect(search.body.data.items.map((item: { id: string }) => item.id)).toEqual([customer.id]);
+    const resellers = await admin.request(
+      'GET',
+      `/admin/accounts?role=reseller&email=${encodeURIComponent(reseller.email)}`,
+    );
+    expect(resellers.body.data.items.map((item: { id: string }) => item.id)).toEqual([reseller.id]);
+    const none = await admin.request(
+      'GET',
+      `/admin/accounts?role=admin&status=active&email=${encodeURIComponent(reseller.email)}`,
+    );
+    expect(none.body.data.items).toEqual([]);
     await admin.request('PUT', `/admin/accounts/${customer.id}/reseller`, { body: { resellerId: null } });
     expect((await reseller.request('GET', `/reseller/customers/${customer.id}`)).status).toBe(404);
   });

@@ -83,13 +83,15 @@ const listAccountsRoute = createRoute({
   tags: ['admin'],
   summary: 'Search accounts (admin)',
   description:
-    'Newest first. email: part of the address, any letter case; resellerId: that reseller’s customers.',
+    'Newest first. email: part of the address, any letter case; resellerId: that reseller’s customers; status; role (admin or reseller). Filters combine.',
   security: SESSION,
   middleware: [requireSession(), requireRole('admin')] as const,
   request: {
     query: PageQuery.extend({
       email: z.string().max(254).optional(),
       resellerId: z.string().uuid().optional(),
+      status: z.enum(['active', 'suspended']).optional(),
+      role: z.enum(['admin', 'reseller']).optional(),
     }),
   },
   responses: {

@@ -22,8 +22,6 @@ export interface GrantResult {
   expiresAt: string | null;
 }
 
-type GrantDeps = Dependencies;
-
 function requestHashOf(customerId: string, request: GrantRequest): string {
   const canonical =
     'credits' in request
@@ -44,7 +42,7 @@ function requestHashOf(customerId: string, request: GrantRequest): string {
  * another body under the same key is validation_failed.
  */
 export async function grantToCustomer(
-  deps: GrantDeps,
+  deps: Dependencies,
   actor: Actor,
   customerId: string,
   request: GrantRequest,

@@ -1,5 +1,6 @@
 import type { AccountsTable } from '../modules/accounts/accounts.table.ts';
 import type { ApiKeysTable, KeyRevealAuditTable } from '../modules/api-keys/api-keys.table.ts';
+import type { AuditLogTable } from '../modules/audit/audit.table.ts';
 import type { EmailCodesTable, SessionsTable } from '../modules/auth/auth.table.ts';
 import type {
   CreditBalancesTable,
@@ -9,6 +10,10 @@ import type {
 } from '../modules/billing/billing.table.ts';
 import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
+import type {
+  ManagementKeysTable,
+  ResellerGrantsTable,
+} from '../modules/management-keys/management-keys.table.ts';
 import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
 
 /** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
@@ -27,4 +32,7 @@ export interface Database {
   credit_balances: CreditBalancesTable;
   reservations: ReservationsTable;
   ledger_entries: LedgerEntriesTable;
+  management_keys: ManagementKeysTable;
+  reseller_grants: ResellerGrantsTable;
+  audit_log: AuditLogTable;
 }

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Dependencies } from '../deps.ts';
-import { adminAndResellerRoutes } from '../modules/accounts/admin.routes.ts';
+import { adminRoutes } from '../modules/accounts/admin.routes.ts';
+import { adminViewRoutes } from '../modules/accounts/admin-views.routes.ts';
 import { meRoutes } from '../modules/accounts/me.routes.ts';
 import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from '../modules/auth/auth.routes.ts';
@@ -11,9 +12,14 @@ import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/cata
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
 import { createMailSender } from '../modules/mail/mail-sender.ts';
+import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
+import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
+import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
+import { auditAdminWrites } from './audit-writes.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
+import { refuseManagementKeysOutsideTheirArea } from './management-key.ts';
 import { registerSecuritySchemes } from './openapi-security.ts';
 import { requestContext } from './request-context.ts';
 
@@ -30,17 +36,24 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
 
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestContext(deps));
+  app.use('*', refuseManagementKeysOutsideTheirArea());
   app.onError(handleError);
   app.notFound(handleNotFound);
 
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', refuseInferenceKeys());
+  api.use('/admin/catalog/*', auditAdminWrites('admin.catalog.change'));
+  api.use('/admin/reservations/*', auditAdminWrites('admin.reservation.resolve'));
   api.route('/', healthRoutes());
   api.route('/', authRoutes(mailer));
   api.route('/', meRoutes());
   api.route('/', sessionRoutes());
   api.route('/', apiKeyRoutes());
-  api.route('/', adminAndResellerRoutes());
+  api.route('/', adminRoutes());
+  api.route('/', adminViewRoutes());
+  api.route('/', resellerRoutes(mailer));
+  api.route('/', resellerKeyRoutes());
+  api.route('/', resellerManagementRoutes(mailer));
   api.route('/', publicCatalogRoutes());
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());

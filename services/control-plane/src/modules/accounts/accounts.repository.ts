@@ -46,10 +46,20 @@ export async function updateAccountRow(
 /** Newest first, keyset-paged by (created_at, id) after the account `after`. */
 export async function selectAccounts(
   db: Kysely<Database>,
-  filter: { limit: number; after?: string; resellerId?: string; emailContains?: string },
+  filter: {
+    limit: number;
+    after?: string;
+    resellerId?: string;
+    emailContains?: string;
+    status?: 'active' | 'suspended';
+    role?: 'admin' | 'reseller';
+  },
 ): Promise<AccountRow[]> {
   let query = db.selectFrom('accounts').selectAll();
   if (filter.resellerId) query = query.where('reseller_id', '=', filter.resellerId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.role === 'admin') query = query.where('is_admin', '=', true);
+  if (filter.role === 'reseller') query = query.where('is_reseller', '=', true);
   if (filter.emailContains) {
     const pattern = `%${filter.emailContains.toLowerCase().replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
     query = query.where((eb) => eb(eb.fn('lower', ['email']), 'like', pattern));

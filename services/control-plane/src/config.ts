@@ -45,6 +45,11 @@ export const ControlPlaneEnv = z.object({
   REGISTER_CODE_MAX_ATTEMPTS: withDefault(positiveInt, 5),
   PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30),
 
+  /** Largest request body /api/v1 reads (bytes); refused with 413 request_too_large while read. */
+  CONTROL_PLANE_BODY_LIMIT_BYTES: withDefault(positiveInt, 65_536),
+  /** Larger body limit for the few routes that need one (admin catalogue updates). */
+  CONTROL_PLANE_LARGE_BODY_LIMIT_BYTES: withDefault(positiveInt, 1_048_576),
+
   // Throttles (Postgres-backed, shared by every control-plane instance). Windows in minutes.
   LOGIN_ADDRESS_LIMIT: withDefault(positiveInt, 30),
   LOGIN_ACCOUNT_ADDRESS_LIMIT: withDefault(positiveInt, 5),
@@ -97,6 +102,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: parsed.LOG_LEVEL,
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
+    bodyLimits: {
+      defaultBytes: parsed.CONTROL_PLANE_BODY_LIMIT_BYTES,
+      largeBytes: parsed.CONTROL_PLANE_LARGE_BODY_LIMIT_BYTES,
+    },
     sessions: {
       idleTimeoutMs: parsed.SESSION_IDLE_TIMEOUT_MINUTES * MINUTE,
       absoluteTimeoutMs: parsed.SESSION_ABSOLUTE_TIMEOUT_HOURS * 60 * MINUTE,

@@ -11,6 +11,7 @@ import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/cata
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
 import { createMailSender } from '../modules/mail/mail-sender.ts';
+import { limitBodySize } from './body-limit.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
@@ -30,6 +31,15 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
 
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestContext(deps));
+  app.use(
+    '*',
+    limitBodySize({
+      defaultMaxBytes: deps.config.bodyLimits.defaultBytes,
+      overrides: [
+        { method: 'PUT', path: /^\/api\/v1\/admin\/catalog\//, maxBytes: deps.config.bodyLimits.largeBytes },
+      ],
+    }),
+  );
   app.onError(handleError);
   app.notFound(handleNotFound);
 

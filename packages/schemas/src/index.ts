@@ -1,4 +1,5 @@
 export * from './api-key.ts';
 export * from './billing.ts';
 export * from './money.ts';
+export * from './provider-credential.ts';
 export * from './quantity.ts';

@@ -1,3 +1,4 @@
+import { DEFAULT_PROVIDER_SECRET_PREFIX, ProviderSecretPrefix } from '@tollgate/schemas';
 import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
 import { z } from 'zod';
 
@@ -29,6 +30,8 @@ export const ControlPlaneEnv = z.object({
   KEY_ENCRYPTION_KEY: z
     .string({ error: 'is required' })
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters'),
+  /** Provider `credential` names must start with this (the gateway reads no other names). */
+  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
   CATALOG_FILE: optional(z.string()),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
@@ -99,6 +102,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyPepper: parsed.KEY_PEPPER,
     keyEncryptionKey: Buffer.from(parsed.KEY_ENCRYPTION_KEY, 'hex'),
     catalogFile: parsed.CATALOG_FILE,
+    providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
     logLevel: parsed.LOG_LEVEL,
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,

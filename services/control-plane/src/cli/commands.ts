@@ -55,7 +55,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (deps, input) => {
       const file = input.positionals[0] ?? deps.config.catalogFile;
       if (!file) throw new UsageError('name a catalogue file or set CATALOG_FILE');
-      await syncCatalog(deps, await loadCatalogFile(file, deps.config.env));
+      await syncCatalog(deps, await loadCatalogFile(file, deps.config.env, deps.config.providerSecretPrefix));
       return { synced: file };
     },
   },

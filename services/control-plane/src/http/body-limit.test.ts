@@ -113,7 +113,7 @@ describe('control-plane body limit', () => {
       duplex: 'half',
     } as RequestInit);
     expect(response.status).toBe(413);
-    expect((await response.json()).code).toBe('request_too_large');
+    expect(((await response.json()) as { code: string }).code).toBe('request_too_large');
   });
 
   it('answers a 300 MB chunked login body with 413 after reading little of it', async () => {

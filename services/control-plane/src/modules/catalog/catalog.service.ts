@@ -1,5 +1,11 @@
 import { AppError } from '@tollgate/errors';
-import type { GatewayCatalog, GatewayProvider, MoneyWire, Protocol } from '@tollgate/schemas';
+import {
+  type GatewayCatalog,
+  type GatewayProvider,
+  type MoneyWire,
+  type Protocol,
+  providerCredentialProblem,
+} from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
 import { type CatalogFile, protocolProblems } from './catalog-file.ts';
@@ -205,6 +211,9 @@ export async function putProvider(
   id: string,
   change: { kind: 'anthropic' | 'openai'; baseUrl: string; credentialRef: string | null },
 ): Promise<void> {
+  const problem =
+    change.credentialRef && providerCredentialProblem(change.credentialRef, deps.config.providerSecretPrefix);
+  if (problem) throw AppError.validation({ credentialRef: [problem] });
   await repository.upsertProvider(deps.db, {
     id,
     kind: change.kind,

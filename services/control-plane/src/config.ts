@@ -72,6 +72,12 @@ export const ControlPlaneEnv = z.object({
   KEY_DEFAULT_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 32_768),
   KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60),
   KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4),
+  // Operator maxima of the per-key ceilings a customer may choose (an admin may set others per
+  // account; package plan ceilings bound them further). Customers can only stay at or below them.
+  KEY_MAX_REQUEST_BYTES: withDefault(positiveInt, 33_554_432),
+  KEY_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 131_072),
+  KEY_MAX_REQUESTS_PER_MINUTE: withDefault(positiveInt, 600),
+  KEY_MAX_CONCURRENCY: withDefault(positiveInt, 16),
   KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100),
 
   // Billing: how long a reservation or a hold may stay open before the reconciler releases it.
@@ -145,6 +151,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxOutputTokens: parsed.KEY_DEFAULT_MAX_OUTPUT_TOKENS,
       requestsPerMinute: parsed.KEY_DEFAULT_REQUESTS_PER_MINUTE,
       concurrency: parsed.KEY_DEFAULT_CONCURRENCY,
+    },
+    keyMaxima: {
+      maxRequestBytes: parsed.KEY_MAX_REQUEST_BYTES,
+      maxOutputTokens: parsed.KEY_MAX_OUTPUT_TOKENS,
+      requestsPerMinute: parsed.KEY_MAX_REQUESTS_PER_MINUTE,
+      concurrency: parsed.KEY_MAX_CONCURRENCY,
     },
     keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
     billing: {

@@ -3,6 +3,7 @@ import type { Dependencies } from '../deps.ts';
 import { adminAndResellerRoutes } from '../modules/accounts/admin.routes.ts';
 import { meRoutes } from '../modules/accounts/me.routes.ts';
 import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
+import { keyLimitsRoutes } from '../modules/api-keys/key-limits.routes.ts';
 import { authRoutes } from '../modules/auth/auth.routes.ts';
 import { sessionRoutes } from '../modules/auth/sessions.routes.ts';
 import { billingRoutes } from '../modules/billing/billing.routes.ts';
@@ -49,6 +50,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', authRoutes(mailer));
   api.route('/', meRoutes());
   api.route('/', sessionRoutes());
+  api.route('/', keyLimitsRoutes());
   api.route('/', apiKeyRoutes());
   api.route('/', adminAndResellerRoutes());
   api.route('/', publicCatalogRoutes());

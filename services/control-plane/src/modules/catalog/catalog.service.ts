@@ -144,6 +144,13 @@ export async function listPublishedModels(deps: Dependencies): Promise<PublicMod
   return (await repository.listAliases(deps.db, { publishedOnly: true })).map(toPublicModel);
 }
 
+/** Every alias name with whether it is published (for checking key scopes). */
+export async function listCatalogAliases(
+  db: Dependencies['db'],
+): Promise<Array<{ alias: string; published: boolean }>> {
+  return (await repository.listAliases(db)).map((row) => ({ alias: row.alias, published: row.published }));
+}
+
 export async function listPublishedPackages(deps: Dependencies): Promise<PublicPackage[]> {
   return (await repository.listPackages(deps.db, { publishedOnly: true })).map(toPublicPackage);
 }

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../testing.ts';
 import { setAccountRoles } from '../accounts/accounts.service.ts';
 import { createClient, uniqueEmail } from '../auth/test-client.ts';
-import { seedCatalog } from '../billing/billing.test-support.ts';
 import { grantPackage } from '../billing/billing.service.ts';
+import { seedCatalog } from '../billing/billing.test-support.ts';
 
 // Customers choose key ceilings only within what the operator allows (account maxima, plan
 // ceilings) and scope keys only to aliases that exist.
@@ -39,7 +39,9 @@ const createKey = (client: Awaited<ReturnType<typeof member>>, body: Record<stri
 describe('key ceilings a customer may choose', () => {
   it('refuses ceilings above the configured maxima with field errors', async () => {
     const customer = await member('greedy');
-    const refused = await createKey(customer, { limits: { requestsPerMinute: INT4_MAX, concurrency: INT4_MAX } });
+    const refused = await createKey(customer, {
+      limits: { requestsPerMinute: INT4_MAX, concurrency: INT4_MAX },
+    });
     expect(refused.status).toBe(422);
     expect(refused.body.code).toBe('validation_failed');
     expect(refused.body.errors['limits.requestsPerMinute']).toEqual(['At most 600 for this account.']);
@@ -71,7 +73,10 @@ describe('key ceilings a customer may choose', () => {
     await grantPackage(context.deps, { accountId: customer.id, packageId: 'exact', cause: 'test grant' });
     const refused = await createKey(customer, { limits: { requestsPerMinute: 61, concurrency: 4 } });
     expect(refused.status).toBe(422);
-    expect(Object.keys(refused.body.errors).sort()).toEqual(['limits.concurrency', 'limits.requestsPerMinute']);
+    expect(Object.keys(refused.body.errors).sort()).toEqual([
+      'limits.concurrency',
+      'limits.requestsPerMinute',
+    ]);
     const defaults = await createKey(customer, {});
     expect(defaults.status).toBe(201);
     // The default concurrency (4) is above the plan's 3: the key gets the plan's ceiling.
@@ -101,7 +106,9 @@ describe('PATCH /admin/accounts/{id}/limits', () => {
     const over = await createKey(customer, { limits: { requestsPerMinute: 11 } });
     expect(over.status).toBe(422);
     expect(over.body.errors['limits.requestsPerMinute']).toEqual(['At most 10 for this account.']);
-    expect((await createKey(customer, { limits: { requestsPerMinute: 10, concurrency: 8 } })).status).toBe(201);
+    expect((await createKey(customer, { limits: { requestsPerMinute: 10, concurrency: 8 } })).status).toBe(
+      201,
+    );
 
     // null: back to the configured default.
     const reset = await admin.request('PATCH', `/admin/accounts/${customer.id}/limits`, {
@@ -117,13 +124,20 @@ describe('PATCH /admin/accounts/{id}/limits', () => {
       body: { requestsPerMinute: 100_000 },
     });
     expect(forbidden.status).toBe(403);
-    for (const body of [{ concurrency: INT4_MAX + 1 }, { concurrency: 0 }, { concurrency: '5' }, { extra: 1 }]) {
+    for (const body of [
+      { concurrency: INT4_MAX + 1 },
+      { concurrency: 0 },
+      { concurrency: '5' },
+      { extra: 1 },
+    ]) {
       const invalid = await admin.request('PATCH', `/admin/accounts/${customer.id}/limits`, { body });
       expect(invalid.status).toBe(422);
       expect(invalid.body.code).toBe('validation_failed');
     }
     for (const id of ['00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
-      const missing = await admin.request('PATCH', `/admin/accounts/${id}/limits`, { body: { concurrency: 2 } });
+      const missing = await admin.request('PATCH', `/admin/accounts/${id}/limits`, {
+        body: { concurrency: 2 },
+      });
       expect(missing.status).toBe(404);
     }
   });

@@ -11,6 +11,7 @@ const LIMITS = {
   LOGIN_ADDRESS_LIMIT: '1000',
   LOGIN_ACCOUNT_LIMIT: '8',
   CODE_CHECK_ADDRESS_LIMIT: '4',
+  KEY_REVEAL_LIMIT: '3',
 };
 
 beforeAll(async () => {
@@ -90,5 +91,24 @@ describe('throttles under concurrency', () => {
       Array.from({ length: 20 }, () => guesser.request('POST', '/auth/register', { body })),
     );
     expect(statusCounts(answers.map((answer) => answer.status))).toEqual({ 422: 4, 429: 16 });
+  }, 60_000);
+
+  it('20 key reveals at once: 3 secrets are handed out, every attempt is audited', async () => {
+    const { email, password } = await account('reveal');
+    const owner = createClient(context);
+    expect((await owner.logIn(email, password)).status).toBe(200);
+    const created = await owner.request('POST', '/me/api-keys', { body: { name: 'copy me' } });
+    expect(created.status).toBe(201);
+    const keyId = created.body.data.key.id as string;
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => owner.request('POST', `/me/api-keys/${keyId}/reveal`)),
+    );
+    expect(statusCounts(answers.map((answer) => answer.status))).toEqual({ 200: 3, 429: 17 });
+    const audited = await context.deps.db
+      .selectFrom('key_reveal_audit')
+      .select('outcome')
+      .where('key_id', '=', keyId)
+      .execute();
+    expect(audited).toHaveLength(20);
   }, 60_000);
 });

@@ -34,10 +34,11 @@ type LoginDeps = Pick<Dependencies, 'db' | 'clock' | 'config'>;
 const WRONG_CREDENTIALS = 'Email or password is incorrect.';
 
 /**
- * Signs in. Three throttles: per address (every attempt), per account and address (failures),
- * per account from anywhere (failures). The last one never locks the owner out: an address that
- * signed in to the account before may still sign in with the right password. Unknown emails run
- * the same steps (a dummy hash is verified) so they answer alike and in like time.
+ * Signs in. Three throttles: per address (every attempt), per account and address (every attempt,
+ * cleared by a success), per account from anywhere (failures: a success gives its slot back). Each
+ * slot is taken before the password is checked. The per-account one never locks the owner out: an
+ * address that signed in to the account before may still sign in with the right password. Unknown
+ * emails run the same steps (a dummy hash is verified) so they answer alike and in like time.
  */
 export async function logIn(
   deps: LoginDeps,

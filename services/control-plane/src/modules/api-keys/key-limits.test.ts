@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS, UsageError } from '../../cli/commands.ts';
 import { createTestContext, type TestContext } from '../../testing.ts';
 import { setAccountRoles } from '../accounts/accounts.service.ts';
 import { createClient, uniqueEmail } from '../auth/test-client.ts';
@@ -30,7 +31,7 @@ async function member(label: string, admin = false) {
   const { id } = await client.signUp(email, password);
   if (admin) await setAccountRoles(context.deps.db, id, { admin: true });
   expect((await client.logIn(email, password)).status).toBe(200);
-  return Object.assign(client, { id: id as string });
+  return Object.assign(client, { id: id as string, email });
 }
 
 const createKey = (client: Awaited<ReturnType<typeof member>>, body: Record<string, unknown>) =>
@@ -140,5 +141,21 @@ describe('PATCH /admin/accounts/{id}/limits', () => {
       });
       expect(missing.status).toBe(404);
     }
+  });
+});
+
+describe('tollgate-admin set-key-limits', () => {
+  it('sets and resets an account maximum from the CLI', async () => {
+    const customer = await member('cli-limits');
+    const run = (options: Record<string, string>) =>
+      COMMANDS['set-key-limits']?.run(context.deps, { positionals: [customer.email], options });
+    expect(await run({ 'requests-per-minute': '7' })).toMatchObject({ account: { requestsPerMinute: 7 } });
+    expect((await createKey(customer, { limits: { requestsPerMinute: 8 } })).status).toBe(422);
+    expect((await createKey(customer, { limits: { requestsPerMinute: 7 } })).status).toBe(201);
+    await expect(run({ concurrency: '2147483648' })).rejects.toThrow(UsageError);
+    await expect(run({ concurrency: 'lots' })).rejects.toThrow(UsageError);
+    expect(await run({ 'requests-per-minute': 'default' })).toMatchObject({
+      account: { requestsPerMinute: 600 },
+    });
   });
 });

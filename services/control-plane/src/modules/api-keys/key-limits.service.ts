@@ -19,7 +19,7 @@ export type AccountKeyLimitsChange = Partial<Record<(typeof FIELDS)[number], num
 export interface KeyMaxima {
   /** The account's own maxima (admin-set, else the configured defaults). */
   account: KeyLimits;
-  /** What a key of this account may have now: the account's maxima within its plans' ceilings. */
+  /** What a key of this account may have now: the account's maxima within its plans' rate and concurrency ceilings. */
   effective: KeyLimits;
 }
 
@@ -39,7 +39,8 @@ export async function readKeyMaxima(deps: LimitsDeps, accountId: string): Promis
     account,
     effective: {
       maxRequestBytes: account.maxRequestBytes,
-      maxOutputTokens: within(account.maxOutputTokens, plans.maxOutputTokens),
+      // A plan's output ceiling clamps each request (the spec's rule), so it does not bound keys.
+      maxOutputTokens: account.maxOutputTokens,
       requestsPerMinute: within(account.requestsPerMinute, plans.requestsPerMinute),
       concurrency: within(account.concurrency, plans.concurrency),
     },

@@ -82,6 +82,11 @@ describe('key ceilings a customer may choose', () => {
     expect(defaults.status).toBe(201);
     // The default concurrency (4) is above the plan's 3: the key gets the plan's ceiling.
     expect(defaults.body.data.key.limits.concurrency).toBe(3);
+    // The plan's output ceiling (500) clamps each request; it does not lower or bound the key.
+    expect(defaults.body.data.key.limits.maxOutputTokens).toBe(
+      context.deps.config.keyDefaults.maxOutputTokens,
+    );
+    expect((await createKey(customer, { limits: { maxOutputTokens: 1000 } })).status).toBe(201);
     const maxima = await customer.request('GET', '/me/api-keys/limits');
     expect(maxima.body.data.effective).toMatchObject({ requestsPerMinute: 60, concurrency: 3 });
     expect(maxima.body.data.account).toMatchObject({ requestsPerMinute: 600, concurrency: 16 });

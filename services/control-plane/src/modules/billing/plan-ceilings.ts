@@ -1,9 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 
-/** The plan ceilings that bound an account's keys; null where no plan bounds that ceiling. */
+/** The plan rate and concurrency ceilings that bound an account's keys; null where no plan bounds one. */
 export interface PlanCeilings {
-  maxOutputTokens: number | null;
   requestsPerMinute: number | null;
   concurrency: number | null;
 }
@@ -21,7 +20,7 @@ export async function readPlanCeilings(
 ): Promise<PlanCeilings> {
   const rows = await db
     .selectFrom('entitlements')
-    .select(['max_output_tokens', 'requests_per_minute', 'concurrency'])
+    .select(['requests_per_minute', 'concurrency'])
     .where('account_id', '=', accountId)
     .where('remaining', '>', 0n)
     .where((where) => where.or([where('expires_at', 'is', null), where('expires_at', '>', now)]))
@@ -29,7 +28,6 @@ export async function readPlanCeilings(
   const widest = (values: Array<number | null>): number | null =>
     values.length === 0 || values.some((value) => value === null) ? null : Math.max(...(values as number[]));
   return {
-    maxOutputTokens: widest(rows.map((row) => row.max_output_tokens)),
     requestsPerMinute: widest(rows.map((row) => row.requests_per_minute)),
     concurrency: widest(rows.map((row) => row.concurrency)),
   };

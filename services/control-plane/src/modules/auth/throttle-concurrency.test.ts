@@ -12,6 +12,8 @@ const LIMITS = {
   LOGIN_ACCOUNT_LIMIT: '8',
   CODE_CHECK_ADDRESS_LIMIT: '4',
   KEY_REVEAL_LIMIT: '3',
+  EMAIL_SEND_RECIPIENT_LIMIT: '2',
+  EMAIL_SEND_ADDRESS_LIMIT: '1000',
 };
 
 beforeAll(async () => {
@@ -110,5 +112,22 @@ describe('throttles under concurrency', () => {
       .where('key_id', '=', keyId)
       .execute();
     expect(audited).toHaveLength(20);
+  }, 60_000);
+
+  it('20 sign-up code requests at once for one recipient: 2 emails are sent', async () => {
+    const email = uniqueEmail('flood');
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        createClient(context).request('POST', '/auth/register/code', { body: { email } }),
+      ),
+    );
+    expect(statusCounts(answers.map((answer) => answer.status))).toEqual({ 202: 2, 429: 18 });
+    await context.publicApp.mailer.drain();
+    const sent = await context.deps.db
+      .selectFrom('outbox_emails')
+      .select('id')
+      .where('recipient', '=', email)
+      .execute();
+    expect(sent).toHaveLength(2);
   }, 60_000);
 });

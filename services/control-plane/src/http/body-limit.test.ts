@@ -27,6 +27,7 @@ function loginBody(padding: number): string {
 
 interface StreamedAnswer {
   status: number;
+  connection: string | undefined;
   body: { code?: string; message?: string };
   bytesSent: number;
 }
@@ -52,7 +53,12 @@ function streamLogin(totalBytes: number, declareLength: boolean): Promise<Stream
         });
         response.on('end', () => {
           request.destroy();
-          resolve({ status: response.statusCode ?? 0, body: JSON.parse(text), bytesSent });
+          resolve({
+            status: response.statusCode ?? 0,
+            connection: response.headers.connection,
+            body: JSON.parse(text),
+            bytesSent,
+          });
         });
       },
     );
@@ -119,6 +125,8 @@ describe('control-plane body limit', () => {
   it('answers a 300 MB chunked login body with 413 after reading little of it', async () => {
     const answer = await streamLogin(300 * 1024 * 1024, false);
     expect(answer.status).toBe(413);
+    // The rest of the upload is not drained: the connection closes after the answer.
+    expect(answer.connection).toBe('close');
     expect(answer.body.code).toBe('request_too_large');
     expect(answer.bytesSent).toBeLessThan(32 * 1024 * 1024);
   }, 60_000);

@@ -39,8 +39,8 @@ export const UPSTREAM_MODELS = { claude: 'upstream-claude-e2e-7', gpt: 'upstream
 function catalogue(mockUrl: string): string {
   return `
 providers:
-  - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: MOCK_PROVIDER_KEY }
-  - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: MOCK_PROVIDER_KEY }
+  - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
+  - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: TOLLGATE_PROVIDER_MOCK_KEY }
 aliases:
   - { alias: claude-e2e, provider: mock-anthropic, upstream_model: ${UPSTREAM_MODELS.claude},
       protocols: [messages, count_tokens], price: { input: 3, output: 15 },
@@ -126,7 +126,7 @@ export async function startStack(label: string): Promise<E2EStack> {
     GATEWAY_HOST: '127.0.0.1',
     GATEWAY_PORT: String(port),
     CONTROL_PLANE_INTERNAL_URL: internalUrl,
-    MOCK_PROVIDER_KEY: PROVIDER_KEY,
+    TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
     // Long rate windows: no test straddles a window boundary.
     LIMIT_WINDOW_SECONDS: '3600',
     SECRETS_FILE: '',

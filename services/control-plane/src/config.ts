@@ -1,3 +1,4 @@
+import { DEFAULT_PROVIDER_SECRET_PREFIX, ProviderSecretPrefix } from '@tollgate/schemas';
 import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
 import { z } from 'zod';
 
@@ -29,6 +30,8 @@ export const ControlPlaneEnv = z.object({
   KEY_ENCRYPTION_KEY: z
     .string({ error: 'is required' })
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters'),
+  /** Provider `credential` names must start with this (the gateway reads no other names). */
+  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
   CATALOG_FILE: optional(z.string()),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
@@ -46,6 +49,11 @@ export const ControlPlaneEnv = z.object({
   PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30),
   /** Lifetime of the password-setup token emailed to a customer a reseller created. */
   PASSWORD_SETUP_TTL_HOURS: withDefault(positiveInt, 72),
+
+  /** Largest request body /api/v1 reads (bytes); refused with 413 request_too_large while read. */
+  CONTROL_PLANE_BODY_LIMIT_BYTES: withDefault(positiveInt, 65_536),
+  /** Larger body limit for the few routes that need one (admin catalogue updates). */
+  CONTROL_PLANE_LARGE_BODY_LIMIT_BYTES: withDefault(positiveInt, 1_048_576),
 
   // Throttles (Postgres-backed, shared by every control-plane instance). Windows in minutes.
   LOGIN_ADDRESS_LIMIT: withDefault(positiveInt, 30),
@@ -66,6 +74,12 @@ export const ControlPlaneEnv = z.object({
   KEY_DEFAULT_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 32_768),
   KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60),
   KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4),
+  // Operator maxima of the per-key ceilings a customer may choose (an admin may set others per
+  // account; package plan ceilings bound them further). Customers can only stay at or below them.
+  KEY_MAX_REQUEST_BYTES: withDefault(positiveInt, 33_554_432),
+  KEY_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 131_072),
+  KEY_MAX_REQUESTS_PER_MINUTE: withDefault(positiveInt, 600),
+  KEY_MAX_CONCURRENCY: withDefault(positiveInt, 16),
   KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100),
 
   // Reseller management keys: requests per key per minute, and live keys per reseller.
@@ -100,9 +114,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyPepper: parsed.KEY_PEPPER,
     keyEncryptionKey: Buffer.from(parsed.KEY_ENCRYPTION_KEY, 'hex'),
     catalogFile: parsed.CATALOG_FILE,
+    providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
     logLevel: parsed.LOG_LEVEL,
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
+    bodyLimits: {
+      defaultBytes: parsed.CONTROL_PLANE_BODY_LIMIT_BYTES,
+      largeBytes: parsed.CONTROL_PLANE_LARGE_BODY_LIMIT_BYTES,
+    },
     sessions: {
       idleTimeoutMs: parsed.SESSION_IDLE_TIMEOUT_MINUTES * MINUTE,
       absoluteTimeoutMs: parsed.SESSION_ABSOLUTE_TIMEOUT_HOURS * 60 * MINUTE,
@@ -139,6 +158,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxOutputTokens: parsed.KEY_DEFAULT_MAX_OUTPUT_TOKENS,
       requestsPerMinute: parsed.KEY_DEFAULT_REQUESTS_PER_MINUTE,
       concurrency: parsed.KEY_DEFAULT_CONCURRENCY,
+    },
+    keyMaxima: {
+      maxRequestBytes: parsed.KEY_MAX_REQUEST_BYTES,
+      maxOutputTokens: parsed.KEY_MAX_OUTPUT_TOKENS,
+      requestsPerMinute: parsed.KEY_MAX_REQUESTS_PER_MINUTE,
+      concurrency: parsed.KEY_MAX_CONCURRENCY,
     },
     keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
     managementKeys: {

@@ -44,7 +44,10 @@ export async function startControlPlane(
   const deps = assembleDependencies({ config, logger, database, events });
 
   if (config.catalogFile) {
-    await syncCatalog(deps, await loadCatalogFile(config.catalogFile, config.env));
+    await syncCatalog(
+      deps,
+      await loadCatalogFile(config.catalogFile, config.env, config.providerSecretPrefix),
+    );
     logger.info({ file: config.catalogFile }, 'catalogue synced');
   }
   const reconciler = startReconciler(deps);

@@ -1,3 +1,4 @@
+import { DEFAULT_PROVIDER_SECRET_PREFIX, ProviderSecretPrefix } from '@tollgate/schemas';
 import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
 import { z } from 'zod';
 
@@ -42,6 +43,10 @@ export const GatewayEnv = z.object({
   CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),
+  /** Added to every reservation's input estimate (whole per cent), for what local counting misses. */
+  INPUT_ESTIMATE_MARGIN_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
+  /** Provider credentials are read only under names with this prefix (file or environment). */
+  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -76,6 +81,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrencyRetryAfterSeconds: parsed.CONCURRENCY_RETRY_AFTER_SECONDS,
     },
     secretsFile: parsed.SECRETS_FILE,
+    inputEstimateMarginPercent: parsed.INPUT_ESTIMATE_MARGIN_PERCENT,
+    providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
     logLevel: parsed.LOG_LEVEL,
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
     env,

@@ -76,6 +76,7 @@ export async function startGateway(
   const upstream = createUpstreamClient(config.upstream);
   const credentials = loadCredentials({
     env: config.env,
+    prefix: config.providerSecretPrefix,
     ...(config.secretsFile ? { secretsFile: config.secretsFile } : {}),
   });
 

@@ -10,6 +10,7 @@ import {
   setAccountRoles,
 } from '../modules/accounts/accounts.service.ts';
 import { createKey } from '../modules/api-keys/api-keys.service.ts';
+import { setAccountKeyLimits } from '../modules/api-keys/key-limits.service.ts';
 import { hashPassword } from '../modules/auth/passwords.ts';
 import { changeCredit, grantPackage } from '../modules/billing/billing.service.ts';
 import { listHeld } from '../modules/billing/holds.service.ts';
@@ -55,7 +56,7 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: async (deps, input) => {
       const file = input.positionals[0] ?? deps.config.catalogFile;
       if (!file) throw new UsageError('name a catalogue file or set CATALOG_FILE');
-      await syncCatalog(deps, await loadCatalogFile(file, deps.config.env));
+      await syncCatalog(deps, await loadCatalogFile(file, deps.config.env, deps.config.providerSecretPrefix));
       return { synced: file };
     },
   },
@@ -144,6 +145,29 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         cause: `cli: ${note}`,
       });
       return { accountId: account.id, adjusted: String(parsed.data) };
+    },
+  },
+  'set-key-limits': {
+    usage:
+      'set-key-limits <email> [--requests-per-minute N|default] [--concurrency N|default] [--max-output-tokens N|default] [--max-request-bytes N|default]   (maxima of the key ceilings customers may choose)',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const maximum = (name: string) => {
+        const value = text(input, name);
+        if (value === undefined) return undefined;
+        if (value === 'default') return null;
+        if (!/^[1-9][0-9]{0,9}$/.test(value) || Number(value) > 2_147_483_647) {
+          throw new UsageError(`--${name} must be a positive integer (at most 2147483647) or default`);
+        }
+        return Number(value);
+      };
+      const { maxima, loweredKeyIds } = await setAccountKeyLimits(deps, account.id, {
+        requestsPerMinute: maximum('requests-per-minute'),
+        concurrency: maximum('concurrency'),
+        maxOutputTokens: maximum('max-output-tokens'),
+        maxRequestBytes: maximum('max-request-bytes'),
+      });
+      return { accountId: account.id, ...maxima, loweredKeyIds };
     },
   },
   'set-role': {

@@ -4,6 +4,7 @@ import { adminRoutes } from '../modules/accounts/admin.routes.ts';
 import { adminViewRoutes } from '../modules/accounts/admin-views.routes.ts';
 import { meRoutes } from '../modules/accounts/me.routes.ts';
 import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
+import { keyLimitsRoutes } from '../modules/api-keys/key-limits.routes.ts';
 import { authRoutes } from '../modules/auth/auth.routes.ts';
 import { sessionRoutes } from '../modules/auth/sessions.routes.ts';
 import { billingRoutes } from '../modules/billing/billing.routes.ts';
@@ -16,6 +17,7 @@ import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
 import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
 import { auditAdminWrites } from './audit-writes.ts';
+import { limitBodySize } from './body-limit.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
@@ -37,6 +39,15 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use('*', requestContext(deps));
   app.use('*', refuseManagementKeysOutsideTheirArea());
+  app.use(
+    '*',
+    limitBodySize({
+      defaultMaxBytes: deps.config.bodyLimits.defaultBytes,
+      overrides: [
+        { method: 'PUT', path: /^\/api\/v1\/admin\/catalog\//, maxBytes: deps.config.bodyLimits.largeBytes },
+      ],
+    }),
+  );
   app.onError(handleError);
   app.notFound(handleNotFound);
 
@@ -48,6 +59,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', authRoutes(mailer));
   api.route('/', meRoutes());
   api.route('/', sessionRoutes());
+  api.route('/', keyLimitsRoutes());
   api.route('/', apiKeyRoutes());
   api.route('/', adminRoutes());
   api.route('/', adminViewRoutes());

@@ -65,6 +65,7 @@ const RULES: Record<string, Rule> = {
   'GET /me/activity': SESSION,
   'GET /me/usage/summary': SESSION,
   'GET /me/api-keys': SESSION,
+  'GET /me/api-keys/limits': SESSION,
   'POST /me/api-keys': SESSION,
   'POST /me/api-keys/{id}/rotate': OWNED,
   'PATCH /me/api-keys/{id}/status': OWNED,

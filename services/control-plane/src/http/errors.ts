@@ -46,7 +46,36 @@ export function fieldErrorsOf(error: z.ZodError): FieldErrors {
   return errors;
 }
 
-/** defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed. */
-export function validationHook(result: { success: boolean; error?: z.ZodError }): void {
+/**
+ * defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed. Valid
+ * input is also refused when a string in it holds a NUL character, which Postgres cannot store
+ * (it would fail as a server error deep in a query), so no route needs to remember it.
+ */
+export function validationHook(result: { success: boolean; error?: z.ZodError; data?: unknown }): void {
   if (!result.success && result.error) throw AppError.validation(fieldErrorsOf(result.error));
+  if (result.success) {
+    const field = nulField(result.data, []);
+    if (field !== null) throw AppError.validation({ [field]: ['Must not contain a NUL character.'] });
+  }
+}
+
+/** Path of the first string (or object key) holding U+0000, or null. Depth is bounded by the validated schema. */
+function nulField(value: unknown, path: string[]): string | null {
+  const name = () => (path.length > 0 ? path.join('.') : 'body');
+  if (typeof value === 'string') return value.includes('\u0000') ? name() : null;
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index += 1) {
+      const found = nulField(value[index], [...path, String(index)]);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  if (value && typeof value === 'object' && !(value instanceof Date)) {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes('\u0000')) return name();
+      const found = nulField(item, [...path, key]);
+      if (found !== null) return found;
+    }
+  }
+  return null;
 }

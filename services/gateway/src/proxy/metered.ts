@@ -4,7 +4,7 @@ import type { MeteredSurface, ReserveResult } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import {
   assertSupportedParameters,
-  estimateInputTokens,
+  estimateReservedInputTokens,
   readTopLevelValue,
   resolveMaxOutput,
   setTopLevelFields,
@@ -58,7 +58,9 @@ export async function handleMetered(
         alias: alias.alias,
         surface,
         estimate: {
-          inputTokens: String(estimateInputTokens(surface, body)),
+          inputTokens: String(
+            estimateReservedInputTokens(surface, body, deps.config.inputEstimateMarginPercent),
+          ),
           outputTokens: String(maxOutput.value),
         },
       });

@@ -1,5 +1,5 @@
 /** Request-side units the inference routes call: body, parameters, max output, edits, token estimate. */
-export { estimateInputTokens } from '../tokens/count-tokens.ts';
+export { estimateInputTokens, estimateReservedInputTokens } from '../tokens/count-tokens.ts';
 export { parseJsonObject } from './json-object.ts';
 export { type MaxOutputResolution, type OutputCeilings, resolveMaxOutput } from './max-output.ts';
 export { assertSupportedParameters, listSupportedParameters } from './parameters.ts';

@@ -29,8 +29,8 @@ import { type RunningGateway, startGateway } from '../server.ts';
 
 export const STACK_CATALOG = (mockUrl: string) => `
 providers:
-  - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: MOCK_PROVIDER_KEY }
-  - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: MOCK_PROVIDER_KEY }
+  - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
+  - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: TOLLGATE_PROVIDER_MOCK_KEY }
 aliases:
   - { alias: claude-test, provider: mock-anthropic, upstream_model: upstream-claude-x1, protocols: [messages, count_tokens],
       price: { input: 3, output: 15 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
@@ -124,7 +124,7 @@ export async function startTestStack(label: string, options: StackOptions = {}):
       GATEWAY_HOST: '127.0.0.1',
       REDIS_URL: services.redisUrl,
       REDIS_KEY_PREFIX: redisPrefix,
-      MOCK_PROVIDER_KEY: PROVIDER_KEY,
+      TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
       // Long windows: a test never straddles a window boundary.
       LIMIT_WINDOW_SECONDS: '3600',
       ...options.gatewayEnv,

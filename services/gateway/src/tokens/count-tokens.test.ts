@@ -1,11 +1,17 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { countTextTokens, EXACT_LIMIT_CHARS, estimateInputTokens } from './count-tokens.ts';
+import {
+  ANTHROPIC_IMAGE_MAX_TOKENS,
+  OPENAI_IMAGE_MAX_TOKENS,
+  PDF_PAGE_TOKENS,
+  REFERENCED_DOCUMENT_TOKENS,
+} from './media-tokens.ts';
+import { ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS } from './messages-text.ts';
 import { sampleMessagesBody, sampleText } from './sample-bodies.ts';
 import {
   AUDIO_TOKENS,
   DOCUMENT_TOKENS,
-  IMAGE_TOKENS,
   MESSAGE_OVERHEAD_TOKENS,
   REQUEST_OVERHEAD_TOKENS,
   TOOL_OVERHEAD_TOKENS,
@@ -49,11 +55,12 @@ describe('estimateInputTokens on messages', () => {
     const without = estimateInputTokens('count_tokens', { messages });
     const withTool = estimateInputTokens('count_tokens', { messages, tools: [tool] });
     const toolText = [tool.name, tool.description, JSON.stringify(tool.input_schema)].join('\n');
-    expect(withTool - without).toBeGreaterThanOrEqual(TOOL_OVERHEAD_TOKENS + tokens(toolText) - 2);
-    expect(withTool - without).toBeLessThanOrEqual(TOOL_OVERHEAD_TOKENS + tokens(toolText) + 2);
+    const expected = ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS + TOOL_OVERHEAD_TOKENS + tokens(toolText);
+    expect(withTool - without).toBeGreaterThanOrEqual(expected - 2);
+    expect(withTool - without).toBeLessThanOrEqual(expected + 2);
   });
 
-  it('gives images and binary documents a fixed estimate, text documents their text', () => {
+  it('gives unreadable images the largest image, a one-page PDF a page, text documents their text', () => {
     const image = {
       type: 'image',
       source: { type: 'base64', media_type: 'image/png', data: 'A'.repeat(200_000) },
@@ -69,7 +76,7 @@ describe('estimateInputTokens on messages', () => {
     const estimate = estimateInputTokens('messages', {
       messages: [{ role: 'user', content: [image, pdf, textDocument] }],
     });
-    expect(estimate).toBe(BASE + IMAGE_TOKENS + DOCUMENT_TOKENS + tokens('plain words'));
+    expect(estimate).toBe(BASE + ANTHROPIC_IMAGE_MAX_TOKENS + PDF_PAGE_TOKENS + tokens('plain words'));
   });
 
   it('counts an unknown block by its JSON text rather than ignoring it', () => {
@@ -118,7 +125,7 @@ describe('estimateInputTokens on chat completions', () => {
     const expected =
       REQUEST_OVERHEAD_TOKENS +
       4 * MESSAGE_OVERHEAD_TOKENS +
-      IMAGE_TOKENS +
+      OPENAI_IMAGE_MAX_TOKENS +
       AUDIO_TOKENS +
       TOOL_OVERHEAD_TOKENS +
       tokens([...text, ...toolText].join('\n'));
@@ -159,7 +166,7 @@ describe('estimateInputTokens on responses', () => {
       REQUEST_OVERHEAD_TOKENS +
       5 * MESSAGE_OVERHEAD_TOKENS +
       100 +
-      DOCUMENT_TOKENS +
+      REFERENCED_DOCUMENT_TOKENS +
       TOOL_OVERHEAD_TOKENS +
       tokens([...text, ...toolText].join('\n'));
     expect(estimateInputTokens('responses', body)).toBe(expected);

@@ -1,6 +1,7 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import type { Surface } from '../request/surface.ts';
 import { collectRequestText } from './collect-text.ts';
+import { withMargin } from './media-tokens.ts';
 
 /*
  * Local input-token estimate with the o200k_base BPE tokenizer (gpt-tokenizer). It serves the
@@ -55,10 +56,23 @@ export function countTextTokens(text: string): number {
 /**
  * Estimates the input tokens of an inference request: system prompt or instructions, the text of
  * every message and content part, tool definitions (name, description, JSON schema as JSON text),
- * tool calls and tool results, plus fixed overheads per request, message and tool and a fixed
- * estimate for each image, document and audio part (see text-collector.ts for the numbers).
+ * tool calls and tool results, overheads per request, message and tool (and the provider's tool
+ * system prompt), images and documents by the provider's rules (media-tokens.ts) and a fixed
+ * estimate per audio part (text-collector.ts).
  */
 export function estimateInputTokens(surface: Surface, body: Record<string, unknown>): number {
   const { segments, fixedTokens } = collectRequestText(surface, body);
   return fixedTokens + countTextTokens(segments.join('\n'));
+}
+
+/**
+ * The input tokens a reservation covers: the estimate plus the configured safety margin, so a call
+ * rarely uses more than it reserved (usage beyond the reservation is written off).
+ */
+export function estimateReservedInputTokens(
+  surface: Surface,
+  body: Record<string, unknown>,
+  marginPercent: number,
+): number {
+  return withMargin(estimateInputTokens(surface, body), marginPercent);
 }

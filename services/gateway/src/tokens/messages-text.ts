@@ -1,8 +1,8 @@
+import { readBase64ImageSize } from './image-size.ts';
+import { anthropicImageTokens, inlineDocumentTokens, REFERENCED_DOCUMENT_TOKENS } from './media-tokens.ts';
 import {
   arrayOf,
   type Collector,
-  DOCUMENT_TOKENS,
-  IMAGE_TOKENS,
   isRecord,
   type Json,
   MESSAGE_OVERHEAD_TOKENS,
@@ -11,13 +11,25 @@ import {
 
 // Anthropic Messages API: /v1/messages and /v1/messages/count_tokens.
 
+/**
+ * The system prompt Anthropic adds when a request carries tools: the largest documented value
+ * (Claude 3 Opus with tool_choice auto; current models add 313-346).
+ */
+export const ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS = 530;
+
+function collectAnthropicImage(block: Json, out: Collector): void {
+  const source = isRecord(block.source) ? block.source : {};
+  out.fixed(anthropicImageTokens(source.type === 'base64' ? readBase64ImageSize(source.data) : null));
+}
+
 function collectAnthropicDocument(block: Json, out: Collector): void {
   out.text(block.title);
   out.text(block.context);
   const source = isRecord(block.source) ? block.source : {};
   if (source.type === 'text') out.text(source.data);
   else if (source.type === 'content') collectAnthropicBlocks(source.content, out, 1);
-  else out.fixed(DOCUMENT_TOKENS);
+  else if (source.type === 'base64') out.fixed(inlineDocumentTokens(source.data));
+  else out.fixed(REFERENCED_DOCUMENT_TOKENS);
 }
 
 function collectAnthropicBlock(block: unknown, out: Collector, depth: number): void {
@@ -34,7 +46,7 @@ function collectAnthropicBlock(block: unknown, out: Collector, depth: number): v
       out.text(block.thinking);
       return;
     case 'image':
-      out.fixed(IMAGE_TOKENS);
+      collectAnthropicImage(block, out);
       return;
     case 'document':
       collectAnthropicDocument(block, out);
@@ -88,7 +100,9 @@ export function collectMessagesRequest(body: Json, out: Collector): void {
     out.fixed(MESSAGE_OVERHEAD_TOKENS);
     if (isRecord(message)) collectAnthropicBlocks(message.content, out, 0);
   }
-  for (const tool of arrayOf(body.tools)) collectAnthropicTool(tool, out);
+  const tools = arrayOf(body.tools);
+  if (tools.length > 0) out.fixed(ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS);
+  for (const tool of tools) collectAnthropicTool(tool, out);
   if (isRecord(body.output_format)) out.json(body.output_format);
   if (isRecord(body.output_config) && body.output_config.format !== undefined)
     out.json(body.output_config.format);

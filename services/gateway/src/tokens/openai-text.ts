@@ -1,10 +1,10 @@
+import { readBase64ImageSize } from './image-size.ts';
+import { inlineDocumentTokens, openaiImageTokens, REFERENCED_DOCUMENT_TOKENS } from './media-tokens.ts';
 import {
   AUDIO_TOKENS,
   arrayOf,
   type Collector,
-  DOCUMENT_TOKENS,
   ENCRYPTED_CHARS_PER_TOKEN,
-  IMAGE_TOKENS,
   isRecord,
   type Json,
   MESSAGE_OVERHEAD_TOKENS,
@@ -12,6 +12,21 @@ import {
 } from './text-collector.ts';
 
 // OpenAI parts shared by chat completions and responses.
+
+/** An image part: `image_url` is `{url, detail}` on chat completions, a string beside `detail` on responses. */
+function imageTokens(part: Json): number {
+  const image = isRecord(part.image_url) ? part.image_url : { url: part.image_url, detail: part.detail };
+  const url = typeof image.url === 'string' && image.url.startsWith('data:') ? image.url : null;
+  return openaiImageTokens(url ? readBase64ImageSize(url) : null, image.detail);
+}
+
+/** A file part: inline `file_data` by its content, a `file_id` or `file_url` at the most a request may carry. */
+function fileTokens(part: Json): number {
+  const file = isRecord(part.file) ? part.file : part;
+  return typeof file.file_data === 'string'
+    ? inlineDocumentTokens(file.file_data)
+    : REFERENCED_DOCUMENT_TOKENS;
+}
 
 function collectOpenAIPart(part: unknown, out: Collector): void {
   if (typeof part === 'string') {
@@ -32,11 +47,11 @@ function collectOpenAIPart(part: unknown, out: Collector): void {
       return;
     case 'image_url':
     case 'input_image':
-      out.fixed(IMAGE_TOKENS);
+      out.fixed(imageTokens(part));
       return;
     case 'file':
     case 'input_file':
-      out.fixed(DOCUMENT_TOKENS);
+      out.fixed(fileTokens(part));
       return;
     case 'input_audio':
       out.fixed(AUDIO_TOKENS);

@@ -1,7 +1,7 @@
 /*
  * What the body walkers (messages-text.ts, openai-text.ts) collect from a request: text segments
- * for the tokenizer, plus fixed token estimates for parts the tokenizer cannot see (images,
- * documents, audio). The walkers never throw on shapes they do not expect: an unknown part is
+ * for the tokenizer, plus token counts for parts the tokenizer cannot see (images and documents by
+ * the providers' rules in media-tokens.ts, audio at a fixed estimate). The walkers never throw on shapes they do not expect: an unknown part is
  * counted by its JSON text, so anything new a client sends still weighs in the estimate.
  */
 
@@ -11,9 +11,7 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 export const REQUEST_OVERHEAD_TOKENS = 3;
 /** Per tool definition: the wrapper the provider renders around name, description and schema. */
 export const TOOL_OVERHEAD_TOKENS = 8;
-/** An image, whatever its size: about the most a provider charges for one (~1.15 megapixels). */
-export const IMAGE_TOKENS = 1_600;
-/** A document or file given by reference or as binary (a PDF of a few pages). */
+/** A value too deeply nested to serialise is weighed like a document of a few pages. */
 export const DOCUMENT_TOKENS = 3_000;
 /** An audio input part. */
 export const AUDIO_TOKENS = 1_000;

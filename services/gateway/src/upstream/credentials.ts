@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { providerCredentialProblem } from '@tollgate/schemas';
 
 /** Provider credentials by name (a provider's `credentialRef`). */
 export interface CredentialStore {
@@ -56,19 +57,21 @@ function readSecretsFile(path: string): Map<string, string> {
 }
 
 /**
- * Loads provider credentials once at start. A name is looked up in SECRETS_FILE (a JSON object
- * `{name: secret}`) when one is given, then in the environment. The gateway's own secrets are
- * never returned, whatever the catalogue names.
+ * Loads provider credentials once at start. Only names in the provider namespace (starting with
+ * `prefix`, PROVIDER_SECRET_PREFIX) are ever looked up: in SECRETS_FILE (a JSON object
+ * `{name: secret}`) when one is given, then in the environment. Any other name, and the gateway's
+ * own secrets, give null whatever the catalogue says.
  */
 export function loadCredentials(options: {
   env: Record<string, string | undefined>;
+  prefix: string;
   secretsFile?: string | undefined;
 }): CredentialStore {
   const fromFile = options.secretsFile ? readSecretsFile(options.secretsFile) : new Map<string, string>();
-  const env = options.env;
+  const { env, prefix } = options;
   return {
     get(ref) {
-      if (ref === null || RESERVED_NAMES.has(ref)) return null;
+      if (ref === null || RESERVED_NAMES.has(ref) || providerCredentialProblem(ref, prefix)) return null;
       return fromFile.get(ref) ?? (env[ref] || null);
     },
   };

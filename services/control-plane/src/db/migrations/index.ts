@@ -3,6 +3,7 @@ import * as identity from './0001_identity.ts';
 import * as billing from './0002_billing.ts';
 import * as billingFunctions from './0003_billing_functions.ts';
 import * as resellers from './0006_resellers.ts';
+import * as security from './0007_security.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_billing': billing,
   '0003_billing_functions': billingFunctions,
   '0006_resellers': resellers,
+  '0007_security': security,
 };

@@ -8,7 +8,18 @@ import {
   type TestClient,
   uniqueEmail,
 } from '../auth/test-client.ts';
+import { syncCatalog } from '../catalog/catalog.service.ts';
+import { parseCatalog } from '../catalog/catalog-file.ts';
 import { findKeyByDigest } from './api-keys.service.ts';
+
+// A key's scope may name only aliases the catalogue publishes.
+const CATALOG = `
+providers:
+  - { id: up, kind: openai, base_url: "http://127.0.0.1:9/v1" }
+aliases:
+  - { alias: claude-fast, provider: up, upstream_model: m1, protocols: [chat_completions], default_max_output_tokens: 10, max_output_tokens: 10 }
+  - { alias: gpt-mini, provider: up, upstream_model: m2, protocols: [chat_completions], default_max_output_tokens: 10, max_output_tokens: 10 }
+`;
 
 let context: TestContext;
 const secrets: string[] = [];
@@ -16,6 +27,7 @@ const passwords: string[] = [];
 
 beforeAll(async () => {
   context = await createTestContext('api-keys', { TRUST_PROXY: 'true', KEY_REVEAL_LIMIT: '4' });
+  await syncCatalog(context.deps, parseCatalog(CATALOG, 'test', {}));
 });
 afterAll(async () => {
   await context.publicApp.mailer.drain();

@@ -122,7 +122,9 @@ export function apiKeyRoutes() {
   });
 
   app.openapi(createKeyRoute, async (c) => {
-    const created = await createKey(c.get('deps'), c.get('auth').account.id, c.req.valid('json'));
+    const created = await createKey(c.get('deps'), c.get('auth').account.id, c.req.valid('json'), {
+      chosenByCustomer: true,
+    });
     return c.json({ data: { key: toApiKeyView(created.key), secret: created.secret } }, 201);
   });
 

@@ -3,7 +3,7 @@ import { KEY_STATES } from '@tollgate/schemas';
 import type { ApiKey } from './api-keys.service.ts';
 
 const INT4_MAX = 2_147_483_647;
-const Ceiling = (what: string) =>
+export const Ceiling = (what: string) =>
   z
     .number({ error: `${what} must be a whole number.` })
     .int(`${what} must be a whole number.`)

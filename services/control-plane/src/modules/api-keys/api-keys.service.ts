@@ -23,6 +23,7 @@ import {
   updateUnrevokedKey,
 } from './api-keys.repository.ts';
 import { encryptSecret, lookupHashOf } from './key-crypto.ts';
+import { checkScopeAliases, chooseKeyLimits } from './key-limits.service.ts';
 
 /** An inference key as its owner sees it. Never carries the secret. */
 export interface ApiKey {
@@ -122,11 +123,16 @@ export async function findOwnKeyRow(
   return row;
 }
 
-/** Creates a key; the full secret is in this answer and nowhere else, ever. */
+/**
+ * Creates a key; the full secret is in this answer and nowhere else, ever. A key the customer
+ * configures (`chosenByCustomer`) stays within the account's maxima and plan ceilings and may only
+ * name published aliases; the operator (CLI, fixtures) is not bound by them.
+ */
 export async function createKey(
   deps: KeyDeps,
   accountId: string,
   input: NewKeyInput,
+  options: { chosenByCustomer?: boolean } = {},
 ): Promise<{ key: ApiKey; secret: string }> {
   const { db, clock, config } = deps;
   const now = clock.now();
@@ -136,7 +142,14 @@ export async function createKey(
   if ((await countKeysOfAccount(db, accountId)) >= config.keysPerAccountLimit) {
     throw AppError.validation({ body: [`An account can hold at most ${config.keysPerAccountLimit} keys.`] });
   }
-  const limits = { ...config.keyDefaults, ...definedOnly(input.limits ?? {}) };
+  const asked = definedOnly(input.limits ?? {});
+  let limits: KeyLimits;
+  if (options.chosenByCustomer) {
+    await checkScopeAliases(deps, input.scope);
+    limits = await chooseKeyLimits(deps, accountId, asked);
+  } else {
+    limits = { ...config.keyDefaults, ...asked };
+  }
   const id = randomUUID();
   const { secret, stored } = sealSecret(config, id);
   const row = await insertKey(db, {

@@ -9,7 +9,7 @@ import {
 } from '../accounts/accounts.service.ts';
 import {
   hitThrottle,
-  peekThrottle,
+  refundThrottle,
   resetThrottle,
   throttledError,
   throttleKey,
@@ -34,10 +34,11 @@ type LoginDeps = Pick<Dependencies, 'db' | 'clock' | 'config'>;
 const WRONG_CREDENTIALS = 'Email or password is incorrect.';
 
 /**
- * Signs in. Three throttles: per address (every attempt), per account and address (failures),
- * per account from anywhere (failures). The last one never locks the owner out: an address that
- * signed in to the account before may still sign in with the right password. Unknown emails run
- * the same steps (a dummy hash is verified) so they answer alike and in like time.
+ * Signs in. Three throttles: per address (every attempt), per account and address (every attempt,
+ * cleared by a success), per account from anywhere (failures: a success gives its slot back). Each
+ * slot is taken before the password is checked. The per-account one never locks the owner out: an
+ * address that signed in to the account before may still sign in with the right password. Unknown
+ * emails run the same steps (a dummy hash is verified) so they answer alike and in like time.
  */
 export async function logIn(
   deps: LoginDeps,
@@ -52,23 +53,27 @@ export async function logIn(
   const pairKey = throttleKey('login-pair', email, client.ip);
   const accountKey = throttleKey('login-account', email);
 
+  // Every slot is taken before the password is checked: the count is one atomic statement, so
+  // concurrent attempts beyond the limit are refused without reaching the password check.
   const byAddress = await hitThrottle(db, addressKey, rules.loginPerAddress, now);
   if (!byAddress.allowed) throw throttledError(byAddress);
-  const byPair = await peekThrottle(db, pairKey, rules.loginPerAccountAddress, now);
+  const byPair = await hitThrottle(db, pairKey, rules.loginPerAccountAddress, now);
   if (!byPair.allowed) throw throttledError(byPair);
-  const byAccount = await peekThrottle(db, accountKey, rules.loginPerAccount, now);
+  const byAccount = await hitThrottle(db, accountKey, rules.loginPerAccount, now);
 
   const credentials = await findCredentialsByEmail(db, email);
-  const matches = await verifyPassword(credentials?.passwordHash ?? null, input.password);
-  if (!credentials || !matches) {
-    await hitThrottle(db, pairKey, rules.loginPerAccountAddress, now);
-    await hitThrottle(db, accountKey, rules.loginPerAccount, now);
-    if (!byAccount.allowed) throw throttledError(byAccount);
-    throw new AppError('unauthenticated', { message: WRONG_CREDENTIALS });
-  }
-  if (!byAccount.allowed && !(await hasSignedInFrom(db, credentials.account.id, client.ip))) {
+  if (
+    !byAccount.allowed &&
+    !(credentials && (await hasSignedInFrom(db, credentials.account.id, client.ip)))
+  ) {
     throw throttledError(byAccount);
   }
+  const matches = await verifyPassword(credentials?.passwordHash ?? null, input.password);
+  if (!credentials || !matches) {
+    throw new AppError('unauthenticated', { message: WRONG_CREDENTIALS });
+  }
+  // The per-account rule counts failures only: a success gives its slot back.
+  if (byAccount.allowed) await refundThrottle(db, accountKey, byAccount);
   await resetThrottle(db, pairKey);
   if (credentials.account.status === 'suspended') throw new AppError('account_suspended');
   const started = await startSession(deps, credentials.account.id, client);
@@ -84,11 +89,10 @@ export async function changePassword(
 ): Promise<{ endedSessions: number }> {
   const { db, clock, config } = deps;
   const key = throttleKey('password-change', auth.account.id, client.ip);
-  const verdict = await peekThrottle(db, key, config.throttles.loginPerAccountAddress, clock.now());
+  const verdict = await hitThrottle(db, key, config.throttles.loginPerAccountAddress, clock.now());
   if (!verdict.allowed) throw throttledError(verdict);
   const storedHash = await findPasswordHash(db, auth.account.id);
   if (!(await verifyPassword(storedHash, input.currentPassword))) {
-    await hitThrottle(db, key, config.throttles.loginPerAccountAddress, clock.now());
     throw AppError.validation({ currentPassword: ['The current password is incorrect.'] });
   }
   await resetThrottle(db, key);

@@ -21,7 +21,7 @@ import { verifyLedger } from './ledger-check.ts';
 
 export const TEST_CATALOG = `
 providers:
-  - { id: up-anthropic, kind: anthropic, base_url: "http://127.0.0.1:9/anthropic", credential: UPSTREAM_KEY }
+  - { id: up-anthropic, kind: anthropic, base_url: "http://127.0.0.1:9/anthropic", credential: TOLLGATE_PROVIDER_UPSTREAM_KEY }
   - { id: up-openai, kind: openai, base_url: "http://127.0.0.1:9/v1" }
 aliases:
   - { alias: priced, provider: up-openai, upstream_model: secret-upstream-model-a, protocols: [chat_completions, responses],

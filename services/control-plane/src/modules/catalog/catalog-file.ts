@@ -1,5 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { PROTOCOLS, PROVIDER_KINDS } from '@tollgate/schemas';
+import {
+  DEFAULT_PROVIDER_SECRET_PREFIX,
+  PROTOCOLS,
+  PROVIDER_KINDS,
+  providerCredentialProblem,
+} from '@tollgate/schemas';
 import { parse } from 'yaml';
 import { z } from 'zod';
 
@@ -7,7 +12,8 @@ import { z } from 'zod';
  * The catalogue file operators keep in git (YAML): providers, model aliases and packages.
  * `${NAME}` and `${NAME:-fallback}` in string values are read from the environment, so base URLs
  * can differ per deployment. Secrets never appear here: a provider names its credential
- * (`credential: ANTHROPIC_API_KEY`), and the gateway reads that name from its env or secrets file.
+ * (`credential: TOLLGATE_PROVIDER_ANTHROPIC`), a name inside PROVIDER_SECRET_PREFIX, and the gateway
+ * reads that name from its secrets file or environment.
  */
 const Id = z
   .string()
@@ -115,9 +121,13 @@ function interpolate(value: unknown, env: Record<string, string | undefined>, mi
   return value;
 }
 
-/** Cross-references the schema alone cannot check. */
-function checkReferences(catalog: CatalogFile): string[] {
+/** Cross-references the schema alone cannot check, and credential names outside the namespace. */
+function checkReferences(catalog: CatalogFile, credentialPrefix: string): string[] {
   const problems: string[] = [];
+  for (const provider of catalog.providers) {
+    const problem = provider.credential && providerCredentialProblem(provider.credential, credentialPrefix);
+    if (problem) problems.push(`providers.${provider.id}.credential: ${problem}`);
+  }
   const providers = new Map(catalog.providers.map((provider) => [provider.id, provider]));
   const aliases = new Set<string>();
   for (const alias of catalog.aliases) {
@@ -156,6 +166,7 @@ export function parseCatalog(
   text: string,
   file: string,
   env: Record<string, string | undefined>,
+  credentialPrefix: string = DEFAULT_PROVIDER_SECRET_PREFIX,
 ): CatalogFile {
   let document: unknown;
   try {
@@ -178,7 +189,7 @@ export function parseCatalog(
       result.error.issues.map((issue) => `${issue.path.map(String).join('.')}: ${issue.message}`),
     );
   }
-  const problems = checkReferences(result.data);
+  const problems = checkReferences(result.data, credentialPrefix);
   if (problems.length > 0) throw new CatalogFileError(file, problems);
   return result.data;
 }
@@ -186,6 +197,7 @@ export function parseCatalog(
 export async function loadCatalogFile(
   file: string,
   env: Record<string, string | undefined>,
+  credentialPrefix: string = DEFAULT_PROVIDER_SECRET_PREFIX,
 ): Promise<CatalogFile> {
-  return parseCatalog(await readFile(file, 'utf8'), file, env);
+  return parseCatalog(await readFile(file, 'utf8'), file, env, credentialPrefix);
 }

@@ -1,7 +1,16 @@
 import { z } from '@hono/zod-openapi';
 import { PROTOCOLS } from '@tollgate/schemas';
 
-const IntegerString = z.string().regex(/^(0|[1-9][0-9]*)$/);
+// Bounded to the Postgres column ranges, so an oversized value is refused here rather than by the database.
+const PG_BIGINT_MAX = 9_223_372_036_854_775_807n;
+const INT4_MAX = 2_147_483_647;
+// Checked on its own (zod runs refinements even after a failed regex), so never throws.
+const fitsBigint = (value: string) => /^[0-9]{1,19}$/.test(value) && BigInt(value) <= PG_BIGINT_MAX;
+const IntegerString = z
+  .string()
+  .regex(/^(0|[1-9][0-9]*)$/)
+  .refine(fitsBigint, 'Too large.');
+const Int4 = z.number().int().positive().max(INT4_MAX);
 
 export const PublicModelView = z
   .object({
@@ -62,8 +71,8 @@ export const PutAliasRequest = z
     protocols: z.array(z.enum(PROTOCOLS)).min(1),
     published: z.boolean(),
     price: z.object({ input: IntegerString, output: IntegerString }).nullable(),
-    defaultMaxOutputTokens: z.number().int().positive(),
-    maxOutputTokens: z.number().int().positive(),
+    defaultMaxOutputTokens: Int4,
+    maxOutputTokens: Int4,
   })
   .openapi('PutAliasRequest');
 
@@ -81,13 +90,16 @@ export const PutProviderRequest = z
 export const PutPackageRequest = z
   .object({
     name: z.string().min(1),
-    tokens: z.string().regex(/^[1-9][0-9]*$/),
-    validityDays: z.number().int().positive().nullable(),
+    tokens: z
+      .string()
+      .regex(/^[1-9][0-9]*$/)
+      .refine(fitsBigint, 'Too large.'),
+    validityDays: Int4.nullable(),
     aliases: z.array(z.string()).nullable(),
     ceilings: z.object({
-      maxOutputTokens: z.number().int().positive().nullable(),
-      requestsPerMinute: z.number().int().positive().nullable(),
-      concurrency: z.number().int().positive().nullable(),
+      maxOutputTokens: Int4.nullable(),
+      requestsPerMinute: Int4.nullable(),
+      concurrency: Int4.nullable(),
     }),
     price: z.object({
       amount: IntegerString,

@@ -1,5 +1,11 @@
 import { AppError } from '@tollgate/errors';
-import type { GatewayCatalog, GatewayProvider, MoneyWire, Protocol } from '@tollgate/schemas';
+import {
+  type GatewayCatalog,
+  type GatewayProvider,
+  type MoneyWire,
+  type Protocol,
+  providerCredentialProblem,
+} from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
 import { type CatalogFile, protocolProblems } from './catalog-file.ts';
@@ -138,6 +144,13 @@ export async function listPublishedModels(deps: Dependencies): Promise<PublicMod
   return (await repository.listAliases(deps.db, { publishedOnly: true })).map(toPublicModel);
 }
 
+/** Every alias name with whether it is published (for checking key scopes). */
+export async function listCatalogAliases(
+  db: Dependencies['db'],
+): Promise<Array<{ alias: string; published: boolean }>> {
+  return (await repository.listAliases(db)).map((row) => ({ alias: row.alias, published: row.published }));
+}
+
 export async function listPublishedPackages(deps: Dependencies): Promise<PublicPackage[]> {
   return (await repository.listPackages(deps.db, { publishedOnly: true })).map(toPublicPackage);
 }
@@ -205,6 +218,9 @@ export async function putProvider(
   id: string,
   change: { kind: 'anthropic' | 'openai'; baseUrl: string; credentialRef: string | null },
 ): Promise<void> {
+  const problem =
+    change.credentialRef && providerCredentialProblem(change.credentialRef, deps.config.providerSecretPrefix);
+  if (problem) throw AppError.validation({ credentialRef: [problem] });
   await repository.upsertProvider(deps.db, {
     id,
     kind: change.kind,

@@ -128,7 +128,8 @@ export async function createCustomerKey(
   input: NewKeyInput,
 ): Promise<{ key: ApiKey; secret: string }> {
   const customer = await findCustomer(deps.db, actor.accountId, customerId);
-  const created = await createKey(deps, customer.id, input);
+  // A reseller chooses for its customer: the customer's maxima and plan ceilings bound it.
+  const created = await createKey(deps, customer.id, input, { chosenByCustomer: true });
   await recordAudit(deps.db, actor, {
     action: 'reseller.api_key.create',
     targetType: 'api_key',

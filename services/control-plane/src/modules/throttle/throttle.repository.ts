@@ -42,6 +42,23 @@ export async function findBucket(db: Kysely<Database>, key: string): Promise<Buc
   return row ? { windowStartedAt: row.window_started_at, hits: row.hits } : null;
 }
 
+/**
+ * Gives back one hit counted in the current window (a slot taken for an attempt that succeeded),
+ * in one statement so it never races the increment.
+ */
+export async function decrementBucket(
+  db: Kysely<Database>,
+  key: string,
+  windowStartedAt: Date,
+): Promise<void> {
+  await db
+    .updateTable('throttle_buckets')
+    .set({ hits: sql<number>`greatest(hits - 1, 0)` })
+    .where('key', '=', key)
+    .where('window_started_at', '=', windowStartedAt)
+    .execute();
+}
+
 export async function deleteBucket(db: Kysely<Database>, key: string): Promise<void> {
   await db.deleteFrom('throttle_buckets').where('key', '=', key).execute();
 }

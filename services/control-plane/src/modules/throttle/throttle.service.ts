@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import {
   type BucketState,
+  decrementBucket,
   deleteBucket,
   deleteBucketsOlderThan,
   findBucket,
@@ -18,6 +19,8 @@ export interface ThrottleRule {
 
 export interface ThrottleVerdict {
   allowed: boolean;
+  /** Start of the window the hit was counted in (null for a peek at an empty bucket). */
+  windowStartedAt: Date | null;
   /** Seconds until the window ends (when not allowed). */
   retryAfterSeconds: number;
 }
@@ -32,15 +35,23 @@ function verdictOf(
   now: Date,
   counted: boolean,
 ): ThrottleVerdict {
-  if (!state) return { allowed: true, retryAfterSeconds: 0 };
+  if (!state) return { allowed: true, retryAfterSeconds: 0, windowStartedAt: null };
   const windowEnd = state.windowStartedAt.getTime() + rule.windowMs;
-  if (windowEnd <= now.getTime()) return { allowed: true, retryAfterSeconds: 0 };
+  if (windowEnd <= now.getTime()) return { allowed: true, retryAfterSeconds: 0, windowStartedAt: null };
   // A counted hit is allowed while it is within the limit; a peek asks whether one more would be.
   const allowed = counted ? state.hits <= rule.limit : state.hits < rule.limit;
-  return { allowed, retryAfterSeconds: Math.max(1, Math.ceil((windowEnd - now.getTime()) / 1000)) };
+  return {
+    allowed,
+    retryAfterSeconds: Math.max(1, Math.ceil((windowEnd - now.getTime()) / 1000)),
+    windowStartedAt: state.windowStartedAt,
+  };
 }
 
-/** Counts one hit against `key` and says whether it is within the rule. */
+/**
+ * Counts one hit against `key` and says whether it is within the rule. The count is one atomic
+ * upsert, so it is the slot itself: take it before the guarded work (a password check), never
+ * peek first and count afterwards, or concurrent attempts all pass the peek.
+ */
 export async function hitThrottle(
   db: Kysely<Database>,
   key: string,
@@ -54,7 +65,7 @@ export async function hitThrottle(
   return verdictOf(state, rule, now, true);
 }
 
-/** Whether one more hit would be within the rule, without counting it. */
+/** Whether one more hit would be within the rule, without counting it (display only, never a guard). */
 export async function peekThrottle(
   db: Kysely<Database>,
   key: string,
@@ -62,6 +73,15 @@ export async function peekThrottle(
   now: Date,
 ): Promise<ThrottleVerdict> {
   return verdictOf(await findBucket(db, key), rule, now, false);
+}
+
+/** Gives back a slot taken by `hitThrottle` when the attempt it guarded succeeded. */
+export async function refundThrottle(
+  db: Kysely<Database>,
+  key: string,
+  verdict: ThrottleVerdict,
+): Promise<void> {
+  if (verdict.windowStartedAt) await decrementBucket(db, key, verdict.windowStartedAt);
 }
 
 /** Counts a hit and throws rate_limit_exceeded (with Retry-After) when over the rule. */

@@ -28,6 +28,7 @@ export async function startControlPlane(
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     poolSize: config.databasePoolSize,
+    idleTimeoutMs: config.databaseIdleTimeoutMs,
     dataDir: config.dataDir,
   });
   const applied = await migrateToLatest(database.db);

@@ -35,10 +35,10 @@ function fromHttpException(error: HTTPException): AppError {
 }
 
 /** zod issues -> `{field: [messages]}` for validation_failed; zod's raw output never leaves. */
-export function fieldErrorsOf(error: z.ZodError): FieldErrors {
+export function fieldErrorsOf(error: z.ZodError, whole = 'body'): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of error.issues) {
-    const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';
+    const field = issue.path.length > 0 ? issue.path.map(String).join('.') : whole;
     const list = errors[field] ?? [];
     list.push(issue.message);
     errors[field] = list;
@@ -46,7 +46,21 @@ export function fieldErrorsOf(error: z.ZodError): FieldErrors {
   return errors;
 }
 
-/** defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed. */
-export function validationHook(result: { success: boolean; error?: z.ZodError }): void {
-  if (!result.success && result.error) throw AppError.validation(fieldErrorsOf(result.error));
+/** What failed validation, in the words of the message, by the validator's target. */
+const TARGETS: Record<string, { message: string; whole: string }> = {
+  query: { message: 'The query parameters failed validation.', whole: 'query' },
+  param: { message: 'The path parameters failed validation.', whole: 'path' },
+  header: { message: 'The request headers failed validation.', whole: 'headers' },
+  cookie: { message: 'The request cookies failed validation.', whole: 'cookies' },
+};
+
+/**
+ * defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed, its
+ * message naming the part of the request that failed (the catalogue's wording is the body's).
+ */
+export function validationHook(result: { success: boolean; error?: z.ZodError; target?: string }): void {
+  if (result.success || !result.error) return;
+  const target = result.target ? TARGETS[result.target] : undefined;
+  if (!target) throw AppError.validation(fieldErrorsOf(result.error));
+  throw AppError.validation(fieldErrorsOf(result.error, target.whole), target.message);
 }

@@ -14,6 +14,11 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
+// biome-ignore lint/suspicious/noExplicitAny: provider bodies, checked field by field
+async function answer(path: string, body: unknown, headers: Record<string, string>): Promise<any> {
+  return (await postJson(mock.url, path, body, headers)).json();
+}
+
 const bearer = { authorization: 'Bearer sk-upstream' };
 const anthropicAuth = { 'x-api-key': 'sk-upstream' };
 const WEATHER = {
@@ -86,21 +91,16 @@ describe('reading tool_choice', () => {
 
 describe('Anthropic messages', () => {
   it('calls the first tool on {type: "any"} and the named one on {type: "tool"}', async () => {
-    const any = await (
-      await postJson(mock.url, '/v1/messages', anthropicBody({ type: 'any' }), anthropicAuth)
-    ).json();
+    const any = await answer('/v1/messages', anthropicBody({ type: 'any' }), anthropicAuth);
     expect(any).toMatchObject({
       stop_reason: 'tool_use',
       content: [{ type: 'tool_use', name: 'get_time', input: { zone: 'mock' } }],
     });
-    const named = await (
-      await postJson(
-        mock.url,
-        '/v1/messages',
-        anthropicBody({ type: 'tool', name: 'get_weather' }),
-        anthropicAuth,
-      )
-    ).json();
+    const named = await answer(
+      '/v1/messages',
+      anthropicBody({ type: 'tool', name: 'get_weather' }),
+      anthropicAuth,
+    );
     expect(named).toMatchObject({
       stop_reason: 'tool_use',
       content: [{ type: 'tool_use', name: 'get_weather', input: WEATHER_ARGS }],
@@ -131,33 +131,26 @@ describe('Anthropic messages', () => {
   });
 
   it('answers text on auto and on none, even with the tool directive under none', async () => {
-    const auto = await (
-      await postJson(mock.url, '/v1/messages', anthropicBody({ type: 'auto' }), anthropicAuth)
-    ).json();
+    const auto = await answer('/v1/messages', anthropicBody({ type: 'auto' }), anthropicAuth);
     expect(auto).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text' }] });
     const body = { ...anthropicBody({ type: 'none' }), messages: [{ role: 'user', content: '@mock(tool)' }] };
-    const none = await (await postJson(mock.url, '/v1/messages', body, anthropicAuth)).json();
+    const none = await answer('/v1/messages', body, anthropicAuth);
     expect(none).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text' }] });
   });
 });
 
 describe('OpenAI chat completions', () => {
   it('calls the first function on "required" and the named one on {type: "function"}', async () => {
-    const required = await (
-      await postJson(mock.url, '/v1/chat/completions', chatBody('required'), bearer)
-    ).json();
+    const required = await answer('/v1/chat/completions', chatBody('required'), bearer);
     expect(required.choices[0]).toMatchObject({
       finish_reason: 'tool_calls',
       message: { tool_calls: [{ type: 'function', function: { name: 'get_time' } }] },
     });
-    const named = await (
-      await postJson(
-        mock.url,
-        '/v1/chat/completions',
-        chatBody({ type: 'function', function: { name: 'get_weather' } }),
-        bearer,
-      )
-    ).json();
+    const named = await answer(
+      '/v1/chat/completions',
+      chatBody({ type: 'function', function: { name: 'get_weather' } }),
+      bearer,
+    );
     const call = named.choices[0].message.tool_calls[0];
     expect(call.function.name).toBe('get_weather');
     expect(JSON.parse(call.function.arguments)).toEqual(WEATHER_ARGS);
@@ -179,7 +172,7 @@ describe('OpenAI chat completions', () => {
   });
 
   it('answers text on "none"', async () => {
-    const none = await (await postJson(mock.url, '/v1/chat/completions', chatBody('none'), bearer)).json();
+    const none = await answer('/v1/chat/completions', chatBody('none'), bearer);
     expect(none.choices[0]).toMatchObject({
       finish_reason: 'stop',
       message: { content: 'Hello from the mock upstream.' },
@@ -189,18 +182,13 @@ describe('OpenAI chat completions', () => {
 
 describe('OpenAI responses', () => {
   it('calls the first function on "required" and the named one on {type: "function", name}', async () => {
-    const required = await (
-      await postJson(mock.url, '/v1/responses', responsesBody('required'), bearer)
-    ).json();
+    const required = await answer('/v1/responses', responsesBody('required'), bearer);
     expect(required.output).toMatchObject([{ type: 'function_call', name: 'get_time' }]);
-    const named = await (
-      await postJson(
-        mock.url,
-        '/v1/responses',
-        responsesBody({ type: 'function', name: 'get_weather' }),
-        bearer,
-      )
-    ).json();
+    const named = await answer(
+      '/v1/responses',
+      responsesBody({ type: 'function', name: 'get_weather' }),
+      bearer,
+    );
     expect(named.output[0]).toMatchObject({ type: 'function_call', name: 'get_weather' });
     expect(JSON.parse(named.output[0].arguments)).toEqual(WEATHER_ARGS);
   });
@@ -224,7 +212,7 @@ describe('OpenAI responses', () => {
   });
 
   it('answers text on "none"', async () => {
-    const none = await (await postJson(mock.url, '/v1/responses', responsesBody('none'), bearer)).json();
+    const none = await answer('/v1/responses', responsesBody('none'), bearer);
     expect(none.output[0]).toMatchObject({ type: 'message' });
   });
 });

@@ -17,6 +17,7 @@ describe('operationId', () => {
     expect(response.status).toBe(200);
     const document = (await response.json()) as {
       openapi: string;
+      components: { schemas: Record<string, { properties?: Record<string, { pattern?: string }> }> };
       paths: Record<string, Record<string, { operationId?: string }>>;
     };
     expect(document.openapi).toBe('3.1.0');

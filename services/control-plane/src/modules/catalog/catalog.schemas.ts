@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import { PROTOCOLS } from '@tollgate/schemas';
+import { INTEGER_STRING, MoneyWireSchema, PROTOCOLS } from '@tollgate/schemas';
 
-const IntegerString = z.string().regex(/^(0|[1-9][0-9]*)$/);
+const IntegerString = z.string().regex(INTEGER_STRING.unsigned);
 
 export const PublicModelView = z
   .object({
@@ -16,9 +16,8 @@ export const PublicModelView = z
   })
   .openapi('CatalogModel');
 
-export const MoneyView = z
-  .object({ amount: IntegerString, currency: z.string(), exponent: z.number().int() })
-  .openapi('Money');
+// The shared wire shape, wrapped by this module's zod so it can carry its OpenAPI name.
+export const MoneyView = z.object(MoneyWireSchema.shape).openapi('Money');
 
 export const PublicPackageView = z
   .object({
@@ -81,7 +80,7 @@ export const PutProviderRequest = z
 export const PutPackageRequest = z
   .object({
     name: z.string().min(1),
-    tokens: z.string().regex(/^[1-9][0-9]*$/),
+    tokens: z.string().regex(INTEGER_STRING.positive),
     validityDays: z.number().int().positive().nullable(),
     aliases: z.array(z.string()).nullable(),
     ceilings: z.object({
@@ -89,11 +88,7 @@ export const PutPackageRequest = z
       requestsPerMinute: z.number().int().positive().nullable(),
       concurrency: z.number().int().positive().nullable(),
     }),
-    price: z.object({
-      amount: IntegerString,
-      currency: z.string().regex(/^[A-Z]{3}$/),
-      exponent: z.number().int().min(0).max(18),
-    }),
+    price: MoneyWireSchema,
     published: z.boolean(),
   })
   .openapi('PutPackageRequest');

@@ -12,6 +12,19 @@ import path from 'node:path';
 import { findFreePort, ROOT, waitHealthy } from '@tollgate/test-harness';
 import { afterAll, describe, expect, it } from 'vitest';
 
+/**
+ * The toolchain's pnpm as this checkout writes it (into the test's folder: `.tools/` may be shared
+ * with other checkouts), or the pnpm on PATH when the toolchain did not install its own.
+ */
+const START = `
+source scripts/toolchain.sh
+if [ -f "$TOLLGATE_TOOLS/pnpm/node_modules/pnpm/package.json" ]; then
+  _tollgate_pnpm_shim "$SHIM"
+  exec "$SHIM" --filter @tollgate/mock-upstream start
+fi
+exec pnpm --filter @tollgate/mock-upstream start
+`;
+
 let folder: string | undefined;
 afterAll(async () => {
   if (folder) await rm(folder, { recursive: true, force: true });
@@ -43,15 +56,16 @@ describe('SIGTERM through pnpm start', () => {
     const port = await findFreePort();
     const { openSync, closeSync } = await import('node:fs');
     const log = openSync(logFile, 'a');
-    const top = spawn(
-      'bash',
-      ['-c', 'source scripts/toolchain.sh && exec pnpm --filter @tollgate/mock-upstream start'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, MOCK_UPSTREAM_HOST: '127.0.0.1', MOCK_UPSTREAM_PORT: String(port) },
-        stdio: ['ignore', log, log],
+    const top = spawn('bash', ['-c', START], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        SHIM: path.join(folder, 'pnpm'),
+        MOCK_UPSTREAM_HOST: '127.0.0.1',
+        MOCK_UPSTREAM_PORT: String(port),
       },
-    );
+      stdio: ['ignore', log, log],
+    });
     closeSync(log);
     let service: number[] = [];
     try {

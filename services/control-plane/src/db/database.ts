@@ -63,6 +63,8 @@ export async function openDatabase(options: {
   dataDir: string;
   /** How long a pooled connection may stay idle before it is closed; pg's default when absent. */
   idleTimeoutMs?: number;
+  /** The control plane: owns the embedded folder (see openEmbeddedPool). */
+  embeddedOwnerWaitMs?: number;
 }): Promise<DatabaseHandle> {
   if (options.databaseUrl) {
     const pool = createPool(options.databaseUrl, options.poolSize, options.idleTimeoutMs);
@@ -70,11 +72,11 @@ export async function openDatabase(options: {
     return { db, prepared: preparedOn(pool, true), mode: 'postgres', close: () => db.destroy() };
   }
   // One connection: the socket server runs one query at a time on one session anyway.
-  const embedded = await openEmbeddedPool(options.dataDir, {
-    max: 1,
-    types,
-    ...(options.idleTimeoutMs ? { idleTimeoutMillis: options.idleTimeoutMs } : {}),
-  });
+  const embedded = await openEmbeddedPool(
+    options.dataDir,
+    { max: 1, types, ...(options.idleTimeoutMs ? { idleTimeoutMillis: options.idleTimeoutMs } : {}) },
+    options.embeddedOwnerWaitMs === undefined ? {} : { ownerWaitMs: options.embeddedOwnerWaitMs },
+  );
   // Kysely ends the pool on destroy; the server (when this process runs it) stops after.
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: embedded.pool }) });
   return {

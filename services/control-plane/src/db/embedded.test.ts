@@ -68,6 +68,32 @@ describe('embedded database', () => {
     }
   });
 
+  it('lets no second owner (a control plane) attach to a folder another process serves', async () => {
+    const owner = openDatabase({
+      databaseUrl: undefined,
+      poolSize: 1,
+      dataDir: folder,
+      embeddedOwnerWaitMs: 300,
+    });
+    await expect(owner).rejects.toThrow(/served by another process/);
+    // Once the serving process is gone, the owner serves the folder itself.
+    const other = await mkdtemp(path.join(tmpdir(), 'tollgate-embedded-owner-'));
+    try {
+      const first = await openDatabase({ databaseUrl: undefined, poolSize: 1, dataDir: other });
+      await first.close();
+      const second = await openDatabase({
+        databaseUrl: undefined,
+        poolSize: 1,
+        dataDir: other,
+        embeddedOwnerWaitMs: 300,
+      });
+      expect(await second.prepared.run('tollgate_test_one', 'select 1 as one', [])).toEqual([{ one: 1 }]);
+      await second.close();
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+
   it('keeps a transaction of one connection whole while another connection queries', async () => {
     const client = await openDatabase({ databaseUrl: undefined, poolSize: 2, dataDir: folder });
     try {

@@ -24,9 +24,19 @@ export function socketDirectoryOf(dataDir: string): string {
   return path.join(path.resolve(dataDir), 'run');
 }
 
+export interface EmbeddedOptions {
+  /**
+   * The control plane owns the folder: it waits this long for another process serving it (a CLI
+   * command run while no control plane was up) to finish, then refuses to start rather than
+   * depend on a process that is about to exit. Absent: connect to whoever serves it (the CLI).
+   */
+  ownerWaitMs?: number;
+}
+
 export async function openEmbeddedPool(
   dataDir: string,
   poolConfig: Omit<pg.PoolConfig, 'host' | 'port' | 'user' | 'database'>,
+  options: EmbeddedOptions = {},
 ): Promise<EmbeddedServer> {
   const directory = path.resolve(dataDir);
   const socketDirectory = socketDirectoryOf(directory);
@@ -44,7 +54,17 @@ export async function openEmbeddedPool(
     return pool;
   };
 
-  if (await socketAnswers(socketPath)) {
+  if (options.ownerWaitMs !== undefined) {
+    const deadline = Date.now() + options.ownerWaitMs;
+    while (await socketAnswers(socketPath)) {
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `the embedded database in ${directory} is served by another process (another control plane, or a tollgate-admin command); stop it first`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } else if (await socketAnswers(socketPath)) {
     return { pool: connect(), close: async () => {} };
   }
 

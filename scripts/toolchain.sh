@@ -24,6 +24,22 @@ if ! _tollgate_node_ok; then
   export PATH="$_tollgate_node_bin:$PATH"
 fi
 
+# pnpm's Node entry (bin/pnpm.mjs) runs the native pnpm binary as its child and does not pass
+# SIGTERM on, so a supervisor stopping `pnpm ... start` would end only that entry and leave the
+# service running. The shim runs the native binary itself (which forwards signals to the script)
+# and keeps the Node entry as the fallback that fetches the binary on first use.
+_tollgate_pnpm_shim() { # target file
+  cat >"$1" <<SHIM
+#!/usr/bin/env bash
+package="$TOLLGATE_TOOLS/pnpm/node_modules/pnpm"
+native="\$(node --input-type=module -e 'const m = await import(process.argv[1]); console.log(m.resolveInstalledBinary() ?? "")' "file://\$package/native-binary.mjs" 2>/dev/null)"
+[ -n "\$native" ] || native="\$package/pnpm-native"
+if [ -f "\$native" ] && [ -x "\$native" ]; then exec "\$native" "\$@"; fi
+exec node "\$package/bin/pnpm.mjs" "\$@"
+SHIM
+  chmod +x "$1"
+}
+
 if ! (command -v pnpm >/dev/null 2>&1 && pnpm -v 2>/dev/null | grep -q "^${TOLLGATE_PNPM_VERSION%%.*}\."); then
   if [ ! -f "$TOLLGATE_TOOLS/pnpm/node_modules/pnpm/package.json" ] ||
     ! grep -q "\"version\": \"$TOLLGATE_PNPM_VERSION\"" "$TOLLGATE_TOOLS/pnpm/node_modules/pnpm/package.json"; then
@@ -31,7 +47,6 @@ if ! (command -v pnpm >/dev/null 2>&1 && pnpm -v 2>/dev/null | grep -q "^${TOLLG
     npm install --silent --no-save --no-audit --no-fund --prefix "$TOLLGATE_TOOLS/pnpm" "pnpm@$TOLLGATE_PNPM_VERSION" >&2
   fi
   mkdir -p "$TOLLGATE_TOOLS/bin"
-  printf '#!/usr/bin/env bash\nexec node "%s/pnpm/node_modules/pnpm/bin/pnpm.mjs" "$@"\n' "$TOLLGATE_TOOLS" >"$TOLLGATE_TOOLS/bin/pnpm"
-  chmod +x "$TOLLGATE_TOOLS/bin/pnpm"
+  _tollgate_pnpm_shim "$TOLLGATE_TOOLS/bin/pnpm"
   export PATH="$TOLLGATE_TOOLS/bin:$PATH"
 fi

@@ -80,12 +80,36 @@ export interface E2EStack {
   close(): Promise<void>;
 }
 
-export async function startStack(label: string): Promise<E2EStack> {
+export interface StackOptions {
+  /**
+   * The quick start's defaults: no DATABASE_URL (embedded PGlite in a data folder, served on its
+   * unix socket) and no REDIS_URL (in-process limiter and events).
+   */
+  embedded?: boolean;
+  /** Extra control-plane environment, e.g. a short DATABASE_IDLE_TIMEOUT_SECONDS. */
+  controlPlaneEnv?: Record<string, string>;
+}
+
+export async function startStack(label: string, options: StackOptions = {}): Promise<E2EStack> {
   const services = inject('testServices');
-  const database = await createTestDatabase(services.postgresUrl, `e2e_${label}`);
   const folder = await mkdtemp(path.join(tmpdir(), `tollgate-e2e-${label}-`));
+  const dataDir = path.join(folder, 'data');
+  const database = options.embedded
+    ? { url: '', drop: async () => {} }
+    : await createTestDatabase(services.postgresUrl, `e2e_${label}`);
   const running: Service[] = [];
-  const db = new pg.Pool({ connectionString: database.url, max: 2 });
+  // On the embedded database the tests read through the control plane's socket, as the CLI does.
+  const db = options.embedded
+    ? new pg.Pool({
+        host: path.join(dataDir, 'run'),
+        port: 5432,
+        user: 'postgres',
+        database: 'postgres',
+        max: 1,
+      })
+    : new pg.Pool({ connectionString: database.url, max: 2 });
+  // An idle connection ends when its server stops (the control plane, on the embedded database).
+  db.on('error', () => {});
 
   const [mockPort, publicPort, internalPort, gatewayPort] = await Promise.all([
     findFreePort(),
@@ -102,7 +126,7 @@ export async function startStack(label: string): Promise<E2EStack> {
   const secrets = testSecrets();
   const shared = {
     INTERNAL_TOKEN_SECRET: secrets.INTERNAL_TOKEN_SECRET,
-    REDIS_URL: services.redisUrl,
+    REDIS_URL: options.embedded ? '' : services.redisUrl,
     REDIS_KEY_PREFIX: createRedisNamespace(`e2e-${label}`),
     LOG_LEVEL: 'info',
   };
@@ -111,6 +135,7 @@ export async function startStack(label: string): Promise<E2EStack> {
     KEY_PEPPER: secrets.KEY_PEPPER,
     KEY_ENCRYPTION_KEY: secrets.KEY_ENCRYPTION_KEY,
     DATABASE_URL: database.url,
+    DATA_DIR: dataDir,
     CATALOG_FILE: catalogFile,
     CONTROL_PLANE_HOST: '127.0.0.1',
     CONTROL_PLANE_PORT: String(publicPort),
@@ -120,6 +145,7 @@ export async function startStack(label: string): Promise<E2EStack> {
     SMTP_URL: '',
     PUBLIC_URL: '',
     TRUST_PROXY: 'false',
+    ...options.controlPlaneEnv,
   };
   const gatewayEnv = (port: number) => ({
     ...shared,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { formatQuantity, parseQuantity } from './quantity.ts';
+import { formatQuantity, parseQuantity, QuantityString } from './quantity.ts';
 
 /**
  * Money is an integer count of minor units with its currency and exponent:
@@ -19,16 +19,16 @@ export interface MoneyWire {
 
 const CURRENCY = /^[A-Z]{3}$/;
 
-export const MoneySchema = z
-  .object({
-    amount: z.string().regex(/^(?:0|[1-9][0-9]*)$/, 'must be a non-negative integer string of minor units'),
-    currency: z.string().regex(CURRENCY, 'must be a three-letter upper-case currency code'),
-    exponent: z.number().int().min(0).max(18),
-  })
-  .strict()
-  .transform(
-    (wire): Money => ({ amount: BigInt(wire.amount), currency: wire.currency, exponent: wire.exponent }),
-  );
+/** The one definition of money on the wire: every API body and file reading money uses it. */
+export const MoneyWireSchema = z.object({
+  amount: QuantityString,
+  currency: z.string().regex(CURRENCY, 'must be a three-letter upper-case currency code'),
+  exponent: z.number().int().min(0).max(18),
+});
+
+export const MoneySchema = MoneyWireSchema.strict().transform(
+  (wire): Money => ({ amount: BigInt(wire.amount), currency: wire.currency, exponent: wire.exponent }),
+);
 
 export function parseMoney(wire: MoneyWire): Money {
   if (!CURRENCY.test(wire.currency)) throw new TypeError(`invalid currency ${wire.currency}`);

@@ -7,6 +7,9 @@ import { z } from 'zod';
  */
 const UNSIGNED = /^(?:0|[1-9][0-9]*)$/;
 const SIGNED = /^(?:0|-?[1-9][0-9]*)$/;
+const POSITIVE = /^[1-9][0-9]*$/;
+/** The one definition of an integer string, for schemas that keep the string (no bigint). */
+export const INTEGER_STRING = { unsigned: UNSIGNED, signed: SIGNED, positive: POSITIVE } as const;
 
 export class QuantityError extends Error {
   constructor(value: unknown) {

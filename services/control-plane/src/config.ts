@@ -22,6 +22,8 @@ export const ControlPlaneEnv = z.object({
   CONTROL_PLANE_INTERNAL_HOST: withDefault(z.string(), '127.0.0.1'),
   DATABASE_URL: optional(z.string().url()),
   DATABASE_POOL_SIZE: withDefault(positiveInt, 10),
+  /** A pooled connection idle this long is closed (pg's own default is 10 s). */
+  DATABASE_IDLE_TIMEOUT_SECONDS: withDefault(positiveInt, 10),
   DATA_DIR: withDefault(z.string(), '.data'),
   REDIS_URL: optional(z.string().url()),
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
@@ -107,6 +109,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     internalHost: parsed.CONTROL_PLANE_INTERNAL_HOST,
     databaseUrl: parsed.DATABASE_URL,
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
+    databaseIdleTimeoutMs: parsed.DATABASE_IDLE_TIMEOUT_SECONDS * 1000,
     dataDir: parsed.DATA_DIR,
     redisUrl: parsed.REDIS_URL,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,

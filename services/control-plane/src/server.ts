@@ -28,6 +28,9 @@ export async function startControlPlane(
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     poolSize: config.databasePoolSize,
+    idleTimeoutMs: config.databaseIdleTimeoutMs,
+    // A CLI command that opened the folder while no control plane ran is done within seconds.
+    embeddedOwnerWaitMs: 15_000,
     dataDir: config.dataDir,
   });
   const applied = await migrateToLatest(database.db);

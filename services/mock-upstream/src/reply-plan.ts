@@ -1,4 +1,5 @@
 import type { Directives } from './directives.ts';
+import type { ToolChoice } from './tool-choice.ts';
 
 /** The fixed model every protocol answers as when the request names none. */
 export const MOCK_MODEL = 'mock-model-1';
@@ -24,8 +25,10 @@ export interface ProtocolRequest {
   maxOutput?: number;
   /** Chat streams only: stream_options.include_usage. Other protocols always carry usage. */
   includeUsage: boolean;
-  /** The first declared tool, when any. */
+  /** The tool a call would use: the one tool_choice names, else the first declared. */
   tool?: DeclaredTool;
+  /** From the request's tool_choice; `auto` when absent. */
+  toolChoice?: ToolChoice;
 }
 
 export interface PlannedUsage {
@@ -81,7 +84,8 @@ function buildPieces(count: number): string[] {
 }
 
 /**
- * A value valid for a simple JSON schema: the first enum or const value, else by type
+ * A value valid for a simple JSON schema: the first enum or const value, the first of anyOf /
+ * oneOf / allOf, else by type
  * (string "mock", number/integer 1, boolean true, array [], null null); objects get every declared
  * property filled the same way.
  */
@@ -90,6 +94,10 @@ export function sampleValue(schema: unknown, depth = 0): unknown {
   const described = schema as Record<string, unknown>;
   if ('const' in described) return described.const;
   if (Array.isArray(described.enum) && described.enum.length > 0) return described.enum[0];
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    const options = described[key];
+    if (Array.isArray(options) && options.length > 0) return sampleValue(options[0], depth);
+  }
   const type = Array.isArray(described.type) ? described.type[0] : described.type;
   switch (type) {
     case 'object':
@@ -141,7 +149,9 @@ export function planReply(request: ProtocolRequest, directives: Directives, body
   let toolCall: PlannedToolCall | undefined;
   let stop: ReplyPlan['stop'];
   let countedOutput: number;
-  if (directives.tool && request.tool) {
+  // A forced choice calls the tool as a provider must; `none` never does; `auto` on the directive.
+  const choice = request.toolChoice ?? 'auto';
+  if (request.tool && (choice === 'required' || (choice === 'auto' && directives.tool))) {
     const args = sampleArguments(request.tool.schema);
     toolCall = { name: request.tool.name, arguments: args };
     stop = 'tool';

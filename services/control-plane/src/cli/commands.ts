@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { AppError } from '@tollgate/errors';
-import { parseQuantity, SignedQuantity } from '@tollgate/schemas';
+import { Quantity, SignedQuantity } from '@tollgate/schemas';
 import { migrateToLatest } from '../db/migrate.ts';
 import type { Dependencies } from '../deps.ts';
 import {
@@ -18,13 +19,9 @@ import { verifyLedger } from '../modules/billing/ledger-check.ts';
 import { reconcileOnce } from '../modules/billing/reconciler.ts';
 import { syncCatalog } from '../modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from '../modules/catalog/catalog-file.ts';
+import { type ParsedArguments, UsageError } from './arguments.ts';
 
-export interface CommandInput {
-  positionals: string[];
-  options: Record<string, string | boolean | undefined>;
-}
-
-export class UsageError extends Error {}
+export type CommandInput = ParsedArguments;
 
 type Command = (deps: Dependencies, input: CommandInput) => Promise<unknown>;
 
@@ -120,7 +117,9 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     usage: 'grant-credit <email> <amount> [--note <text>]      (integer credit units)',
     run: async (deps, input) => {
       const account = await accountByEmail(deps, arg(input, 0, 'email'));
-      const amount = parseQuantity(arg(input, 1, 'amount'));
+      const parsed = Quantity.safeParse(arg(input, 1, 'amount'));
+      if (!parsed.success) throw new UsageError('the amount must be a non-negative integer, e.g. 1000');
+      const amount = parsed.data;
       await changeCredit(deps, {
         accountId: account.id,
         amount,
@@ -200,6 +199,13 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
     run: (deps) => listHeld(deps, 500),
   },
 };
+
+/** Which database the CLI works on, for the operator: mode and place, never a credential. */
+export function describeDatabase(config: { databaseUrl: string | undefined; dataDir: string }): string {
+  if (!config.databaseUrl) return `embedded (PGlite in ${path.resolve(config.dataDir)})`;
+  const url = new URL(config.databaseUrl);
+  return `postgres (${url.host || 'local socket'}${url.pathname || ''})`;
+}
 
 /** AppErrors raised by domain code read as usage problems at the command line. */
 export function describeFailure(error: unknown): string {

@@ -1,22 +1,24 @@
-import { mkdir, rm } from 'node:fs/promises';
-import { createConnection } from 'node:net';
-import path from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { openEmbeddedPool } from './embedded.ts';
 import type { Database } from './schema.ts';
 
 /**
- * Named (prepared) statements straight on the pool, for the two calls on every metered request:
- * planned once per connection, and without the query builder's per-call work.
+ * The two calls on every metered request go straight to the pool, without the query builder's
+ * per-call work. On Postgres they are named (prepared) statements, planned once per connection.
  */
 export interface PreparedQueries {
   run<Row>(name: string, text: string, values: unknown[]): Promise<Row[]>;
 }
 
-function preparedOn(pool: pg.Pool): PreparedQueries {
+/**
+ * `named: false` on the embedded database: its one session outlives each connection, so a new
+ * connection preparing the same name again would fail with "already exists".
+ */
+function preparedOn(pool: pg.Pool, named: boolean): PreparedQueries {
   return {
     async run<Row>(name: string, text: string, values: unknown[]) {
-      const result = await pool.query({ name, text, values });
+      const result = await pool.query(named ? { name, text, values } : { text, values });
       return result.rows as Row[];
     },
   };
@@ -40,72 +42,50 @@ const types = {
   },
 } as pg.CustomTypesConfig;
 
-export function createPool(connectionString: string, max: number): pg.Pool {
-  return new pg.Pool({ connectionString, max, types });
+export function createPool(connectionString: string, max: number, idleTimeoutMillis?: number): pg.Pool {
+  return keepAlive(
+    new pg.Pool({ connectionString, max, types, ...(idleTimeoutMillis ? { idleTimeoutMillis } : {}) }),
+  );
+}
+
+/**
+ * An idle connection the server ends (a restart, the embedded server stopping) is an 'error' on
+ * the pool, fatal to the process unless handled. The pool drops it; the next query connects anew.
+ */
+function keepAlive(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => {});
+  return pool;
 }
 
 export async function openDatabase(options: {
   databaseUrl: string | undefined;
   poolSize: number;
   dataDir: string;
+  /** How long a pooled connection may stay idle before it is closed; pg's default when absent. */
+  idleTimeoutMs?: number;
+  /** The control plane: owns the embedded folder (see openEmbeddedPool). */
+  embeddedOwnerWaitMs?: number;
 }): Promise<DatabaseHandle> {
   if (options.databaseUrl) {
-    const pool = createPool(options.databaseUrl, options.poolSize);
+    const pool = createPool(options.databaseUrl, options.poolSize, options.idleTimeoutMs);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, prepared: preparedOn(pool), mode: 'postgres', close: () => db.destroy() };
+    return { db, prepared: preparedOn(pool, true), mode: 'postgres', close: () => db.destroy() };
   }
-  return openEmbedded(options.dataDir);
-}
-
-/**
- * Embedded Postgres (PGlite) served on a unix socket in the data folder, reached with the same
- * `pg` driver and Kysely dialect as production, so every query runs the same path. When another
- * process (a running control plane) already serves the folder, this one connects to its socket
- * instead: two processes must never open the same PGlite folder. The socket server runs one
- * query at a time and keeps a transaction on the connection that opened it.
- */
-async function openEmbedded(dataDir: string): Promise<DatabaseHandle> {
-  const directory = path.resolve(dataDir);
-  const socketDirectory = path.join(directory, 'run');
-  const socketPath = path.join(socketDirectory, '.s.PGSQL.5432');
-  const connect = () =>
-    new pg.Pool({ host: socketDirectory, port: 5432, user: 'postgres', database: 'postgres', max: 1, types });
-
-  if (await socketAnswers(socketPath)) {
-    const pool = connect();
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, prepared: preparedOn(pool), mode: 'embedded', close: () => db.destroy() };
-  }
-
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-  await mkdir(path.join(directory, 'pglite'), { recursive: true });
-  await mkdir(socketDirectory, { recursive: true });
-  await rm(socketPath, { force: true }); // left behind by a process that did not stop cleanly
-  const pglite = await PGlite.create(path.join(directory, 'pglite'));
-  const server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 8 });
-  await server.start();
-  const pool = connect();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // One connection: the socket server runs one query at a time on one session anyway.
+  const embedded = await openEmbeddedPool(
+    options.dataDir,
+    { max: 1, types, ...(options.idleTimeoutMs ? { idleTimeoutMillis: options.idleTimeoutMs } : {}) },
+    options.embeddedOwnerWaitMs === undefined ? {} : { ownerWaitMs: options.embeddedOwnerWaitMs },
+  );
+  // Kysely ends the pool on destroy; the server (when this process runs it) stops after.
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: embedded.pool }) });
   return {
     db,
-    prepared: preparedOn(pool),
+    prepared: preparedOn(embedded.pool, false),
     mode: 'embedded',
     async close() {
       await db.destroy();
-      await server.stop();
-      await pglite.close();
+      await embedded.close();
     },
   };
-}
-
-function socketAnswers(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection(socketPath);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }

@@ -22,6 +22,7 @@ import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
 import { refuseManagementKeysOutsideTheirArea } from './management-key.ts';
+import { withOperationIds } from './openapi.ts';
 import { registerSecuritySchemes } from './openapi-security.ts';
 import { requestContext } from './request-context.ts';
 
@@ -73,9 +74,16 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
 
   app.route('/api/v1', api);
   registerSecuritySchemes(app, deps.config);
-  app.doc31('/api/v1/openapi.json', {
-    openapi: '3.1.0',
-    info: { title: 'Tollgate control plane', version: '1.0.0' },
+  // Generated once, on first request, when every route is registered.
+  let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
+  app.get('/api/v1/openapi.json', (c) => {
+    document ??= withOperationIds(
+      app.getOpenAPI31Document({
+        openapi: '3.1.0',
+        info: { title: 'Tollgate control plane', version: '1.0.0' },
+      }),
+    );
+    return c.json(document);
   });
   return Object.assign(app, { mailer });
 }

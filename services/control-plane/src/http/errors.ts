@@ -35,10 +35,10 @@ function fromHttpException(error: HTTPException): AppError {
 }
 
 /** zod issues -> `{field: [messages]}` for validation_failed; zod's raw output never leaves. */
-export function fieldErrorsOf(error: z.ZodError): FieldErrors {
+export function fieldErrorsOf(error: z.ZodError, whole = 'body'): FieldErrors {
   const errors: FieldErrors = {};
   for (const issue of error.issues) {
-    const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'body';
+    const field = issue.path.length > 0 ? issue.path.map(String).join('.') : whole;
     const list = errors[field] ?? [];
     list.push(issue.message);
     errors[field] = list;
@@ -46,26 +46,46 @@ export function fieldErrorsOf(error: z.ZodError): FieldErrors {
   return errors;
 }
 
+/** What failed validation, in the words of the message, by the validator's target. */
+const TARGETS: Record<string, { message: string; whole: string }> = {
+  query: { message: 'The query parameters failed validation.', whole: 'query' },
+  param: { message: 'The path parameters failed validation.', whole: 'path' },
+  header: { message: 'The request headers failed validation.', whole: 'headers' },
+  cookie: { message: 'The request cookies failed validation.', whole: 'cookies' },
+};
+
 /**
- * defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed. Valid
- * input is also refused when a string in it holds a NUL character, which Postgres cannot store
- * (it would fail as a server error deep in a query), so no route needs to remember it.
+ * defaultHook for OpenAPIHono: every request-validation failure becomes validation_failed, its
+ * message naming the part of the request that failed (the catalogue's wording is the body's).
+ * Valid input is also refused when a string in it holds a NUL character, which Postgres cannot
+ * store (it would fail as a server error deep in a query), so no route needs to remember it.
  */
-export function validationHook(result: { success: boolean; error?: z.ZodError; data?: unknown }): void {
-  if (!result.success && result.error) throw AppError.validation(fieldErrorsOf(result.error));
-  if (result.success) {
-    const field = nulField(result.data, []);
-    if (field !== null) throw AppError.validation({ [field]: ['Must not contain a NUL character.'] });
+export function validationHook(result: {
+  success: boolean;
+  error?: z.ZodError;
+  data?: unknown;
+  target?: string;
+}): void {
+  const target = result.target ? TARGETS[result.target] : undefined;
+  if (!result.success) {
+    if (!result.error) return;
+    if (!target) throw AppError.validation(fieldErrorsOf(result.error));
+    throw AppError.validation(fieldErrorsOf(result.error, target.whole), target.message);
   }
+  const field = nulField(result.data, [], target?.whole ?? 'body');
+  if (field === null) return;
+  const errors = { [field]: ['Must not contain a NUL character.'] };
+  if (!target) throw AppError.validation(errors);
+  throw AppError.validation(errors, target.message);
 }
 
 /** Path of the first string (or object key) holding U+0000, or null. Depth is bounded by the validated schema. */
-function nulField(value: unknown, path: string[]): string | null {
-  const name = () => (path.length > 0 ? path.join('.') : 'body');
+function nulField(value: unknown, path: string[], whole: string): string | null {
+  const name = () => (path.length > 0 ? path.join('.') : whole);
   if (typeof value === 'string') return value.includes('\u0000') ? name() : null;
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index += 1) {
-      const found = nulField(value[index], [...path, String(index)]);
+      const found = nulField(value[index], [...path, String(index)], whole);
       if (found !== null) return found;
     }
     return null;
@@ -73,7 +93,7 @@ function nulField(value: unknown, path: string[]): string | null {
   if (value && typeof value === 'object' && !(value instanceof Date)) {
     for (const [key, item] of Object.entries(value)) {
       if (key.includes('\u0000')) return name();
-      const found = nulField(item, [...path, key]);
+      const found = nulField(item, [...path, key], whole);
       if (found !== null) return found;
     }
   }

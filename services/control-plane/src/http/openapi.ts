@@ -23,3 +23,49 @@ export function jsonContent<T extends z.ZodType>(schema: T, description: string)
 export function errorResponses(...statuses: number[]) {
   return Object.fromEntries(statuses.map((status) => [status, jsonContent(ErrorBody, `Error (${status})`)]));
 }
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+/**
+ * `GET /api/v1/me/api-keys/{id}/rotate` -> `postMeApiKeysByIdRotate`: method, then each path
+ * segment after the prefix in camel case, parameters as `By<Name>`.
+ */
+export function operationIdOf(method: string, path: string, prefix = '/api/v1'): string {
+  const rest = path.startsWith(prefix) ? path.slice(prefix.length) : path;
+  const words = rest
+    .split('/')
+    .filter(Boolean)
+    .flatMap((segment) => {
+      const parameter = /^\{(.+)\}$/.exec(segment);
+      return parameter
+        ? ['by', ...(parameter[1] ?? '').split(/[^A-Za-z0-9]+/)]
+        : segment.split(/[^A-Za-z0-9]+/);
+    })
+    .filter(Boolean);
+  return [method.toLowerCase(), ...words.map((word) => word[0]!.toUpperCase() + word.slice(1))].join('');
+}
+
+/**
+ * Gives every operation of the document an operationId (code generators need them): the route's
+ * own when it names one, else one made from method and path; unique across the document.
+ */
+export function withOperationIds<T extends { paths?: unknown }>(document: T): T {
+  const operations: Array<{ method: string; path: string; operation: { operationId?: string } }> = [];
+  const paths = (document.paths ?? {}) as Record<string, Record<string, unknown>>;
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const operation = item[method] as { operationId?: string } | undefined;
+      if (operation) operations.push({ method, path, operation });
+    }
+  }
+  const taken = new Set(operations.map(({ operation }) => operation.operationId).filter(Boolean));
+  for (const { method, path, operation } of operations) {
+    if (operation.operationId) continue;
+    const base = operationIdOf(method, path);
+    let id = base;
+    for (let n = 2; taken.has(id); n += 1) id = `${base}${n}`;
+    taken.add(id);
+    operation.operationId = id;
+  }
+  return document;
+}

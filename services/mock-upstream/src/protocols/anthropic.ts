@@ -1,4 +1,11 @@
-import { MOCK_MODEL, type PlannedUsage, type ReplyPlan, splitFragments } from '../reply-plan.ts';
+import {
+  type DeclaredTool,
+  MOCK_MODEL,
+  type PlannedUsage,
+  type ReplyPlan,
+  splitFragments,
+} from '../reply-plan.ts';
+import { anthropicChoice, chooseTool } from '../tool-choice.ts';
 import { type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
 
 /** Anthropic Messages API: POST /v1/messages. */
@@ -31,11 +38,11 @@ function usageOf(usage: PlannedUsage, outputTokens: number) {
   };
 }
 
-function firstTool(body: Record<string, unknown>) {
-  const tools = body.tools;
-  if (!Array.isArray(tools)) return undefined;
-  const tool = tools.find((candidate) => typeof candidate?.name === 'string');
-  return tool ? { name: tool.name as string, schema: tool.input_schema } : undefined;
+function declaredTools(body: Record<string, unknown>): DeclaredTool[] {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  return tools
+    .filter((candidate) => typeof candidate?.name === 'string')
+    .map((tool) => ({ name: tool.name as string, schema: tool.input_schema }));
 }
 
 function contentOf(plan: ReplyPlan) {
@@ -86,7 +93,7 @@ export const anthropicProtocol: Protocol = {
       stream: body.stream === true,
       maxOutput: readNumber(body.max_tokens),
       includeUsage: true,
-      tool: firstTool(body),
+      ...chooseTool(declaredTools(body), anthropicChoice(body.tool_choice)),
     };
   },
 

@@ -1,4 +1,11 @@
-import { MOCK_MODEL, type PlannedUsage, type ReplyPlan, splitFragments } from '../reply-plan.ts';
+import {
+  type DeclaredTool,
+  MOCK_MODEL,
+  type PlannedUsage,
+  type ReplyPlan,
+  splitFragments,
+} from '../reply-plan.ts';
+import { chooseTool, openAiChoice } from '../tool-choice.ts';
 import { isBearer, openAiErrorBody, SERVER_ERROR_MESSAGE } from './openai-errors.ts';
 import { type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
 
@@ -21,13 +28,11 @@ function usageOf(usage: PlannedUsage) {
   };
 }
 
-function firstTool(body: Record<string, unknown>) {
-  const tools = body.tools;
-  if (!Array.isArray(tools)) return undefined;
-  const tool = tools.find(
-    (candidate) => candidate?.type === 'function' && typeof candidate.function?.name === 'string',
-  );
-  return tool ? { name: tool.function.name as string, schema: tool.function.parameters } : undefined;
+function declaredTools(body: Record<string, unknown>): DeclaredTool[] {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  return tools
+    .filter((candidate) => candidate?.type === 'function' && typeof candidate.function?.name === 'string')
+    .map((tool) => ({ name: tool.function.name as string, schema: tool.function.parameters }));
 }
 
 function toolCallId(plan: ReplyPlan): string {
@@ -66,7 +71,7 @@ export const openAiChatProtocol: Protocol = {
       stream: body.stream === true,
       maxOutput: readNumber(body.max_completion_tokens) ?? readNumber(body.max_tokens),
       includeUsage: options?.include_usage === true,
-      tool: firstTool(body),
+      ...chooseTool(declaredTools(body), openAiChoice(body.tool_choice)),
     };
   },
 

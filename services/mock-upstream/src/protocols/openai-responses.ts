@@ -1,4 +1,11 @@
-import { MOCK_MODEL, type PlannedUsage, type ReplyPlan, splitFragments } from '../reply-plan.ts';
+import {
+  type DeclaredTool,
+  MOCK_MODEL,
+  type PlannedUsage,
+  type ReplyPlan,
+  splitFragments,
+} from '../reply-plan.ts';
+import { chooseTool, openAiChoice } from '../tool-choice.ts';
 import { isBearer, openAiErrorBody, SERVER_ERROR_MESSAGE } from './openai-errors.ts';
 import { type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
 
@@ -14,13 +21,11 @@ function usageOf(usage: PlannedUsage) {
   };
 }
 
-function firstTool(body: Record<string, unknown>) {
-  const tools = body.tools;
-  if (!Array.isArray(tools)) return undefined;
-  const tool = tools.find(
-    (candidate) => candidate?.type === 'function' && typeof candidate.name === 'string',
-  );
-  return tool ? { name: tool.name as string, schema: tool.parameters } : undefined;
+function declaredTools(body: Record<string, unknown>): DeclaredTool[] {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  return tools
+    .filter((candidate) => candidate?.type === 'function' && typeof candidate.name === 'string')
+    .map((tool) => ({ name: tool.name as string, schema: tool.parameters }));
 }
 
 /** Final status: a reply cut by max_output_tokens is `incomplete`, as the real API reports it. */
@@ -113,7 +118,7 @@ export const openAiResponsesProtocol: Protocol = {
       stream: body.stream === true,
       maxOutput: readNumber(body.max_output_tokens),
       includeUsage: true,
-      tool: firstTool(body),
+      ...chooseTool(declaredTools(body), openAiChoice(body.tool_choice)),
     };
   },
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMMANDS, UsageError } from '../../cli/commands.ts';
+import { UsageError } from '../../cli/arguments.ts';
+import { COMMANDS } from '../../cli/commands.ts';
 import { createTestContext, type TestContext } from '../../testing.ts';
 import { setAccountRoles } from '../accounts/accounts.service.ts';
 import { createClient, uniqueEmail } from '../auth/test-client.ts';

@@ -8,6 +8,7 @@ import {
   ActivityQuery,
   BalanceView,
   EntitlementView,
+  summaryRange,
   UsageSummaryQuery,
   UsageSummaryRowView,
 } from './billing.schemas.ts';
@@ -56,7 +57,7 @@ const summaryRoute = createRoute({
   middleware: [requireSession()] as const,
   method: 'get',
   path: '/me/usage/summary',
-  summary: 'Settled usage per UTC day and alias within a date range',
+  summary: 'Settled usage per UTC day and alias within a date range (default: the last 30 days)',
   request: { query: UsageSummaryQuery },
   responses: {
     200: jsonContent(dataOf(z.array(UsageSummaryRowView)), 'Usage per day and alias.'),
@@ -83,7 +84,13 @@ export function billingRoutes() {
   });
   app.openapi(summaryRoute, async (c) =>
     c.json(
-      { data: await summarizeUsage(c.get('deps'), c.get('auth').account.id, c.req.valid('query')) },
+      {
+        data: await summarizeUsage(
+          c.get('deps'),
+          c.get('auth').account.id,
+          summaryRange(c.req.valid('query')),
+        ),
+      },
       200,
     ),
   );

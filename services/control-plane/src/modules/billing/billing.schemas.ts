@@ -60,8 +60,35 @@ export const ActivityQuery = z.object({
   cursor: z.string().max(200).optional(),
 });
 
-const Day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD');
-export const UsageSummaryQuery = z.object({ from: Day, to: Day });
+const DAY_MS = 86_400_000;
+const isoDay = (date: Date) => date.toISOString().slice(0, 10);
+/** A real calendar day: 2026-02-31 is refused, not read as March 3. */
+const Day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date YYYY-MM-DD')
+  .refine((value) => {
+    const date = new Date(`${value}T00:00:00Z`);
+    return !Number.isNaN(date.getTime()) && isoDay(date) === value;
+  }, 'must be a real date YYYY-MM-DD');
+export const SUMMARY_DEFAULT_DAYS = 30;
+export const UsageSummaryQuery = z.object({
+  from: Day.optional().openapi({
+    description: `First UTC day, inclusive; default ${SUMMARY_DEFAULT_DAYS - 1} days before \`to\`.`,
+  }),
+  to: Day.optional().openapi({ description: 'Last UTC day, inclusive; default today.' }),
+});
+
+/** The range a summary covers: the last 30 days (today included) unless the query names one. */
+export function summaryRange(
+  query: { from?: string | undefined; to?: string | undefined },
+  now = new Date(),
+) {
+  const to = query.to ?? isoDay(now);
+  const from =
+    query.from ??
+    isoDay(new Date(new Date(`${to}T00:00:00Z`).getTime() - (SUMMARY_DEFAULT_DAYS - 1) * DAY_MS));
+  return { from, to };
+}
 
 export const UsageSummaryRowView = z
   .object({

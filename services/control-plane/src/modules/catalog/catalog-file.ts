@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import {
   DEFAULT_PROVIDER_SECRET_PREFIX,
+  INTEGER_STRING,
+  MoneyWireSchema,
   PROTOCOLS,
   PROVIDER_KINDS,
   providerCredentialProblem,
@@ -19,11 +21,11 @@ const Id = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits, dot, dash, underscore');
 const Count = z.union([
-  z.string().regex(/^[1-9][0-9]*$/),
+  z.string().regex(INTEGER_STRING.positive),
   z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
 ]);
 const Price = z.union([
-  z.string().regex(/^(0|[1-9][0-9]*)$/),
+  z.string().regex(INTEGER_STRING.unsigned),
   z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
 ]);
 const Positive = z.number().int().positive();
@@ -75,13 +77,8 @@ export const CatalogFile = z
             max_output_tokens: Positive.nullable().default(null),
             requests_per_minute: Positive.nullable().default(null),
             concurrency: Positive.nullable().default(null),
-            price: z
-              .object({
-                amount: Price,
-                currency: z.string().regex(/^[A-Z]{3}$/),
-                exponent: z.number().int().min(0).max(18),
-              })
-              .strict(),
+            // The file also takes a plain YAML number as the amount.
+            price: MoneyWireSchema.extend({ amount: Price }).strict(),
             published: z.boolean().default(true),
           })
           .strict(),

@@ -1,0 +1,58 @@
+/** Every operation of the served OpenAPI document has an operationId, unique across it. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../testing.ts';
+import { operationIdOf, withOperationIds } from './openapi.ts';
+
+let context: TestContext;
+beforeAll(async () => {
+  context = await createTestContext('openapi-operation-ids');
+});
+afterAll(() => context.close());
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+describe('operationId', () => {
+  it('is on every operation of the document, unique and usable as an identifier', async () => {
+    const response = await context.publicApp.request('/api/v1/openapi.json');
+    expect(response.status).toBe(200);
+    const document = (await response.json()) as {
+      openapi: string;
+      components: { schemas: Record<string, { properties?: Record<string, { pattern?: string }> }> };
+      paths: Record<string, Record<string, { operationId?: string }>>;
+    };
+    expect(document.openapi).toBe('3.1.0');
+    const ids: string[] = [];
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!METHODS.has(method)) continue;
+        expect(operation.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z0-9]*$/);
+        ids.push(operation.operationId!);
+      }
+    }
+    expect(ids.length).toBeGreaterThan(20);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(document.paths['/api/v1/me/usage/summary']?.get?.operationId).toBe('getMeUsageSummary');
+    expect(document.paths['/api/v1/me/api-keys/{id}/rotate']?.post?.operationId).toBe(
+      'postMeApiKeysByIdRotate',
+    );
+  });
+
+  it('keeps an id a route names itself and never repeats one', () => {
+    expect(operationIdOf('delete', '/api/v1/me/sessions/{id}')).toBe('deleteMeSessionsById');
+    expect(operationIdOf('put', '/api/v1/admin/catalog/aliases/{alias}')).toBe(
+      'putAdminCatalogAliasesByAlias',
+    );
+    const document = withOperationIds({
+      paths: {
+        '/api/v1/a-b': { get: {}, post: { operationId: 'getAB' } },
+        '/api/v1/a/b': { get: {} },
+        '/api/v1/c': { parameters: [], get: { operationId: 'named' } },
+      } as Record<string, Record<string, { operationId?: string } | unknown[]>>,
+    });
+    const paths = document.paths as Record<string, Record<string, { operationId?: string }>>;
+    expect(paths['/api/v1/a-b']?.post?.operationId).toBe('getAB');
+    expect(paths['/api/v1/a-b']?.get?.operationId).toBe('getAB2');
+    expect(paths['/api/v1/a/b']?.get?.operationId).toBe('getAB3');
+    expect(paths['/api/v1/c']?.get?.operationId).toBe('named');
+  });
+});

@@ -9,6 +9,9 @@ import type {
 } from '../modules/billing/billing.table.ts';
 import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
+import type { OrdersTable } from '../modules/orders/orders.table.ts';
+import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
+import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
 import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
 
 /** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
@@ -27,4 +30,9 @@ export interface Database {
   credit_balances: CreditBalancesTable;
   reservations: ReservationsTable;
   ledger_entries: LedgerEntriesTable;
+  promotions: PromotionsTable;
+  promotion_redemptions: PromotionRedemptionsTable;
+  orders: OrdersTable;
+  payments: PaymentsTable;
+  payment_events: PaymentEventsTable;
 }

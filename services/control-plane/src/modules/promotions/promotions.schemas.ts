@@ -5,9 +5,8 @@ import type { PromotionRow } from './pricing.ts';
 
 const INTEGER = /^(?:0|[1-9][0-9]*)$/;
 const KINDS = ['percent_off', 'amount_off', 'bonus_tokens', 'bonus_credit'] as const;
-const MoneyInput = MoneySchema.openapi('MoneyInput', {
-  description: 'Integer minor units as a string, with currency and exponent',
-});
+// Integer minor units as a string, with currency and exponent (the shared wire schema).
+const MoneyInput = MoneySchema;
 const limit = z.number().int().min(1).max(1_000_000_000);
 
 export const PreviewRequest = z

@@ -1,12 +1,14 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import type { PackageRow } from '../catalog/catalog.repository.ts';
 import * as repository from './billing.repository.ts';
 
 /** What a paid order grants: one entitlement of the package (bonus tokens included) and credit. */
 export interface OrderGrant {
   orderId: string;
   accountId: string;
-  packageId: string;
+  /** The package as the catalogue has it now (validity, aliases, ceilings). */
+  pack: PackageRow;
   tokens: bigint;
   bonusCredits: bigint;
   now: Date;
@@ -21,11 +23,7 @@ export async function grantOrderInTransaction(
   trx: Transaction<Database>,
   grant: OrderGrant,
 ): Promise<{ entitlementId: string }> {
-  const pack = await trx
-    .selectFrom('packages')
-    .selectAll()
-    .where('id', '=', grant.packageId)
-    .executeTakeFirstOrThrow();
+  const { pack } = grant;
   await repository.lockAccount(trx, grant.accountId);
   const cause = `order ${grant.orderId}`;
   const entitlementId = await repository.insertEntitlement(trx, {

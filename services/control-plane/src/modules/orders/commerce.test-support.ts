@@ -91,3 +91,10 @@ export async function grantsOf(context: TestContext, accountId: string) {
 export async function expectLedgerConsistent(context: TestContext): Promise<void> {
   expect(await verifyLedger(context.deps.db)).toEqual([]);
 }
+
+/** Creates a promotion as an admin through the API; returns its view. */
+export async function createPromotionAs(admin: Shopper, body: Record<string, unknown>) {
+  const created = await admin.client.request('POST', '/admin/promotions', { body });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.data;
+}

@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { grantOrderInTransaction } from '../billing/order-grants.ts';
+import { findPackage } from '../catalog/catalog.service.ts';
 import { updatePayment } from '../payments/payments.repository.ts';
 import { consumePromotion, returnPromotion } from '../promotions/promotions.service.ts';
 import * as repository from './orders.repository.ts';
@@ -48,7 +49,7 @@ export async function settleSucceeded(
       const { entitlementId } = await grantOrderInTransaction(trx, {
         orderId,
         accountId: order.account_id,
-        packageId: order.package_id,
+        pack: await findPackage(deps, order.package_id),
         tokens: order.tokens + order.bonus_tokens,
         bonusCredits: order.bonus_credits,
         now,

@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import type { PaymentProviderId } from '../../config.ts';
 import type { Dependencies } from '../../deps.ts';
+import { findPackage } from '../catalog/catalog.service.ts';
 import * as orders from '../orders/orders.repository.ts';
 import { type OrderWithPayment, readOwnOrder } from '../orders/orders.service.ts';
 import { closeUnpaid, type SettleSource, settleSucceeded } from '../orders/settlement.ts';
@@ -43,11 +44,7 @@ export async function startPayment(
     const locked = await orders.lockOrder(trx, orderId);
     if (locked?.status !== 'pending') return;
     if (await repository.findPayment(trx, orderId)) return;
-    const pack = await trx
-      .selectFrom('packages')
-      .select('name')
-      .where('id', '=', locked.package_id)
-      .executeTakeFirst();
+    const pack = await findPackage(deps, locked.package_id).catch(() => null);
     const started = await provider.start({
       orderId,
       reference: locked.reference,

@@ -30,6 +30,10 @@ export async function settleSucceeded(
   audit?: AuditHook,
 ): Promise<SettleOutcome> {
   const now = deps.clock.now();
+  // Read before the transaction: the embedded database has one connection, held by the transaction.
+  const unlocked = await repository.findOrder(deps.db, orderId);
+  if (!unlocked) return { outcome: 'not_payable', status: 'missing', replay: false };
+  const pack = await findPackage(deps, unlocked.package_id);
   const result = await deps.db
     .transaction()
     .execute(async (trx): Promise<SettleOutcome & { accountId?: string }> => {
@@ -49,7 +53,7 @@ export async function settleSucceeded(
       const { entitlementId } = await grantOrderInTransaction(trx, {
         orderId,
         accountId: order.account_id,
-        pack: await findPackage(deps, order.package_id),
+        pack,
         tokens: order.tokens + order.bonus_tokens,
         bonusCredits: order.bonus_credits,
         now,

@@ -40,11 +40,12 @@ export async function startPayment(
   const provider = providerOf(deps, order.provider);
   if (order.amount > BigInt(Number.MAX_SAFE_INTEGER) && provider.id === 'stripe')
     throw AppError.validation({ amount: ['This amount is too large for the payment provider.'] });
+  // Read before the transaction: the embedded database has one connection, held by the transaction.
+  const pack = await findPackage(deps, order.package_id).catch(() => null);
   await deps.db.transaction().execute(async (trx) => {
     const locked = await orders.lockOrder(trx, orderId);
     if (locked?.status !== 'pending') return;
     if (await repository.findPayment(trx, orderId)) return;
-    const pack = await findPackage(deps, locked.package_id).catch(() => null);
     const started = await provider.start({
       orderId,
       reference: locked.reference,

@@ -76,6 +76,25 @@ describe('manual payments and admin actions', () => {
       `/admin/orders?accountId=${buyer.accountId}&status=failed`,
     );
     expect(filtered.body.data.items.map((item: { id: string }) => item.id)).toEqual([other.body.data.id]);
+    const byPayment = async (status: string) =>
+      (
+        await admin.client.request(
+          'GET',
+          `/admin/orders?accountId=${buyer.accountId}&paymentStatus=${status}`,
+        )
+      ).body.data.items.map((item: { id: string }) => item.id);
+    expect(await byPayment('succeeded')).toEqual([id]);
+    expect(await byPayment('failed')).toEqual([other.body.data.id]);
+    expect(await byPayment('none')).toEqual([]);
+
+    // Cursor paging walks every order once.
+    const first = await admin.client.request('GET', `/admin/orders?accountId=${buyer.accountId}&limit=1`);
+    expect(first.body.data.items.map((item: { id: string }) => item.id)).toEqual([other.body.data.id]);
+    const second = await admin.client.request(
+      'GET',
+      `/admin/orders?accountId=${buyer.accountId}&limit=1&after=${first.body.data.nextCursor}`,
+    );
+    expect(second.body.data.items.map((item: { id: string }) => item.id)).toEqual([id]);
   });
 
   it('refund takes back only the unused rest of the grant through the ledger', async () => {

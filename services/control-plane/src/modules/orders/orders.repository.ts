@@ -1,5 +1,6 @@
 import type { Insertable, Kysely, Transaction, Updateable } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import type { PaymentStatus } from '../payments/payments.table.ts';
 import type { OrderStatus, OrdersTable } from './orders.table.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -11,6 +12,7 @@ export interface OrderFilter {
   status?: OrderStatus | undefined;
   provider?: string | undefined;
   packageId?: string | undefined;
+  paymentStatus?: PaymentStatus | 'none' | undefined;
 }
 
 export function insertOrder(trx: Transaction<Database>, row: Insertable<OrdersTable>) {
@@ -42,6 +44,26 @@ export function listOrders(db: Db, filter: OrderFilter) {
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.provider) query = query.where('provider', '=', filter.provider);
   if (filter.packageId) query = query.where('package_id', '=', filter.packageId);
+  if (filter.paymentStatus === 'none') {
+    query = query.where((eb) =>
+      eb.not(
+        eb.exists(
+          eb.selectFrom('payments').select('order_id').whereRef('payments.order_id', '=', 'orders.id'),
+        ),
+      ),
+    );
+  } else if (filter.paymentStatus) {
+    const status = filter.paymentStatus;
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('payments')
+          .select('order_id')
+          .whereRef('payments.order_id', '=', 'orders.id')
+          .where('payments.status', '=', status),
+      ),
+    );
+  }
   if (filter.after) {
     const after = filter.after;
     query = query.where((eb) =>

@@ -91,6 +91,10 @@ export const OrdersQuery = z.object({
 export const AdminOrdersQuery = OrdersQuery.extend({
   accountId: z.string().optional(),
   provider: z.enum(PROVIDERS).optional(),
+  paymentStatus: z
+    .enum(['none', 'pending', 'succeeded', 'failed', 'refunded'])
+    .optional()
+    .openapi({ description: 'none: payment not started' }),
 });
 
 export const OrderIdParam = z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' } }) });

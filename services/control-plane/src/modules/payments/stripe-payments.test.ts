@@ -142,6 +142,26 @@ describe('Stripe Checkout', () => {
     expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
   });
 
+  it('an overdue order paid at the last moment is paid, not expired; an expired session event fails an order', async () => {
+    const late = await openCheckout();
+    fake.pay(late.session.id);
+    const unpaid = await openCheckout();
+    context.clock.advance(6 * 60_000);
+    await reconcilePaymentsOnce(context.deps);
+    expect((await late.buyer.client.request('GET', `/orders/${late.id}`)).body.data.status).toBe('paid');
+    expect((await unpaid.buyer.client.request('GET', `/orders/${unpaid.id}`)).body.data.status).toBe(
+      'expired',
+    );
+
+    const dropped = await openCheckout();
+    const event = fake.eventFor('checkout.session.expired', fake.expire(dropped.session.id));
+    expect((await deliverWebhook(context, event)).body.data.outcome).toBe('failed');
+    expect((await dropped.buyer.client.request('GET', `/orders/${dropped.id}`)).body.data.status).toBe(
+      'failed',
+    );
+    expect((await grantsOf(context, dropped.buyer.accountId)).grants).toHaveLength(0);
+  });
+
   it('an admin refund goes through Stripe and takes back the unused grant', async () => {
     const { buyer, id, session } = await openCheckout();
     fake.pay(session.id);

@@ -1,7 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { PackageRow } from '../catalog/catalog.repository.ts';
+import type { findPackage } from '../catalog/catalog.service.ts';
 import * as repository from './billing.repository.ts';
+
+type PackageRow = Awaited<ReturnType<typeof findPackage>>;
 
 /** What a paid order grants: one entitlement of the package (bonus tokens included) and credit. */
 export interface OrderGrant {

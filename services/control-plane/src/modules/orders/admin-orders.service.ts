@@ -1,8 +1,8 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { clawBackOrderGrant } from '../billing/order-grants.ts';
-import { updatePayment } from '../payments/payments.repository.ts';
-import { providerOf } from '../payments/payments.service.ts';
+import { providerOf } from '../payments/payment-flows.service.ts';
+import { findPaymentOfOrder, markPayment } from '../payments/payments.service.ts';
 import { type AdminCaller, writeAdminAudit } from './admin-audit.ts';
 import * as repository from './orders.repository.ts';
 import { type OrderWithPayment, readAnyOrder } from './orders.service.ts';
@@ -70,11 +70,7 @@ export async function refundOrder(
     if (!order) throw new AppError('not_found');
     if (order.status !== 'paid')
       throw AppError.validation({ status: [`An order that is ${order.status} cannot be refunded.`] });
-    const payment = await trx
-      .selectFrom('payments')
-      .selectAll()
-      .where('order_id', '=', id)
-      .executeTakeFirst();
+    const payment = await findPaymentOfOrder(trx, id);
     const refund = await providerOf(deps, order.provider).refund({
       orderId: id,
       providerPaymentId: payment?.provider_payment_id ?? null,
@@ -94,7 +90,7 @@ export async function refundOrder(
       refunded_tokens: taken.tokens,
       refunded_credits: taken.credits,
     });
-    await updatePayment(trx, id, { status: 'refunded', refund_reference: refund.reference });
+    await markPayment(trx, id, { status: 'refunded', refund_reference: refund.reference });
     await writeAdminAudit(
       trx,
       caller,

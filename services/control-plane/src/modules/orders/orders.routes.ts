@@ -3,7 +3,7 @@ import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireSession, type SessionEnv } from '../../http/session.ts';
-import { readPayment, startPayment, verifyPayment } from '../payments/payments.service.ts';
+import { readPayment, startPayment, verifyPayment } from '../payments/payment-flows.service.ts';
 import {
   CreateOrderRequest,
   OrderIdParam,

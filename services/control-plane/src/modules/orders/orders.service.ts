@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
-import type { Selectable } from 'kysely';
+import type { Selectable, Transaction } from 'kysely';
 import type { PaymentProviderId } from '../../config.ts';
+import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
-import { findPayment, findPayments } from '../payments/payments.repository.ts';
+import { findPaymentOfOrder, findPaymentsOfOrders } from '../payments/payments.service.ts';
 import type { PaymentsTable } from '../payments/payments.table.ts';
 import { priceOf } from '../promotions/pricing.ts';
 import { findPublishedPackage, holdPromotion, insertRedemption } from '../promotions/promotions.service.ts';
@@ -87,13 +88,13 @@ export async function readOwnOrder(
 ): Promise<OrderWithPayment> {
   const order = isUuid(id) ? await repository.findOrder(deps.db, id) : undefined;
   if (!order || order.account_id !== accountId) throw new AppError('not_found');
-  return { order, payment: (await findPayment(deps.db, id)) ?? null };
+  return { order, payment: (await findPaymentOfOrder(deps.db, id)) ?? null };
 }
 
 export async function readAnyOrder(deps: Dependencies, id: string): Promise<OrderWithPayment> {
   const order = isUuid(id) ? await repository.findOrder(deps.db, id) : undefined;
   if (!order) throw new AppError('not_found');
-  return { order, payment: (await findPayment(deps.db, id)) ?? null };
+  return { order, payment: (await findPaymentOfOrder(deps.db, id)) ?? null };
 }
 
 export async function listOrders(
@@ -106,7 +107,7 @@ export async function listOrders(
   const rows = await repository.listOrders(deps.db, filter);
   const payments = new Map(
     (
-      await findPayments(
+      await findPaymentsOfOrders(
         deps.db,
         rows.map((row) => row.id),
       )
@@ -129,4 +130,14 @@ export async function cancelOrder(
     throw AppError.validation({ status: [`An order that is ${order.status} cannot be cancelled.`] });
   }
   return readOwnOrder(deps, accountId, id);
+}
+
+/** The order row locked for the caller's transaction: every change of an order goes through it. */
+export function lockOrder(trx: Transaction<Database>, id: string) {
+  return repository.lockOrder(trx, id);
+}
+
+/** Pending orders past their time, oldest first. */
+export function listOverdueOrders(deps: Dependencies, limit: number) {
+  return repository.listOverduePending(deps.db, deps.clock.now(), limit);
 }

@@ -3,7 +3,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { grantOrderInTransaction } from '../billing/order-grants.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
-import { updatePayment } from '../payments/payments.repository.ts';
+import { markPayment } from '../payments/payments.service.ts';
 import { consumePromotion, returnPromotion } from '../promotions/promotions.service.ts';
 import * as repository from './orders.repository.ts';
 
@@ -41,7 +41,7 @@ export async function settleSucceeded(
       if (!order) return { outcome: 'not_payable', status: 'missing', replay: false };
       if (order.status === 'paid' || order.status === 'refunded') return { outcome: 'paid', replay: true };
       if (paid.amount !== order.amount || paid.currency !== order.currency) {
-        await updatePayment(trx, orderId, {
+        await markPayment(trx, orderId, {
           status: 'failed',
           failure_reason: 'amount_mismatch',
           checked_at: now,
@@ -64,7 +64,7 @@ export async function settleSucceeded(
         paid_at: now,
         closed_at: null,
       });
-      await updatePayment(trx, orderId, { status: 'succeeded', failure_reason: null, checked_at: now });
+      await markPayment(trx, orderId, { status: 'succeeded', failure_reason: null, checked_at: now });
       if (order.promotion_id) await consumePromotion(trx, orderId);
       await audit?.(trx);
       return { outcome: 'paid', replay: false, accountId: order.account_id };
@@ -100,7 +100,7 @@ export async function closeUnpaid(
     const order = await repository.lockOrder(trx, orderId);
     if (order?.status !== 'pending') return false;
     await repository.updateOrder(trx, orderId, { status, closed_at: now });
-    await updatePayment(trx, orderId, { status: 'failed', failure_reason: reason, checked_at: now });
+    await markPayment(trx, orderId, { status: 'failed', failure_reason: reason, checked_at: now });
     if (order.promotion_id) await returnPromotion(trx, orderId);
     await audit?.(trx);
     return true;

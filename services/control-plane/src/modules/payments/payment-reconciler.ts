@@ -1,9 +1,9 @@
 import type { Dependencies } from '../../deps.ts';
-import { listOverduePending } from '../orders/orders.repository.ts';
+import { listOverdueOrders } from '../orders/orders.service.ts';
 import { closeUnpaid } from '../orders/settlement.ts';
+import { applyCheck } from './payment-flows.service.ts';
 import { createPaymentProviders } from './payment-provider.ts';
 import * as repository from './payments.repository.ts';
-import { applyCheck } from './payments.service.ts';
 
 export interface PaymentReconcileResult {
   checked: number;
@@ -26,7 +26,7 @@ export async function reconcilePaymentsOnce(deps: Dependencies): Promise<Payment
   const askable = [...providers.values()].filter((provider) => provider.nextStep === 'redirect');
   const result: PaymentReconcileResult = { checked: 0, paid: 0, failed: 0, expired: 0 };
 
-  const overdue = await listOverduePending(deps.db, now, BATCH);
+  const overdue = await listOverdueOrders(deps, BATCH);
   const due = await repository.listPaymentsToRecheck(
     deps.db,
     askable.map((provider) => provider.id),

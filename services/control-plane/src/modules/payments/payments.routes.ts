@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../../http/env.ts';
 import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
-import { receiveNotification } from './payments.service.ts';
+import { receiveNotification } from './payment-flows.service.ts';
 
 const webhookRoute = createRoute({
   tags: ['payments'],

@@ -37,6 +37,12 @@ describe('renderControlPlaneError', () => {
     expect(rendered.headers).toEqual({ 'retry-after': '3' });
   });
 
+  it('sets Retry-After on payment_pending when known', () => {
+    const rendered = renderControlPlaneError(new AppError('payment_pending', { retryAfterSeconds: 5 }));
+    expect(rendered.status).toBe(402);
+    expect(rendered.headers).toEqual({ 'retry-after': '5' });
+  });
+
   it('uses the documented choice of 401 for session_expired', () => {
     expect(renderControlPlaneError(new AppError('session_expired')).status).toBe(401);
   });

@@ -15,6 +15,9 @@ import type {
   ManagementKeysTable,
   ResellerGrantsTable,
 } from '../modules/management-keys/management-keys.table.ts';
+import type { OrdersTable } from '../modules/orders/orders.table.ts';
+import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
+import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
 import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
 
 /** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
@@ -37,4 +40,9 @@ export interface Database {
   management_keys: ManagementKeysTable;
   reseller_grants: ResellerGrantsTable;
   audit_log: AuditLogTable;
+  promotions: PromotionsTable;
+  promotion_redemptions: PromotionRedemptionsTable;
+  orders: OrdersTable;
+  payments: PaymentsTable;
+  payment_events: PaymentEventsTable;
 }

@@ -13,6 +13,10 @@ import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/cata
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
 import { createMailSender } from '../modules/mail/mail-sender.ts';
+import { adminOrderRoutes } from '../modules/orders/admin-orders.routes.ts';
+import { orderRoutes } from '../modules/orders/orders.routes.ts';
+import { paymentWebhookRoutes } from '../modules/payments/payments.routes.ts';
+import { promotionRoutes } from '../modules/promotions/promotions.routes.ts';
 import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
 import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
@@ -46,6 +50,12 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
       defaultMaxBytes: deps.config.bodyLimits.defaultBytes,
       overrides: [
         { method: 'PUT', path: /^\/api\/v1\/admin\/catalog\//, maxBytes: deps.config.bodyLimits.largeBytes },
+        // Stripe sends whole event objects; they can outgrow the small default.
+        {
+          method: 'POST',
+          path: /^\/api\/v1\/payments\/stripe\/webhook$/,
+          maxBytes: deps.config.bodyLimits.largeBytes,
+        },
       ],
     }),
   );
@@ -71,6 +81,10 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());
   api.route('/', holdsRoutes());
+  api.route('/', orderRoutes());
+  api.route('/', adminOrderRoutes());
+  api.route('/', promotionRoutes());
+  api.route('/', paymentWebhookRoutes());
 
   app.route('/api/v1', api);
   registerSecuritySchemes(app, deps.config);

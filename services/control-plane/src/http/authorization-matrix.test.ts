@@ -71,6 +71,15 @@ const RULES: Record<string, Rule> = {
   'PATCH /me/api-keys/{id}/status': OWNED,
   'GET /me/api-keys/{id}/status': OWNED,
   'POST /me/api-keys/{id}/reveal': OWNED,
+  'GET /orders': SESSION,
+  'POST /orders': SESSION,
+  'GET /orders/{id}': OWNED,
+  'POST /orders/{id}/cancel': OWNED,
+  'GET /orders/{id}/payment': OWNED,
+  'POST /orders/{id}/payment': OWNED,
+  'POST /orders/{id}/payment/verify': OWNED,
+  'POST /promotions/preview': SESSION,
+  'POST /payments/stripe/webhook': PUBLIC,
   'GET /reseller/customers': { kind: 'reseller' },
   'POST /reseller/customers': { kind: 'reseller' },
   'GET /reseller/management-keys': { kind: 'reseller' },
@@ -154,6 +163,7 @@ beforeAll(async () => {
   const sessions = await customerA.request('GET', '/me/sessions');
   const otherSession = sessions.body.data.find((session: { current: boolean }) => !session.current);
 
+  const orderA = await customerA.request('POST', '/orders', { body: { packageId: 'small' } });
   const customerC = await reseller.request('POST', '/reseller/customers', {
     body: { email: `c-${randomUUID()}@example.test` },
   });
@@ -165,6 +175,7 @@ beforeAll(async () => {
     A: customerA.id,
     keyA: pathKey.body.data.key.id,
     sessionA: otherSession.id,
+    orderA: orderA.body.data.id,
     C: customerC.body.data.id,
     keyC: keyC.body.data.key.id,
     spareManagementKey: spare.id,
@@ -242,6 +253,7 @@ function concrete(path: string): string {
   return path.replace(/\{(\w+)\}/g, (_, name: string) => {
     if (path.startsWith('/me/api-keys/')) return ids.keyA as string;
     if (path.startsWith('/me/sessions/')) return ids.sessionA as string;
+    if (path.startsWith('/orders/')) return ids.orderA as string;
     if (path.startsWith('/reseller/management-keys/')) return ids.spareManagementKey as string;
     if (path.startsWith('/reseller')) return (name === 'keyId' ? ids.keyC : ids.C) as string;
     if (path.startsWith('/admin/accounts/')) return ids.A as string;

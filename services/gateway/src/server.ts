@@ -35,6 +35,7 @@ export async function startGateway(
   const reserver = createReserveBatcher(controlPlane.reserve, {
     maxInFlight: config.billing.reserveMaxInFlight,
     maxBatch: 100,
+    timeoutMs: config.billing.timeoutMs,
   });
   const finishes = createFinishQueue(controlPlane.finish, {
     flushIntervalMs: config.billing.finishFlushMs,
@@ -86,6 +87,7 @@ export async function startGateway(
     billing: {
       reserve: reserver.reserve,
       finish: finishes.enqueue,
+      settledFor: finishes.settledFor,
       keyStatus: controlPlane.keyStatus,
     },
     keys,

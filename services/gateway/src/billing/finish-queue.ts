@@ -29,6 +29,23 @@ export function createFinishQueue(
   let timer: NodeJS.Timeout | null = null;
   let retryDelay = 0;
   let idleWaiters: Array<() => void> = [];
+  /** Unacknowledged items per account, and who waits for an account to have none. */
+  const byAccount = new Map<string, number>();
+  const accountWaiters = new Map<string, Array<() => void>>();
+
+  function acknowledged(batch: FinishItem[]): void {
+    for (const item of batch) {
+      const left = (byAccount.get(item.accountId) ?? 1) - 1;
+      if (left > 0) {
+        byAccount.set(item.accountId, left);
+        continue;
+      }
+      byAccount.delete(item.accountId);
+      const waiters = accountWaiters.get(item.accountId);
+      accountWaiters.delete(item.accountId);
+      for (const wake of waiters ?? []) wake();
+    }
+  }
 
   function schedule(delay: number): void {
     if (timer) return;
@@ -55,6 +72,7 @@ export function createFinishQueue(
         .then(
           () => {
             retryDelay = 0;
+            acknowledged(batch);
           },
           (error: unknown) => {
             queue = [...batch, ...queue];
@@ -77,8 +95,10 @@ export function createFinishQueue(
   return {
     enqueue(item: FinishItem): void {
       queue.push(item);
+      byAccount.set(item.accountId, (byAccount.get(item.accountId) ?? 0) + 1);
       if (queue.length > options.maxQueued) {
         const dropped = queue.splice(0, queue.length - options.maxQueued);
+        acknowledged(dropped);
         options.logger.error(
           { dropped: dropped.length },
           'finish queue full: oldest items dropped (the reconciler releases them)',
@@ -86,6 +106,34 @@ export function createFinishQueue(
       }
       if (queue.length >= options.maxBatch && retryDelay === 0) flush();
       else schedule(retryDelay || options.flushIntervalMs);
+    },
+    /**
+     * Sends this account's queued items now and resolves true once the control plane has all of
+     * them (false past the deadline, or at once if there were none). Near the end of a balance a
+     * finished call's reservation is still held until its settlement lands; waiting for it lets
+     * the account's next call see what is really left.
+     */
+    async settledFor(accountId: string, deadlineMs: number): Promise<boolean> {
+      if (!byAccount.has(accountId)) return false;
+      const done = new Promise<true>((resolve) => {
+        const waiters = accountWaiters.get(accountId) ?? [];
+        waiters.push(() => resolve(true));
+        accountWaiters.set(accountId, waiters);
+      });
+      if (timer && retryDelay === 0) {
+        clearTimeout(timer);
+        timer = null;
+        flush();
+      }
+      let expire: NodeJS.Timeout | undefined;
+      const deadline = new Promise<false>((resolve) => {
+        expire = setTimeout(() => resolve(false), deadlineMs);
+      });
+      try {
+        return await Promise.race([done, deadline]);
+      } finally {
+        clearTimeout(expire);
+      }
     },
     /** Items not yet acknowledged by the control plane. */
     pending(): number {

@@ -213,15 +213,54 @@ describe('relayStream: failures mid-stream', () => {
 });
 
 describe('relayStream: the client leaving', () => {
-  it('aborts the upstream request and reports client_disconnected once', async () => {
-    const text = readFixture('anthropic-stream-tool-use.sse');
-    const relayed = start(CASES[0]!, piecesOf(text, 200));
+  it('aborts the upstream request when the client leaves before the provider produced anything', async () => {
+    let aborts = 0;
+    async function* silent(): AsyncGenerator<Buffer> {
+      await new Promise(() => {}); // headers came, no event yet
+    }
+    const relayed = relayStream({
+      response: { status: 200, headers: SSE_HEADERS, body: silent() },
+      surface: 'messages',
+      adapter: anthropicAdapter,
+      alias: 'house-model',
+      upstreamModel: 'claude-sonnet-4-5-20250929',
+      clientAskedForUsage: true,
+      abortUpstream: () => {
+        aborts++;
+      },
+    });
+    await relayed.body.cancel();
+    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected', started: false, usage: null });
+    expect(aborts).toBe(1);
+  });
+
+  it('reads the upstream to its end for the usage when the client leaves after output started', async () => {
+    for (const streamCase of CASES) {
+      const relayed = start(streamCase, piecesOf(readFixture(streamCase.fixture), 200));
+      const reader = relayed.body.getReader();
+      const first = await reader.read();
+      expect(first.done).toBe(false);
+      await reader.cancel();
+      expect(await relayed.outcome).toEqual({
+        kind: 'client_disconnected',
+        started: true,
+        usage: streamCase.usage,
+      });
+      expect(relayed.aborts()).toBe(0);
+    }
+  });
+
+  it('reports no usage for a client that left after output when the upstream then stops short', async () => {
+    const head = readFixture('anthropic-stream-tool-use.sse')
+      .split(/(?<=\n\n)/)
+      .slice(0, 3)
+      .join('');
+    const relayed = start(CASES[0]!, piecesOf(head, 100));
     const reader = relayed.body.getReader();
-    const first = await reader.read();
-    expect(new TextDecoder().decode(first.value)).toContain('event: message_start');
+    await reader.read();
     await reader.cancel();
-    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected' });
-    expect(relayed.aborts()).toBe(1);
+    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected', started: true, usage: null });
+    expect(relayed.aborts()).toBe(0);
   });
 
   it('settles a client that hangs up right after [DONE], before the upstream body ended', async () => {

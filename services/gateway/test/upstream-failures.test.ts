@@ -161,12 +161,13 @@ describe('balances', () => {
         t.expectError(await t.post(path, key.secret, bodyFor(path, alias)), 402, 'insufficient_credits');
       }
     }
-    // An alias without a price cannot be paid with credit at all.
+    // An alias without a price cannot be paid with credit at all: only a package can, so the
+    // account lacks tokens, not credit.
     const rich = await t.key({ credits: CREDITS });
     t.expectError(
       await t.post('/v1/chat/completions', rich.secret, bodyFor('/v1/chat/completions', 'tokens-test')),
       402,
-      'insufficient_credits',
+      'insufficient_tokens',
     );
     expect(t.upstreamCalls()).toBe(calls);
     await t.expectUntouched(poor, { credits: 100n });

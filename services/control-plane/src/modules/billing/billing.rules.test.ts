@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../testing.ts';
 import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
@@ -62,10 +63,58 @@ describe('reserve', () => {
     expect(await reserveOne(reserveItem(unfunded, 'priced', 1n, 1n))).toMatchObject({
       code: 'insufficient_credits',
     });
+    // An alias without a credit price can only be paid from a package: the truthful code names tokens.
     expect(await reserveOne(reserveItem(unfunded, 'tokens-only', 1n, 1n))).toMatchObject({
-      code: 'insufficient_credits',
+      code: 'insufficient_tokens',
     });
     expect(await balancesOf(context, funded.accountId)).toMatchObject({ tokens: 7300n, reservedTokens: 0n });
+  });
+
+  it('reserves nothing for an id the gateway released before its reserve arrived', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const item = reserveItem(key, 'priced', 10n, 10n);
+    // The gateway gave up on the reserve and released its id; the reserve lands only afterwards.
+    const released = await api.finish([
+      endItem(key, item.reservationId, 'priced', 'release', 'gateway_error'),
+    ]);
+    expect(released.body.results[0]).toMatchObject({ status: 'released' });
+    await reserveOne(item);
+    expect(await balancesOf(context, key.accountId)).toEqual({
+      tokens: 0n,
+      reservedTokens: 0n,
+      credits: 10_000n,
+      reservedCredits: 0n,
+    });
+    const rows = await context.deps.db
+      .selectFrom('reservations')
+      .select(['status', 'reserved_credits'])
+      .where('id', '=', item.reservationId)
+      .execute();
+    expect(rows).toEqual([{ status: 'released', reserved_credits: 0n }]);
+  });
+
+  it('answers a clean server_error when the money function returns something unexpected', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const item = reserveItem(key, 'priced', 1n, 1n);
+    await sql`alter function tollgate_reserve(jsonb) rename to tollgate_reserve_real`.execute(
+      context.deps.db,
+    );
+    await sql`
+      create function tollgate_reserve(p_items jsonb) returns jsonb language sql as $fn$
+        select jsonb_build_array(jsonb_build_object('reservation_id', p_items->0->>'reservation_id',
+          'ok', false, 'code', 'no_such_code'))
+      $fn$`.execute(context.deps.db);
+    try {
+      const response = await api.reserve([item]);
+      expect(response.status).toBe(500);
+      expect(response.body).toMatchObject({ code: 'server_error' });
+      expect(JSON.stringify(response.body)).not.toContain('TypeError');
+    } finally {
+      await sql`drop function tollgate_reserve(jsonb)`.execute(context.deps.db);
+      await sql`alter function tollgate_reserve_real(jsonb) rename to tollgate_reserve`.execute(
+        context.deps.db,
+      );
+    }
   });
 
   it('refuses a revoked key in the very next call after revoke returns', async () => {

@@ -13,6 +13,7 @@ import {
   seedCatalog,
   settleItem,
 } from './billing.test-support.ts';
+import { listHeld } from './holds.service.ts';
 import { reconcileOnce } from './reconciler.ts';
 
 let context: TestContext;
@@ -240,7 +241,7 @@ describe('quantities above 2^53', () => {
 });
 
 describe('reconciler', () => {
-  it('releases reservations nobody settled within the timeout; holds stay until theirs', async () => {
+  it('holds (never silently releases) reservations nobody settled within the timeout; releases expired holds', async () => {
     const key = await createFundedKey(context, { packages: ['small'] });
     const stale = reserveItem(key, 'tokens-only', 100n, 100n);
     const held = reserveItem(key, 'tokens-only', 50n, 50n);
@@ -249,7 +250,14 @@ describe('reconciler', () => {
     await api.finish([endItem(key, held.reservationId, 'tokens-only', 'hold', 'billing_settlement_pending')]);
 
     context.clock.advance(context.deps.config.billing.reservationTimeoutMs + 1000);
-    expect(await reconcileOnce(context.deps)).toMatchObject({ released: expect.any(Number) });
+    const first = await reconcileOnce(context.deps);
+    expect(first.reservations).toContainEqual({
+      id: stale.reservationId,
+      accountId: key.accountId,
+      alias: 'tokens-only',
+      action: 'hold',
+      reason: 'settlement_missing',
+    });
     const statuses = await context.deps.db
       .selectFrom('reservations')
       .select(['id', 'status', 'outcome'])
@@ -257,18 +265,27 @@ describe('reconciler', () => {
       .execute();
     expect(statuses).toContainEqual({
       id: stale.reservationId,
-      status: 'released',
-      outcome: 'reservation_timeout',
+      status: 'held',
+      outcome: 'settlement_missing',
     });
     expect(statuses).toContainEqual({
       id: held.reservationId,
       status: 'held',
       outcome: 'billing_settlement_pending',
     });
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 900n, reservedTokens: 100n });
+    // Visible, with its reason, where an operator reviews holds.
+    const listed = await listHeld(context.deps, 1000);
+    expect(listed).toContainEqual(
+      expect.objectContaining({ id: stale.reservationId, reason: 'settlement_missing' }),
+    );
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 700n, reservedTokens: 300n });
 
-    context.clock.advance(context.deps.config.billing.holdTimeoutMs);
-    await reconcileOnce(context.deps);
+    context.clock.advance(context.deps.config.billing.holdTimeoutMs + 1000);
+    const second = await reconcileOnce(context.deps);
+    expect(second.reservations.filter((row) => row.accountId === key.accountId)).toHaveLength(2);
+    expect(
+      second.reservations.every((row) => row.action === 'release' && row.reason === 'hold_expired'),
+    ).toBe(true);
     expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 1000n, reservedTokens: 0n });
 
     // A settle that arrives after the timeout still charges what was used.

@@ -32,6 +32,12 @@ export const GatewayEnv = z.object({
   RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1),
   /** Settles/releases/holds wait at most this long to leave together in one batch. */
   FINISH_FLUSH_MS: withDefault(positiveInt, 20),
+  /** Most settlements held in memory while the control plane is unreachable; the rest are kept on disk/Redis. */
+  FINISH_MAX_QUEUED: withDefault(positiveInt, 200_000),
+  /** How long a stopping gateway tries to deliver its queued settlements before keeping them. */
+  SHUTDOWN_DRAIN_MS: withDefault(positiveInt, 10_000),
+  /** Folder for settlements kept across restarts when there is no Redis. */
+  GATEWAY_DATA_DIR: withDefault(z.string(), '.data/gateway'),
   /** How long a resolved key is cached (dropped at once on change events; off without Redis). */
   KEY_CACHE_TTL_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
   CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30),
@@ -67,7 +73,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       connections: parsed.BILLING_CONNECTIONS,
       reserveMaxInFlight: parsed.RESERVE_MAX_IN_FLIGHT,
       finishFlushMs: parsed.FINISH_FLUSH_MS,
+      finishMaxQueued: parsed.FINISH_MAX_QUEUED,
+      shutdownDrainMs: parsed.SHUTDOWN_DRAIN_MS,
     },
+    dataDir: parsed.GATEWAY_DATA_DIR,
     keyCacheTtlMs: parsed.KEY_CACHE_TTL_SECONDS * 1000,
     catalogRefreshMs: parsed.CATALOG_REFRESH_SECONDS * 1000,
     limits: {

@@ -1,4 +1,7 @@
+import { mkdtemp } from 'node:fs/promises';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '@tollgate/service-kit';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -115,8 +118,13 @@ describe('near the end of a balance', () => {
   });
 });
 
-/** A TCP relay to the control plane whose answers can be swallowed, as if lost on the way back. */
-async function startLossyRelay(target: URL): Promise<{ url: string; swallow(on: boolean): void }> {
+/**
+ * A TCP relay to the control plane whose answers can be swallowed, as if lost on the way back,
+ * or which can be cut, as a network failure would.
+ */
+async function startLossyRelay(
+  target: URL,
+): Promise<{ url: string; swallow(on: boolean): void; cut(): Promise<void> }> {
   let swallowing = false;
   const sockets = new Set<Socket>();
   const server: Server = createServer((client) => {
@@ -141,29 +149,38 @@ async function startLossyRelay(target: URL): Promise<{ url: string; swallow(on: 
     swallow(on) {
       swallowing = on;
     },
+    async cut() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await closed;
+    },
   };
+}
+
+/** Another gateway like the stack's with some settings changed; its logs join the stack's. */
+async function startExtraGateway(env: Record<string, string>): Promise<RunningGateway> {
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      t.stack.gatewayLogs.push(String(chunk));
+      callback();
+    },
+  });
+  const gateway = await startGateway(loadConfig({ ...t.stack.gateways[0]!.deps.config.env, ...env }), {
+    logger: createLogger({ name: 'gateway', level: 'debug', destination }),
+  });
+  await gateway.deps.catalog.ready();
+  return gateway;
 }
 
 describe('a reservation whose answer is lost', () => {
   it('is released by its id once the control plane is reachable again', async () => {
     const relay = await startLossyRelay(new URL(t.stack.controlPlane.internalServer.url));
-    const destination = new Writable({
-      write(chunk, _encoding, callback) {
-        t.stack.gatewayLogs.push(String(chunk));
-        callback();
-      },
+    const gateway = await startExtraGateway({
+      CONTROL_PLANE_INTERNAL_URL: relay.url,
+      BILLING_TIMEOUT_MS: '400',
+      FINISH_FLUSH_MS: '20',
     });
-    const gateway = await startGateway(
-      loadConfig({
-        ...t.stack.gateways[0]!.deps.config.env,
-        CONTROL_PLANE_INTERNAL_URL: relay.url,
-        BILLING_TIMEOUT_MS: '400',
-        FINISH_FLUSH_MS: '20',
-      }),
-      { logger: createLogger({ name: 'gateway', level: 'debug', destination }) },
-    );
     extraGateways.push(gateway);
-    await gateway.deps.catalog.ready();
     const key = await t.key({ credits: CREDITS });
     // Resolve (and cache) the key first, so the only call whose answer is lost is the reserve.
     expect((await t.get('/v1/models', key.secret, { baseUrl: gateway.server.url })).status).toBe(200);
@@ -187,5 +204,38 @@ describe('a reservation whose answer is lost', () => {
     expect(row.reserved_credits).toBeGreaterThan(0n);
     expect([row.status, row.charged_credits]).toEqual(['released', 0n]);
     expect(await t.stack.balances(key.accountId)).toMatchObject({ credits: CREDITS, reservedCredits: 0n });
+  });
+});
+
+describe('a settlement the gateway cannot deliver before it stops', () => {
+  it('is kept (in Redis, or in the data folder without Redis) and delivered by the next gateway', async () => {
+    const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-gw-data-'));
+    const stores: Array<Record<string, string>> = [{}, { REDIS_URL: '', GATEWAY_DATA_DIR: folder }];
+    for (const store of stores) {
+      const relay = await startLossyRelay(new URL(t.stack.controlPlane.internalServer.url));
+      // Settlements wait in its queue: nothing leaves before the control plane is cut off.
+      const first = await startExtraGateway({
+        ...store,
+        CONTROL_PLANE_INTERNAL_URL: relay.url,
+        FINISH_FLUSH_MS: '60000',
+        SHUTDOWN_DRAIN_MS: '300',
+      });
+      const key = await t.key({ credits: CREDITS });
+      const reply = await t.post(
+        '/v1/chat/completions',
+        key.secret,
+        bodyFor('/v1/chat/completions', 'gpt-test', 'input_tokens=30,output_tokens=7'),
+        { baseUrl: first.server.url },
+      );
+      expect(reply.status, reply.text).toBe(200);
+      await relay.cut();
+      await first.close();
+      expect((await t.stack.reservations(key.accountId)).map((row) => row.status)).toEqual(['reserved']);
+
+      const next = await startExtraGateway({ ...store, FINISH_FLUSH_MS: '20' });
+      extraGateways.push(next);
+      const row = await finishedReservation(key, next);
+      expect([row.status, row.charged_credits]).toEqual(['settled', 30n * 2n + 7n * 8n]);
+    }
   });
 });

@@ -61,6 +61,28 @@ describe('the provider refuses or fails', () => {
     }
   });
 
+  it('logs why the provider failed, with the provider id, at warn; the body says only the code', async () => {
+    for (const [status, reason] of [
+      [401, 'credential_refused'],
+      [429, 'rate_limited'],
+      [500, 'provider_error'],
+    ] as const) {
+      const key = await t.key({ credits: CREDITS });
+      const reply = await callOnce(key, '/v1/chat/completions', 'gpt-test', `status=${status}`);
+      t.expectError(reply, 503, 'upstream_unavailable');
+      expect(reply.text).not.toContain(reason);
+      const line = await t.waitForLog(
+        (text) => text.includes('upstream call failed') && text.includes(key.keyId),
+      );
+      expect(JSON.parse(line)).toMatchObject({
+        level: 40,
+        providerId: 'mock-openai',
+        reason,
+        upstreamStatus: status,
+      });
+    }
+  });
+
   it('answers upstream_unavailable when the provider is too slow to answer, and releases', async () => {
     for (const [path, alias] of SURFACES) {
       const key = await t.key({ credits: CREDITS });

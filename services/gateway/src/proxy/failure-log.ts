@@ -52,9 +52,11 @@ export function logUpstreamFailure(
   providerId: string,
   error: AppError,
   upstreamStatus?: number,
+  context: object = {},
 ): void {
   logger.warn(
     {
+      ...context,
       providerId,
       code: error.code,
       reason: upstreamFailureReason(error, upstreamStatus),

@@ -77,7 +77,8 @@ async function forward(
     response = await deps.upstream.send({ url, headers, body: input.body, signal: controller.signal });
   } catch (error) {
     const appError = toAppError(error);
-    if (appError.code !== 'client_disconnected') logUpstreamFailure(deps.logger, providerId, appError);
+    if (appError.code !== 'client_disconnected')
+      logUpstreamFailure(deps.logger, providerId, appError, undefined, input.log);
     throw appError;
   }
   detach();
@@ -86,7 +87,7 @@ async function forward(
   if (input.stream) {
     const checked = await checkUpstreamResponse({ response, names, stream: true });
     if (!checked.ok) {
-      logUpstreamFailure(deps.logger, providerId, checked.error, response.status);
+      logUpstreamFailure(deps.logger, providerId, checked.error, response.status, input.log);
       return failed(checked.error, decide.failed(checked.error, clientSignal.aborted));
     }
     const relayed = relayStream({
@@ -101,7 +102,8 @@ async function forward(
     });
     const started = performance.now();
     const decision = relayed.outcome.then((outcome) => {
-      if (outcome.kind === 'upstream_failed') logUpstreamFailure(deps.logger, providerId, outcome.error);
+      if (outcome.kind === 'upstream_failed')
+        logUpstreamFailure(deps.logger, providerId, outcome.error, undefined, input.log);
       deps.logger.info(
         { ...input.log, outcome: outcome.kind, streamMs: Math.round(performance.now() - started) },
         'stream ended',
@@ -128,7 +130,7 @@ async function forward(
   const status = (error: AppError) => (gone ? CLIENT_GONE_STATUS : error.status);
   if (!result.ok) {
     if (result.error.code !== 'billing_settlement_pending')
-      logUpstreamFailure(deps.logger, providerId, result.error, response.status);
+      logUpstreamFailure(deps.logger, providerId, result.error, response.status, input.log);
     const decision =
       result.settle === 'hold'
         ? decide.hold(outcome(result.error), status(result.error))

@@ -43,8 +43,11 @@ export const GatewayEnv = z.object({
   CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30),
   /** Length of the rate windows of the "per minute" ceilings. */
   LIMIT_WINDOW_SECONDS: withDefault(positiveInt, 60),
-  /** A concurrency slot held by a gateway that died frees itself after this long. */
-  LEASE_TTL_SECONDS: withDefault(positiveInt, 60),
+  /**
+   * A concurrency slot held by a gateway that died frees itself after this long; leases of calls
+   * still running are renewed every third of it.
+   */
+  LEASE_TTL_SECONDS: withDefault(positiveInt, 5),
   CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),

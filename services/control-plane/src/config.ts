@@ -1,4 +1,4 @@
-import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
+import { blankToUndefined, HttpServerEnv, parseEnv, serverLimitsOf } from '@tollgate/service-kit';
 import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
@@ -30,6 +30,7 @@ export const ControlPlaneEnv = z.object({
     .string({ error: 'is required' })
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters'),
   CATALOG_FILE: optional(z.string()),
+  ...HttpServerEnv,
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
   PUBLIC_URL: optional(z.string().url()),
@@ -95,6 +96,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyEncryptionKey: Buffer.from(parsed.KEY_ENCRYPTION_KEY, 'hex'),
     catalogFile: parsed.CATALOG_FILE,
     logLevel: parsed.LOG_LEVEL,
+    http: serverLimitsOf(parsed),
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
     sessions: {

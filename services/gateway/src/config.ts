@@ -1,4 +1,4 @@
-import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
+import { blankToUndefined, HttpServerEnv, parseEnv, serverLimitsOf } from '@tollgate/service-kit';
 import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
@@ -20,6 +20,8 @@ export const GatewayEnv = z.object({
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
   /** Service-wide request body ceiling; each key may set a lower one. */
   GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
+  /** Deepest JSON nesting accepted in a request body; deeper is refused before parsing. */
+  GATEWAY_MAX_JSON_DEPTH: withDefault(positiveInt, 64),
   UPSTREAM_CONNECT_TIMEOUT_MS: withDefault(positiveInt, 5_000),
   /** Longest wait for the upstream's response headers (a non-streamed answer comes whole). */
   UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000),
@@ -51,6 +53,7 @@ export const GatewayEnv = z.object({
   CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),
+  ...HttpServerEnv,
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -66,6 +69,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: parsed.REDIS_URL,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
+    maxJsonDepth: parsed.GATEWAY_MAX_JSON_DEPTH,
     upstream: {
       connectTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
@@ -87,6 +91,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseTtlMs: parsed.LEASE_TTL_SECONDS * 1000,
       concurrencyRetryAfterSeconds: parsed.CONCURRENCY_RETRY_AFTER_SECONDS,
     },
+    http: serverLimitsOf(parsed),
     secretsFile: parsed.SECRETS_FILE,
     logLevel: parsed.LOG_LEVEL,
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */

@@ -1,6 +1,6 @@
 import { createAdaptorServer } from '@hono/node-server';
 import type { FinishItem } from '@tollgate/schemas';
-import { createLogger, type Listening, type Logger, listen } from '@tollgate/service-kit';
+import { createLogger, type Listening, type Logger, listen, serverOptions } from '@tollgate/service-kit';
 import { createControlPlaneClient } from './billing/control-plane-client.ts';
 import { createFinishQueue } from './billing/finish-queue.ts';
 import {
@@ -112,7 +112,12 @@ export async function startGateway(
   catalog.start();
 
   const app = createGatewayApp(deps);
-  const server = await listen(createAdaptorServer({ fetch: app.fetch }) as never, config.port, config.host);
+  const server = await listen(
+    createAdaptorServer({ fetch: app.fetch, serverOptions: serverOptions(config.http) }) as never,
+    config.port,
+    config.host,
+    config.http,
+  );
   logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
 
   return {

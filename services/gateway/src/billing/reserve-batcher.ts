@@ -11,7 +11,7 @@ interface Waiting {
 }
 
 /** Cause codes of a reservation that never left this process: nothing can have been reserved. */
-export const RESERVE_NOT_SENT = 'RESERVE_NOT_SENT';
+const RESERVE_NOT_SENT = 'RESERVE_NOT_SENT';
 const RESERVE_TIMED_OUT = 'RESERVE_TIMED_OUT';
 
 function billingTimeout(code: string, message: string): AppError {

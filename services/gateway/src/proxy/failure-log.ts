@@ -26,7 +26,7 @@ function causeCode(error: unknown): string | null {
 }
 
 /** Why a provider call failed, in words an operator can act on; never sent to the client. */
-export function upstreamFailureReason(error: AppError, upstreamStatus?: number): string {
+function upstreamFailureReason(error: AppError, upstreamStatus?: number): string {
   if (upstreamStatus !== undefined && upstreamStatus >= 300) {
     if (upstreamStatus === 401 || upstreamStatus === 403 || upstreamStatus === 407)
       return 'credential_refused';

@@ -1,14 +1,14 @@
 import { AppError } from '@tollgate/errors';
 
 /** The documented default of GATEWAY_MAX_JSON_DEPTH. */
-export const DEFAULT_MAX_JSON_DEPTH = 64;
+const DEFAULT_MAX_JSON_DEPTH = 64;
 
 /**
  * Whether JSON text nests arrays/objects deeper than `maxDepth`, found by one pass over the text
  * (strings skipped) before any parsing: a body of millions of nested brackets would otherwise
  * hold the event loop and memory inside JSON.parse. Malformed text is left to the parser.
  */
-export function exceedsJsonDepth(text: string, maxDepth: number): boolean {
+function exceedsJsonDepth(text: string, maxDepth: number): boolean {
   if (text.length <= maxDepth) return false;
   let depth = 0;
   let inString = false;

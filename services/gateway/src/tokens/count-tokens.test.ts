@@ -1,7 +1,7 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
+import { sampleMessagesBody, sampleText } from '../../test/fixtures/sample-bodies.ts';
 import { countTextTokens, EXACT_LIMIT_CHARS, estimateInputTokens } from './count-tokens.ts';
-import { sampleMessagesBody, sampleText } from './sample-bodies.ts';
 import {
   AUDIO_TOKENS,
   DOCUMENT_TOKENS,

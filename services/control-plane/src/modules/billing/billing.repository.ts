@@ -295,3 +295,26 @@ export async function selectUsageSummary(db: Db, accountId: string, from: Date, 
   `.execute(db);
   return result.rows;
 }
+
+/** Written-off usage per account and alias among reservations finished in [from, end). */
+export function selectWriteOffs(db: Db, from: Date, end: Date, limit: number) {
+  return db
+    .selectFrom('reservations')
+    .select([
+      'account_id',
+      'alias',
+      sql<string>`count(*)::text`.as('reservations'),
+      sql<string>`sum(written_off_tokens)::text`.as('tokens'),
+      sql<string>`sum(written_off_credits)::text`.as('credits'),
+    ])
+    .where('finished_at', '>=', from)
+    .where('finished_at', '<', end)
+    .where((eb) => eb.or([eb('written_off_tokens', '>', 0n), eb('written_off_credits', '>', 0n)]))
+    .groupBy(['account_id', 'alias'])
+    .orderBy(sql`sum(written_off_credits)`, 'desc')
+    .orderBy(sql`sum(written_off_tokens)`, 'desc')
+    .orderBy('account_id')
+    .orderBy('alias')
+    .limit(limit)
+    .execute();
+}

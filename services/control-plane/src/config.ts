@@ -71,6 +71,12 @@ export const ControlPlaneEnv = z.object({
   RESERVATION_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
   HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24),
   RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
+  /**
+   * While an account has reservations open, a new one must leave this percentage of everything
+   * then reserved unreserved, so concurrent calls that overrun their estimates are still charged
+   * rather than written off. 0 turns the bound off; one call alone is always admitted.
+   */
+  RESERVE_OVERRUN_COVER_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
 
   // Email delivery: SMTP when set, else written to the log (development default).
   SMTP_URL: optional(z.string().url()),
@@ -140,6 +146,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,
       holdTimeoutMs: parsed.HOLD_TIMEOUT_HOURS * 60 * MINUTE,
       reconcileIntervalMs: parsed.RECONCILE_INTERVAL_SECONDS * 1000,
+      overrunCoverPercent: parsed.RESERVE_OVERRUN_COVER_PERCENT,
     },
     /** The environment, for `${NAME}` references in the catalogue file. */
     env,

@@ -10,6 +10,10 @@ import * as billingFunctions from './0003_billing_functions.ts';
 //   the charge of usage beyond a reservation, which used to repeat the loop.
 // - tollgate_reserve_one: an alias without a credit price can only be paid from a package, so a
 //   shortfall there is insufficient_tokens even when the account holds no entitlement at all.
+//   And a bound on what an account runs past its balance in flight: while reservations are open
+//   in a pool (credit, or the account's entitlement tokens), a new one must leave `cover_percent`
+//   of everything then reserved in that pool unreserved. Usage beyond an estimate is charged from
+//   that cover instead of being written off; one call alone is always admitted.
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
@@ -54,6 +58,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       v_available bigint;
       v_priced boolean := p_key.input_price is not null and p_key.output_price is not null;
       v_covered boolean := true;
+      v_cover bigint := coalesce((p_item->>'cover_percent')::bigint, 0);
+      v_pool_reserved bigint;
+      v_pool_available bigint;
       v_legs jsonb := '[]';
     begin
       -- A repeat of the same id, or a reserve arriving after the gateway released that id (the
@@ -102,6 +109,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
                      and (aliases is null or v_alias = any(aliases))) then
             return tollgate_refusal(v_id, 'insufficient_tokens');
           end if;
+          return tollgate_refusal(v_id, 'insufficient_credits');
+        end if;
+      end if;
+
+      if v_cover > 0 and v_tokens > 0 then
+        select coalesce(sum(reserved), 0) into v_pool_reserved from entitlements where account_id = p_key.account_id;
+        select coalesce(sum(remaining), 0) into v_pool_available
+          from tollgate_usable_entitlements(p_key.account_id, v_alias);
+        if v_pool_reserved > 0
+           and (v_pool_available - v_tokens)::numeric * 100 < v_cover::numeric * (v_pool_reserved + v_tokens) then
+          return tollgate_refusal(v_id, 'insufficient_tokens');
+        end if;
+      end if;
+      if v_cover > 0 and v_credit > 0 then
+        select available, reserved into v_pool_available, v_pool_reserved
+          from credit_balances where account_id = p_key.account_id;
+        if v_pool_reserved > 0
+           and (v_pool_available - v_credit)::numeric * 100 < v_cover::numeric * (v_pool_reserved + v_credit) then
           return tollgate_refusal(v_id, 'insufficient_credits');
         end if;
       end if;

@@ -15,6 +15,8 @@ export interface ReserveRow {
   surface: string;
   estimate_input: string;
   estimate_output: string;
+  /** See RESERVE_OVERRUN_COVER_PERCENT. */
+  cover_percent: number;
 }
 
 /**

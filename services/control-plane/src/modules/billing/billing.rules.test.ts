@@ -118,6 +118,30 @@ describe('reserve', () => {
     }
   });
 
+  it('bounds what runs past the balance in flight: with calls open, a new one must leave cover', async () => {
+    // RESERVE_OVERRUN_COVER_PERCENT = 10 (the default).
+    const key = await createFundedKey(context, { credits: 1000n });
+    const first = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400 credits
+    const second = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400: 200 left >= 10% of 800
+    expect([first.ok, second.ok]).toEqual([true, true]);
+    // 150 fits in the 200 left, but would leave 50 < 10% of 950 for overruns of the three calls.
+    const third = reserveItem(key, 'priced', 25n, 20n);
+    expect(await reserveOne(third)).toMatchObject({ ok: false, code: 'insufficient_credits' });
+    await api.finish([settleItem(key, first.reservationId, 'priced', 100n, 40n)]);
+    await api.finish([settleItem(key, second.reservationId, 'priced', 100n, 40n)]);
+    // Nothing open any more: a call alone is admitted up to the last credit it needs.
+    const alone = await reserveOne(reserveItem(key, 'priced', 25n, 20n));
+    expect(alone).toMatchObject({ ok: true, reserved: { credits: '150' } });
+
+    const tokens = await createFundedKey(context, { packages: ['small'] });
+    expect((await reserveOne(reserveItem(tokens, 'tokens-only', 250n, 250n))).ok).toBe(true);
+    expect((await reserveOne(reserveItem(tokens, 'tokens-only', 200n, 200n))).ok).toBe(true);
+    expect(await reserveOne(reserveItem(tokens, 'tokens-only', 25n, 25n))).toMatchObject({
+      ok: false,
+      code: 'insufficient_tokens',
+    });
+  });
+
   it('refuses a revoked key in the very next call after revoke returns', async () => {
     const key = await createFundedKey(context, { packages: ['small'] });
     expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({ ok: true });

@@ -25,6 +25,7 @@ export async function reserve(
     surface: item.surface,
     estimate_input: item.estimate.inputTokens,
     estimate_output: item.estimate.outputTokens,
+    cover_percent: deps.config.billing.overrunCoverPercent,
   }));
   const results = await repository.reserveBatch(deps.prepared, rows);
   return {

@@ -97,7 +97,9 @@ export function createFinishQueue(
         .finally(() => {
           inFlight -= 1;
           sending.delete(batch);
-          if (queue.length > 0 && !stopped) schedule(retryDelay || options.flushIntervalMs);
+          // Someone waits for an account's items (settledFor): the rest leave at once.
+          if (queue.length > 0 && !stopped)
+            schedule(retryDelay || (accountWaiters.size > 0 ? 0 : options.flushIntervalMs));
           settleWaiters();
         });
       if (retryDelay > 0) break;

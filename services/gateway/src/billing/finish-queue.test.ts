@@ -33,7 +33,11 @@ const accepted = (items: FinishItem[]): FinishBatchResponse => ({
 describe('finish queue', () => {
   it("sends an account's items at once when asked, instead of after the flush interval", async () => {
     const sent: FinishItem[][] = [];
-    const queue = createFinishQueue(async (items) => (sent.push(items), accepted(items)), {
+    const send = async (items: FinishItem[]) => {
+      sent.push(items);
+      return accepted(items);
+    };
+    const queue = createFinishQueue(send, {
       flushIntervalMs: 60_000,
       maxBatch: 100,
       maxInFlight: 1,

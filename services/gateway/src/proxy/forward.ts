@@ -99,6 +99,7 @@ async function forward(
       clientAskedForUsage: input.clientAskedForUsage,
       abortUpstream: abort(controller),
       signal: controller.signal,
+      drainTimeoutMs: deps.config.upstream.bodyTimeoutMs,
     });
     const started = performance.now();
     const decision = relayed.outcome.then((outcome) => {

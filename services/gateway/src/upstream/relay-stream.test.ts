@@ -250,6 +250,37 @@ describe('relayStream: the client leaving', () => {
     }
   });
 
+  it('stops reading for usage after the drain deadline when the provider trickles on', async () => {
+    const events = readFixture('anthropic-stream-text.sse').split(/(?<=\n\n)/);
+    let aborts = 0;
+    async function* trickle(): AsyncGenerator<Buffer> {
+      yield Buffer.from(events[0]!);
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        yield Buffer.from('event: ping\ndata: {"type": "ping"}\n\n');
+      }
+    }
+    const relayed = relayStream({
+      response: { status: 200, headers: SSE_HEADERS, body: trickle() },
+      surface: 'messages',
+      adapter: anthropicAdapter,
+      alias: 'house-model',
+      upstreamModel: 'claude-sonnet-4-5-20250929',
+      clientAskedForUsage: true,
+      abortUpstream: () => {
+        aborts++;
+      },
+      drainTimeoutMs: 200,
+    });
+    const reader = relayed.body.getReader();
+    await reader.read();
+    const started = performance.now();
+    await reader.cancel();
+    expect(await relayed.outcome).toMatchObject({ kind: 'client_disconnected', started: true });
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(aborts).toBe(1);
+  });
+
   it('reports no usage for a client that left after output when the upstream then stops short', async () => {
     const head = readFixture('anthropic-stream-tool-use.sse')
       .split(/(?<=\n\n)/)

@@ -38,6 +38,11 @@ export interface RelayStreamInput {
    * Without it, only an AbortError is recognised as such.
    */
   signal?: AbortSignal;
+  /**
+   * Longest the upstream is read on for its usage after the client left (besides the transport's
+   * own timeouts, which bound each silence, not the total). Past it the upstream is aborted.
+   */
+  drainTimeoutMs?: number;
 }
 
 export interface RelayedStream {
@@ -156,6 +161,24 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
    * the upstream body timeout); whatever usage was seen by then decides.
    */
   async function drain(): Promise<void> {
+    const deadline =
+      input.drainTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            // A provider that trickles on forever: stop it; the usage seen so far decides.
+            finish(disconnected());
+            input.abortUpstream();
+            stopReading();
+          }, input.drainTimeoutMs);
+    deadline?.unref();
+    try {
+      await drainToEnd();
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  async function drainToEnd(): Promise<void> {
     await reading;
     try {
       while (!finished && !terminalSeen) {

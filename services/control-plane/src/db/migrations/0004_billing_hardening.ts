@@ -4,8 +4,10 @@ import * as billingFunctions from './0003_billing_functions.ts';
 // Frozen in time: migrations never import application code.
 //
 // One definition of each money rule (ARCHITECTURE.md, "Metering rules"):
+// - tollgate_entitlement_usable: the "usable entitlement" rule (tokens left, not expired, covers
+//   the alias; a null alias means any), written once; the repository's listings call it too.
 // - tollgate_usable_entitlements: which entitlements a call of an alias may draw from, in the
-//   order it draws (soonest expiry first). The only place the "usable entitlement" rule is written.
+//   order it draws (soonest expiry first).
 // - tollgate_draw_plan: how much each of them gives towards a need. Used by the reservation and by
 //   the charge of usage beyond a reservation, which used to repeat the loop.
 // - tollgate_reserve_one: an alias without a credit price can only be paid from a package, so a
@@ -17,14 +19,20 @@ import * as billingFunctions from './0003_billing_functions.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
+    -- A plain SQL expression, so Postgres inlines it into the queries that use it.
+    create function tollgate_entitlement_usable(p_remaining bigint, p_expires_at timestamptz,
+                                                p_aliases text[], p_alias text)
+    returns boolean language sql stable as $fn$
+      select p_remaining > 0 and (p_expires_at is null or p_expires_at > now())
+        and (p_alias is null or p_aliases is null or p_alias = any(p_aliases))
+    $fn$;
+
     create function tollgate_usable_entitlements(p_account uuid, p_alias text)
     returns table (id uuid, remaining bigint, draw_order bigint) language sql stable as $fn$
       select e.id, e.remaining,
              row_number() over (order by e.expires_at asc nulls last, e.created_at, e.id)
       from entitlements e
-      where e.account_id = p_account and e.remaining > 0
-        and (e.expires_at is null or e.expires_at > now())
-        and (e.aliases is null or p_alias = any(e.aliases))
+      where e.account_id = p_account and tollgate_entitlement_usable(e.remaining, e.expires_at, e.aliases, p_alias)
     $fn$;
 
     -- Each usable entitlement's share of p_need, in draw order; nothing is changed here.
@@ -233,5 +241,6 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`
     drop function tollgate_draw_plan(uuid, text, bigint);
     drop function tollgate_usable_entitlements(uuid, text);
+    drop function tollgate_entitlement_usable(bigint, timestamptz, text[], text);
   `.execute(db);
 }

@@ -179,8 +179,11 @@ export function listEntitlements(db: Db, accountId: string) {
     .execute();
 }
 
-/** Usable entitlements, in the order reservations draw from them. */
-export function listUsableEntitlements(db: Db, accountId: string, now: Date) {
+/**
+ * Usable entitlements, in the order reservations draw from them. "Usable" is the database's own
+ * rule (tollgate_entitlement_usable, migration 0004), the one reservations apply, on its clock.
+ */
+export function listUsableEntitlements(db: Db, accountId: string) {
   return db
     .selectFrom('entitlements')
     .select([
@@ -193,8 +196,7 @@ export function listUsableEntitlements(db: Db, accountId: string, now: Date) {
       'concurrency',
     ])
     .where('account_id', '=', accountId)
-    .where('remaining', '>', 0n)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .where(sql<boolean>`tollgate_entitlement_usable(remaining, expires_at, aliases, null)`)
     .orderBy('expires_at', (order) => order.asc().nullsLast())
     .orderBy('created_at')
     .orderBy('id')

@@ -90,10 +90,15 @@ export async function handleMetered(
       log,
     });
     // The one place a reservation is finished: one decision, then the slot is freed.
-    ended = forwarded.decision.then((decision: Decision) => {
-      deps.billing.finish(finishItemOf(context, decision));
-      return lease?.release();
-    });
+    ended = forwarded.decision
+      .then((decision: Decision) => {
+        deps.billing.finish(finishItemOf(context, decision));
+        return lease?.release();
+      })
+      .catch((error: unknown) => {
+        // Never expected (enqueue and release do not throw); never an unhandled rejection either.
+        deps.logger.error({ err: error, reservationId }, 'finishing a call failed');
+      });
     // A non-streamed answer leaves only once its slot is free, so the client's next call cannot
     // find this one in flight.
     if (!forwarded.streaming) await ended;

@@ -153,8 +153,8 @@ describe('limits', () => {
       expect(error).toBeInstanceOf(OpenAI.APIUserAbortError);
     }
     const [left] = await meter.finished();
-    expect(left).toMatchObject({ status: 'released', outcome: 'client_disconnected' });
-    // The reservation is released: the slot must be free again, not held until its lease expires.
+    // Read to its end and settled; the slot must be free again, not held until its lease expires.
+    expect(left).toMatchObject({ status: 'settled', outcome: 'client_disconnected' });
     const next = await openai.chat.completions.create(
       chatRequest('gpt-e2e', 'Next @mock(input_tokens=8,output_tokens=2)'),
     );

@@ -238,7 +238,7 @@ describe('in the middle of a stream', () => {
 });
 
 describe('a client that leaves', () => {
-  it('mid-stream: the reservation is released as client_disconnected (499)', async () => {
+  it('mid-stream: the upstream is read to its end and its usage settled, recorded as client_disconnected (499)', async () => {
     const controller = new AbortController();
     const stream = await openai.chat.completions.create(
       { ...chat('words=20,chunk_delay=100,input_tokens=50,output_tokens=20'), stream: true },
@@ -255,28 +255,33 @@ describe('a client that leaves', () => {
       expect(error).toBeInstanceOf(OpenAI.APIUserAbortError);
     }
     expect(chunks).toBeLessThan(20);
-    const row = await finishedAs({ status: 'released', outcome: 'client_disconnected', httpStatus: 499 });
+    // The answer was produced (and is billed by the provider): an early hang-up is not free.
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'settled', outcome: 'client_disconnected', httpStatus: 499 });
+    expect(row!.chargedCredits).toBeGreaterThan(0n);
     // The customer's activity shows it the same way.
     const activity = await customer.dashboard.request('GET', '/me/activity');
     expect(activity.body.data.items).toContainEqual(
       expect.objectContaining({
-        id: row.id,
-        status: 'released',
+        id: row!.id,
+        status: 'settled',
         outcome: 'client_disconnected',
         httpStatus: 499,
-        charged: { tokens: '0', credits: '0' },
+        charged: { tokens: '0', credits: String(row!.chargedCredits) },
       }),
     );
   });
 
-  it('with the Anthropic stream helper aborted: released as client_disconnected (499)', async () => {
+  it('with the Anthropic stream helper aborted after the first text: settled as client_disconnected (499)', async () => {
     const stream = anthropic.messages.stream(
       message('words=20,chunk_delay=100,input_tokens=40,output_tokens=20'),
     );
     await new Promise<void>((resolve) => stream.once('text', () => resolve()));
     stream.abort();
     expect(await rejection(stream.finalMessage())).toBeInstanceOf(Anthropic.APIUserAbortError);
-    await finishedAs({ status: 'released', outcome: 'client_disconnected', httpStatus: 499 });
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'settled', outcome: 'client_disconnected', httpStatus: 499 });
+    expect(row!.chargedCredits).toBeGreaterThan(0n);
   });
 
   it('before a non-streamed answer: released as client_disconnected (499)', async () => {

@@ -1,4 +1,5 @@
-import type { z } from 'zod';
+import { z } from 'zod';
+import type { ServerLimits } from './serve.ts';
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -30,4 +31,30 @@ export function parseEnv<Schema extends z.ZodType>(
 /** Blank strings count as unset, so `FOO=` in an env file falls back to the default. */
 export function blankToUndefined(value: unknown): unknown {
   return typeof value === 'string' && value.trim() === '' ? undefined : value;
+}
+
+const positiveInt = z.coerce.number().int().positive();
+const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
+  z.preprocess(blankToUndefined, schema.default(fallback as never));
+
+/** The HTTP server limits both services take from the environment (README, configuration). */
+export const HttpServerEnv = {
+  HTTP_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 10_000),
+  HTTP_REQUEST_TIMEOUT_MS: withDefault(positiveInt, 60_000),
+  HTTP_IDLE_TIMEOUT_MS: withDefault(positiveInt, 65_000),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: withDefault(z.coerce.number().int().min(0), 0),
+};
+
+export function serverLimitsOf(parsed: {
+  HTTP_HEADERS_TIMEOUT_MS: number;
+  HTTP_REQUEST_TIMEOUT_MS: number;
+  HTTP_IDLE_TIMEOUT_MS: number;
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: number;
+}): ServerLimits {
+  return {
+    headersTimeoutMs: parsed.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: parsed.HTTP_REQUEST_TIMEOUT_MS,
+    idleTimeoutMs: parsed.HTTP_IDLE_TIMEOUT_MS,
+    maxConnectionsPerAddress: parsed.HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+  };
 }

@@ -12,13 +12,78 @@ export interface Listening {
   close(graceMs?: number): Promise<void>;
 }
 
+/**
+ * What one client may hold of a server: slow clients (one byte a second) are cut off by the
+ * header and request timeouts, idle keep-alive connections by the idle timeout; an optional cap
+ * bounds the connections of one client address.
+ */
+export interface ServerLimits {
+  /** Longest time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** Longest time to receive a whole request (headers and body; the answer is not counted). */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  idleTimeoutMs: number;
+  /** Connections one client address may hold at once; 0 = no cap. */
+  maxConnectionsPerAddress: number;
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  idleTimeoutMs: 65_000,
+  maxConnectionsPerAddress: 0,
+};
+
+/** How often Node checks the header and request timeouts (its default, 30 s, lets slow clients linger). */
+const TIMEOUT_CHECK_MS = 1_000;
+
+/** Options for node:http createServer (also @hono/node-server's `serverOptions`). */
+export function serverOptions(limits: ServerLimits = DEFAULT_SERVER_LIMITS) {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: Math.max(limits.requestTimeoutMs, limits.headersTimeoutMs),
+    keepAliveTimeout: limits.idleTimeoutMs,
+    connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, limits.headersTimeoutMs),
+  };
+}
+
+/** Closes connections beyond the cap of one client address at once. */
+function capConnectionsPerAddress(server: Server, cap: number): void {
+  if (cap <= 0) return;
+  const open = new Map<string, number>();
+  server.on('connection', (socket) => {
+    const address = socket.remoteAddress ?? 'unknown';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > cap) {
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
+}
+
+/**
+ * Serves on host:port with the limits applied. A Server built elsewhere should be created with
+ * `serverOptions(limits)` so that its timeouts are also checked often enough.
+ */
 export async function listen(
   listener: RequestListener | Server,
   port: number,
   host = '0.0.0.0',
+  limits: ServerLimits = DEFAULT_SERVER_LIMITS,
 ): Promise<Listening> {
-  const server = typeof listener === 'function' ? createServer(listener) : listener;
-  server.keepAliveTimeout = 65_000;
+  const options = serverOptions(limits);
+  const server = typeof listener === 'function' ? createServer(options, listener) : listener;
+  server.headersTimeout = options.headersTimeout;
+  server.requestTimeout = options.requestTimeout;
+  server.keepAliveTimeout = options.keepAliveTimeout;
+  capConnectionsPerAddress(server, limits.maxConnectionsPerAddress);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -1,5 +1,11 @@
 import { DEFAULT_PROVIDER_SECRET_PREFIX, ProviderSecretPrefix } from '@tollgate/schemas';
-import { blankToUndefined, ConfigError, parseEnv } from '@tollgate/service-kit';
+import {
+  blankToUndefined,
+  ConfigError,
+  HttpServerEnv,
+  parseEnv,
+  serverLimitsOf,
+} from '@tollgate/service-kit';
 import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
@@ -35,6 +41,7 @@ export const ControlPlaneEnv = z.object({
   /** Provider `credential` names must start with this (the gateway reads no other names). */
   PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
   CATALOG_FILE: optional(z.string()),
+  ...HttpServerEnv,
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
   PUBLIC_URL: optional(z.string().url()),
@@ -92,6 +99,12 @@ export const ControlPlaneEnv = z.object({
   RESERVATION_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
   HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24),
   RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
+  /**
+   * While an account has reservations open, a new one must leave this percentage of everything
+   * then reserved unreserved, so concurrent calls that overrun their estimates are still charged
+   * rather than written off. 0 turns the bound off; one call alone is always admitted.
+   */
+  RESERVE_OVERRUN_COVER_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
 
   // Commerce: orders and payment providers.
   ORDER_TTL_MINUTES: withDefault(positiveInt, 60),
@@ -134,6 +147,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     catalogFile: parsed.CATALOG_FILE,
     providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
     logLevel: parsed.LOG_LEVEL,
+    http: serverLimitsOf(parsed),
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
     bodyLimits: {
@@ -192,6 +206,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,
       holdTimeoutMs: parsed.HOLD_TIMEOUT_HOURS * 60 * MINUTE,
       reconcileIntervalMs: parsed.RECONCILE_INTERVAL_SECONDS * 1000,
+      overrunCoverPercent: parsed.RESERVE_OVERRUN_COVER_PERCENT,
     },
     /** The environment, for `${NAME}` references in the catalogue file. */
     env,

@@ -1,5 +1,5 @@
 import { createAdaptorServer } from '@hono/node-server';
-import { createLogger, type Listening, type Logger, listen } from '@tollgate/service-kit';
+import { createLogger, type Listening, type Logger, listen, serverOptions } from '@tollgate/service-kit';
 import { Redis } from 'ioredis';
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
@@ -60,11 +60,16 @@ export async function startControlPlane(
   const publicApp = createPublicApp(deps);
   const internalApi = createInternalApi(deps);
   const publicServer = await listen(
-    createAdaptorServer({ fetch: publicApp.fetch }) as never,
+    createAdaptorServer({ fetch: publicApp.fetch, serverOptions: serverOptions(config.http) }) as never,
     config.port,
     config.host,
+    config.http,
   );
-  const internalServer = await listen(internalApi.listener, config.internalPort, config.internalHost);
+  const internalServer = await listen(internalApi.listener, config.internalPort, config.internalHost, {
+    ...config.http,
+    // The gateways share a few addresses and keep pools of connections: never capped.
+    maxConnectionsPerAddress: 0,
+  });
   logger.info({ url: publicServer.url }, 'control plane listening');
   logger.info({ url: internalServer.url }, 'internal billing API listening');
 

@@ -1,5 +1,5 @@
 import { DEFAULT_PROVIDER_SECRET_PREFIX, ProviderSecretPrefix } from '@tollgate/schemas';
-import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
+import { blankToUndefined, HttpServerEnv, parseEnv, serverLimitsOf } from '@tollgate/service-kit';
 import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
@@ -21,6 +21,8 @@ export const GatewayEnv = z.object({
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
   /** Service-wide request body ceiling; each key may set a lower one. */
   GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
+  /** Deepest JSON nesting accepted in a request body; deeper is refused before parsing. */
+  GATEWAY_MAX_JSON_DEPTH: withDefault(positiveInt, 64),
   UPSTREAM_CONNECT_TIMEOUT_MS: withDefault(positiveInt, 5_000),
   /** Longest wait for the upstream's response headers (a non-streamed answer comes whole). */
   UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000),
@@ -33,13 +35,22 @@ export const GatewayEnv = z.object({
   RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1),
   /** Settles/releases/holds wait at most this long to leave together in one batch. */
   FINISH_FLUSH_MS: withDefault(positiveInt, 20),
+  /** Most settlements held in memory while the control plane is unreachable; the rest are kept on disk/Redis. */
+  FINISH_MAX_QUEUED: withDefault(positiveInt, 200_000),
+  /** How long a stopping gateway tries to deliver its queued settlements before keeping them. */
+  SHUTDOWN_DRAIN_MS: withDefault(positiveInt, 10_000),
+  /** Folder for settlements kept across restarts when there is no Redis. */
+  GATEWAY_DATA_DIR: withDefault(z.string(), '.data/gateway'),
   /** How long a resolved key is cached (dropped at once on change events; off without Redis). */
   KEY_CACHE_TTL_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
   CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30),
   /** Length of the rate windows of the "per minute" ceilings. */
   LIMIT_WINDOW_SECONDS: withDefault(positiveInt, 60),
-  /** A concurrency slot held by a gateway that died frees itself after this long. */
-  LEASE_TTL_SECONDS: withDefault(positiveInt, 60),
+  /**
+   * A concurrency slot held by a gateway that died frees itself after this long; leases of calls
+   * still running are renewed every third of it.
+   */
+  LEASE_TTL_SECONDS: withDefault(positiveInt, 5),
   CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),
@@ -47,6 +58,7 @@ export const GatewayEnv = z.object({
   INPUT_ESTIMATE_MARGIN_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
   /** Provider credentials are read only under names with this prefix (file or environment). */
   PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
+  ...HttpServerEnv,
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -62,6 +74,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: parsed.REDIS_URL,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
+    maxJsonDepth: parsed.GATEWAY_MAX_JSON_DEPTH,
     upstream: {
       connectTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
@@ -72,7 +85,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       connections: parsed.BILLING_CONNECTIONS,
       reserveMaxInFlight: parsed.RESERVE_MAX_IN_FLIGHT,
       finishFlushMs: parsed.FINISH_FLUSH_MS,
+      finishMaxQueued: parsed.FINISH_MAX_QUEUED,
+      shutdownDrainMs: parsed.SHUTDOWN_DRAIN_MS,
     },
+    dataDir: parsed.GATEWAY_DATA_DIR,
     keyCacheTtlMs: parsed.KEY_CACHE_TTL_SECONDS * 1000,
     catalogRefreshMs: parsed.CATALOG_REFRESH_SECONDS * 1000,
     limits: {
@@ -80,6 +96,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       leaseTtlMs: parsed.LEASE_TTL_SECONDS * 1000,
       concurrencyRetryAfterSeconds: parsed.CONCURRENCY_RETRY_AFTER_SECONDS,
     },
+    http: serverLimitsOf(parsed),
     secretsFile: parsed.SECRETS_FILE,
     inputEstimateMarginPercent: parsed.INPUT_ESTIMATE_MARGIN_PERCENT,
     providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,

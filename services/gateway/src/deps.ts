@@ -11,6 +11,11 @@ export interface BillingPort {
   reserve(item: ReserveItem): Promise<ReserveResult>;
   /** Queues a settle/release/hold; it leaves the response path and is retried until it lands. */
   finish(item: FinishItem): void;
+  /**
+   * Sends this account's queued finishes now; true once the control plane has them all, false
+   * when there were none or the deadline passed.
+   */
+  settledFor(accountId: string, deadlineMs: number): Promise<boolean>;
   keyStatus(keyDigest: string): Promise<KeyStatus>;
 }
 

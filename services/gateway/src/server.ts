@@ -1,7 +1,13 @@
 import { createAdaptorServer } from '@hono/node-server';
-import { createLogger, type Listening, type Logger, listen } from '@tollgate/service-kit';
+import type { FinishItem } from '@tollgate/schemas';
+import { createLogger, type Listening, type Logger, listen, serverOptions } from '@tollgate/service-kit';
 import { createControlPlaneClient } from './billing/control-plane-client.ts';
 import { createFinishQueue } from './billing/finish-queue.ts';
+import {
+  createFilePendingStore,
+  createRedisPendingStore,
+  type PendingStore,
+} from './billing/pending-store.ts';
 import { createReserveBatcher } from './billing/reserve-batcher.ts';
 import { createCatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
@@ -35,14 +41,20 @@ export async function startGateway(
   const reserver = createReserveBatcher(controlPlane.reserve, {
     maxInFlight: config.billing.reserveMaxInFlight,
     maxBatch: 100,
+    timeoutMs: config.billing.timeoutMs,
   });
+  const pending = config.redisUrl
+    ? createRedisPendingStore(config.redisUrl, config.redisKeyPrefix, logger)
+    : createFilePendingStore(config.dataDir, logger);
   const finishes = createFinishQueue(controlPlane.finish, {
     flushIntervalMs: config.billing.finishFlushMs,
     maxBatch: 200,
     maxInFlight: 2,
-    maxQueued: 200_000,
+    maxQueued: config.billing.finishMaxQueued,
+    spill: (items) => pending.save(items),
     logger,
   });
+  await deliverKept(pending, finishes.enqueue, logger);
   const catalog = createCatalogCache(controlPlane.catalog, { refreshMs: config.catalogRefreshMs, logger });
   // Without Redis there are no change events, so nothing is cached: every request asks.
   const keys = createKeyCache(controlPlane.resolveKey, {
@@ -87,6 +99,7 @@ export async function startGateway(
     billing: {
       reserve: reserver.reserve,
       finish: finishes.enqueue,
+      settledFor: finishes.settledFor,
       keyStatus: controlPlane.keyStatus,
     },
     keys,
@@ -100,7 +113,12 @@ export async function startGateway(
   catalog.start();
 
   const app = createGatewayApp(deps);
-  const server = await listen(createAdaptorServer({ fetch: app.fetch }) as never, config.port, config.host);
+  const server = await listen(
+    createAdaptorServer({ fetch: app.fetch, serverOptions: serverOptions(config.http) }) as never,
+    config.port,
+    config.host,
+    config.http,
+  );
   logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
 
   return {
@@ -109,9 +127,10 @@ export async function startGateway(
     drainBilling: (deadlineMs) => finishes.drain(deadlineMs),
     async close() {
       await server.close();
-      const drained = await finishes.drain(10_000);
-      if (!drained)
-        logger.error({ pending: finishes.pending() }, 'stopped with settlements not yet delivered');
+      const drained = await finishes.drain(config.billing.shutdownDrainMs);
+      const left = finishes.stop();
+      if (!drained && left.length > 0) await keep(pending, left, logger);
+      await pending.close();
       catalog.stop();
       await subscription?.close();
       await limiter.close();
@@ -119,4 +138,39 @@ export async function startGateway(
       await controlPlane.close();
     },
   };
+}
+
+/** Queues what an earlier run (of any gateway, with Redis) could not deliver. */
+async function deliverKept(
+  store: PendingStore,
+  enqueue: (item: FinishItem) => void,
+  logger: Logger,
+): Promise<void> {
+  try {
+    const kept = await store.take();
+    for (const item of kept) enqueue(item);
+    if (kept.length > 0)
+      logger.info({ items: kept.length, store: store.kind }, 'delivering kept settlements');
+  } catch (error) {
+    logger.error(
+      { err: error, store: store.kind },
+      'kept settlements could not be read; will retry at next start',
+    );
+  }
+}
+
+/** Keeps undelivered settlements durably; only if that fails too are they left to the reconciler. */
+async function keep(store: PendingStore, items: FinishItem[], logger: Logger): Promise<void> {
+  try {
+    await store.save(items);
+    logger.warn(
+      { items: items.length, store: store.kind },
+      'settlements not yet delivered were kept for later',
+    );
+  } catch (error) {
+    logger.error(
+      { err: error, items: items.length, reservationIds: items.map((item) => item.reservationId) },
+      'settlements could not be delivered or kept: the reconciler holds them as settlement_missing',
+    );
+  }
 }

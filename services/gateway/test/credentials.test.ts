@@ -1,7 +1,7 @@
 import { changeKeyStatus } from '@tollgate/control-plane/test-kit';
 import { generateApiKeySecret } from '@tollgate/schemas';
 import { describe, expect, it } from 'vitest';
-import { PROVIDER_KEY } from '../src/testing/stack.ts';
+import { PROVIDER_KEY } from './stack.ts';
 import { bodyFor, uniqueTag, useStack } from './support.ts';
 
 const t = useStack('gw-credentials');

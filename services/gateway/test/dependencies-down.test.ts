@@ -134,6 +134,9 @@ describe('control plane unreachable', () => {
       t.expectError(reply, 503, 'billing_unavailable');
     }
     expect(t.upstreamCalls()).toBe(calls);
+    // The operator's log says why; the client's body only names the code.
+    const line = await t.waitForLog((text) => text.includes('reservation failed: billing unavailable'));
+    expect(JSON.parse(line)).toMatchObject({ level: 40, keyId: key.keyId, reason: 'ECONNREFUSED' });
     expect(await t.stack.balances(key.accountId)).toEqual(before);
     expect((await t.stack.reservations(key.accountId)).map((row) => row.status)).toEqual(['settled']);
   });

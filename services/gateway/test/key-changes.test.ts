@@ -1,4 +1,5 @@
 import { changeKeyStatus, createKey, rotateKey } from '@tollgate/control-plane/test-kit';
+import { apiKeyDigest } from '@tollgate/schemas';
 import { describe, expect, it } from 'vitest';
 import { bodyFor, uniqueTag, useStack } from './support.ts';
 
@@ -14,6 +15,42 @@ async function warm(secret: string): Promise<void> {
     expect(reply.status, reply.text).toBe(200);
   }
 }
+
+const digestOf = apiKeyDigest;
+
+/** Resolves once no gateway's cache holds this digest any more; fails after `timeoutMs`. */
+async function droppedEverywhere(digest: string, timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (t.stack.gateways.some((gateway) => gateway.deps.keys.peek(digest) !== null)) {
+    if (Date.now() > deadline) throw new Error('a gateway still caches the changed key');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('the key cache follows change events', () => {
+  it('drops a changed key from every gateway at once, before any request asks again', async () => {
+    for (const change of ['disabled', 'revoked'] as const) {
+      const key = await t.key({ credits: CREDITS });
+      const digest = digestOf(key.secret);
+      await warm(key.secret);
+      for (const gateway of t.stack.gateways) expect(gateway.deps.keys.peek(digest)?.keyId).toBe(key.keyId);
+      await changeKeyStatus(t.stack.controlPlane.deps, key.accountId, key.keyId, change);
+      // Far sooner than the cache's own expiry (KEY_CACHE_TTL_SECONDS, 60 s here).
+      await droppedEverywhere(digest);
+    }
+  });
+
+  it('drops every key of an account whose account changed', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const other = await createKey(t.stack.controlPlane.deps, key.accountId, { name: 'second', scope: null });
+    t.remember(other.secret);
+    await warm(key.secret);
+    await warm(other.secret);
+    await t.stack.controlPlane.deps.events.publish({ type: 'account.changed', accountId: key.accountId });
+    await droppedEverywhere(digestOf(key.secret));
+    await droppedEverywhere(digestOf(other.secret));
+  });
+});
 
 describe('key changes take effect on the very next request', () => {
   it('revocation: the next GET /v1/models, key status and metered call on every gateway are refused', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROVIDER_KEY, startTestStack, type TestStack } from '../src/testing/stack.ts';
+import { PROVIDER_KEY, startTestStack, type TestStack } from './stack.ts';
 
 let stack: TestStack;
 beforeAll(async () => {

@@ -278,3 +278,23 @@ describe('maximum output', () => {
     expect(reservation!.estimate_output).toBe(100n);
   });
 });
+
+describe('deeply nested JSON', () => {
+  it('is refused with invalid_request before parsing, on every POST route, and meters nothing', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const calls = t.upstreamCalls();
+    const nested = `${'['.repeat(1_000_000)}${']'.repeat(1_000_000)}`;
+    for (const [path, alias] of [
+      ['/v1/messages', 'claude-test'],
+      ['/v1/messages/count_tokens', 'claude-test'],
+      ['/v1/chat/completions', 'gpt-test'],
+      ['/v1/responses', 'gpt-test'],
+    ] as const) {
+      const body = JSON.stringify(bodyFor(path, alias)).replace(/\}$/, `,"metadata":${nested}}`);
+      const message = t.expectError(await t.post(path, key.secret, body), 400, 'invalid_request');
+      expect(message).toMatch(/deeper than 64 levels/);
+    }
+    expect(t.upstreamCalls()).toBe(calls);
+    await t.expectUntouched(key, { credits: CREDITS });
+  });
+});

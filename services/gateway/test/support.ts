@@ -4,7 +4,7 @@
  */
 import { ERROR_CATALOG, ERROR_TYPES, type ServerErrorCode } from '@tollgate/errors';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { PROVIDER_KEY, type StackOptions, startTestStack, type TestStack } from '../src/testing/stack.ts';
+import { PROVIDER_KEY, type StackOptions, startTestStack, type TestStack } from './stack.ts';
 
 export interface Reply {
   path: string;

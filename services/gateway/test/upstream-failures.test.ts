@@ -61,6 +61,28 @@ describe('the provider refuses or fails', () => {
     }
   });
 
+  it('logs why the provider failed, with the provider id, at warn; the body says only the code', async () => {
+    for (const [status, reason] of [
+      [401, 'credential_refused'],
+      [429, 'rate_limited'],
+      [500, 'provider_error'],
+    ] as const) {
+      const key = await t.key({ credits: CREDITS });
+      const reply = await callOnce(key, '/v1/chat/completions', 'gpt-test', `status=${status}`);
+      t.expectError(reply, 503, 'upstream_unavailable');
+      expect(reply.text).not.toContain(reason);
+      const line = await t.waitForLog(
+        (text) => text.includes('upstream call failed') && text.includes(key.keyId),
+      );
+      expect(JSON.parse(line)).toMatchObject({
+        level: 40,
+        providerId: 'mock-openai',
+        reason,
+        upstreamStatus: status,
+      });
+    }
+  });
+
   it('answers upstream_unavailable when the provider is too slow to answer, and releases', async () => {
     for (const [path, alias] of SURFACES) {
       const key = await t.key({ credits: CREDITS });
@@ -161,12 +183,13 @@ describe('balances', () => {
         t.expectError(await t.post(path, key.secret, bodyFor(path, alias)), 402, 'insufficient_credits');
       }
     }
-    // An alias without a price cannot be paid with credit at all.
+    // An alias without a price cannot be paid with credit at all: only a package can, so the
+    // account lacks tokens, not credit.
     const rich = await t.key({ credits: CREDITS });
     t.expectError(
       await t.post('/v1/chat/completions', rich.secret, bodyFor('/v1/chat/completions', 'tokens-test')),
       402,
-      'insufficient_credits',
+      'insufficient_tokens',
     );
     expect(t.upstreamCalls()).toBe(calls);
     await t.expectUntouched(poor, { credits: 100n });

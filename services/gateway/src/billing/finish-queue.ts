@@ -6,8 +6,12 @@ export interface FinishQueueOptions {
   flushIntervalMs: number;
   maxBatch: number;
   maxInFlight: number;
-  /** Bound on what waits while the control plane is unreachable; the oldest are dropped past it. */
+  /**
+   * Bound on what waits in memory while the control plane is unreachable; past it the oldest go
+   * to `spill` (the durable pending store), never dropped silently.
+   */
   maxQueued: number;
+  spill?: (items: FinishItem[]) => Promise<void>;
   logger: Logger;
 }
 
@@ -17,8 +21,10 @@ const RETRY_MAX_MS = 5_000;
 /**
  * Settles, releases and holds leave the response path: they are queued and sent in batches (one
  * durable commit each). A batch that fails is retried with backoff; finish is idempotent by
- * reservation id, so a retry after an unclear failure charges nothing twice. A reservation whose
- * finish never arrives (the process died) is released by the control plane's reconciler.
+ * reservation id, so a retry after an unclear failure charges nothing twice. What is still
+ * unacknowledged at shutdown (or overflows) goes to the durable pending store and is delivered
+ * later; a finish that never arrives at all (the process was killed) is held by the control
+ * plane's reconciler as `settlement_missing`, for review.
  */
 export function createFinishQueue(
   send: (items: FinishItem[]) => Promise<FinishBatchResponse>,
@@ -29,6 +35,26 @@ export function createFinishQueue(
   let timer: NodeJS.Timeout | null = null;
   let retryDelay = 0;
   let idleWaiters: Array<() => void> = [];
+  let stopped = false;
+  /** Batches sent and not yet acknowledged. */
+  const sending = new Set<FinishItem[]>();
+  /** Unacknowledged items per account, and who waits for an account to have none. */
+  const byAccount = new Map<string, number>();
+  const accountWaiters = new Map<string, Array<() => void>>();
+
+  function acknowledged(batch: FinishItem[]): void {
+    for (const item of batch) {
+      const left = (byAccount.get(item.accountId) ?? 1) - 1;
+      if (left > 0) {
+        byAccount.set(item.accountId, left);
+        continue;
+      }
+      byAccount.delete(item.accountId);
+      const waiters = accountWaiters.get(item.accountId);
+      accountWaiters.delete(item.accountId);
+      for (const wake of waiters ?? []) wake();
+    }
+  }
 
   function schedule(delay: number): void {
     if (timer) return;
@@ -47,16 +73,19 @@ export function createFinishQueue(
   }
 
   function flush(): void {
-    while (queue.length > 0 && inFlight < options.maxInFlight) {
+    while (!stopped && queue.length > 0 && inFlight < options.maxInFlight) {
       const batch = queue.slice(0, options.maxBatch);
       queue = queue.slice(batch.length);
       inFlight += 1;
+      sending.add(batch);
       send(batch)
         .then(
           () => {
             retryDelay = 0;
+            acknowledged(batch);
           },
           (error: unknown) => {
+            if (stopped) return;
             queue = [...batch, ...queue];
             retryDelay = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, retryDelay * 2));
             options.logger.warn(
@@ -67,7 +96,10 @@ export function createFinishQueue(
         )
         .finally(() => {
           inFlight -= 1;
-          if (queue.length > 0) schedule(retryDelay || options.flushIntervalMs);
+          sending.delete(batch);
+          // Someone waits for an account's items (settledFor): the rest leave at once.
+          if (queue.length > 0 && !stopped)
+            schedule(retryDelay || (accountWaiters.size > 0 ? 0 : options.flushIntervalMs));
           settleWaiters();
         });
       if (retryDelay > 0) break;
@@ -77,15 +109,66 @@ export function createFinishQueue(
   return {
     enqueue(item: FinishItem): void {
       queue.push(item);
+      byAccount.set(item.accountId, (byAccount.get(item.accountId) ?? 0) + 1);
       if (queue.length > options.maxQueued) {
-        const dropped = queue.splice(0, queue.length - options.maxQueued);
-        options.logger.error(
-          { dropped: dropped.length },
-          'finish queue full: oldest items dropped (the reconciler releases them)',
+        const spilled = queue.splice(0, queue.length - options.maxQueued);
+        acknowledged(spilled);
+        const kept = options.spill ? options.spill(spilled) : Promise.reject(new Error('no pending store'));
+        kept.then(
+          () =>
+            options.logger.warn({ items: spilled.length }, 'finish queue full: oldest items kept for later'),
+          (error: unknown) =>
+            options.logger.error(
+              {
+                err: error,
+                items: spilled.length,
+                reservationIds: spilled.map((item) => item.reservationId),
+              },
+              'finish queue full and items could not be kept: the reconciler holds them as settlement_missing',
+            ),
         );
       }
       if (queue.length >= options.maxBatch && retryDelay === 0) flush();
       else schedule(retryDelay || options.flushIntervalMs);
+    },
+    /**
+     * Sends this account's queued items now and resolves true once the control plane has all of
+     * them (false past the deadline, or at once if there were none). Near the end of a balance a
+     * finished call's reservation is still held until its settlement lands; waiting for it lets
+     * the account's next call see what is really left.
+     */
+    async settledFor(accountId: string, deadlineMs: number): Promise<boolean> {
+      if (!byAccount.has(accountId)) return false;
+      const done = new Promise<true>((resolve) => {
+        const waiters = accountWaiters.get(accountId) ?? [];
+        waiters.push(() => resolve(true));
+        accountWaiters.set(accountId, waiters);
+      });
+      if (timer && retryDelay === 0) {
+        clearTimeout(timer);
+        timer = null;
+        flush();
+      }
+      let expire: NodeJS.Timeout | undefined;
+      const deadline = new Promise<false>((resolve) => {
+        expire = setTimeout(() => resolve(false), deadlineMs);
+      });
+      try {
+        return await Promise.race([done, deadline]);
+      } finally {
+        clearTimeout(expire);
+      }
+    },
+    /** Stops sending and retrying; returns every item not acknowledged (sent or not). */
+    stop(): FinishItem[] {
+      stopped = true;
+      if (timer) {
+        clearTimeout(timer);
+        timer = null;
+      }
+      const left = [...[...sending].flat(), ...queue];
+      queue = [];
+      return left;
     },
     /** Items not yet acknowledged by the control plane. */
     pending(): number {

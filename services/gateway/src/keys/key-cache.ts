@@ -60,6 +60,11 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
     fresh(digest: string): Promise<ResolvedKey> {
       return resolveAndStore(digest);
     },
+    /** The live cached entry for a digest, without asking anything (what the hot path would use). */
+    peek(digest: string): ResolvedKey | null {
+      const entry = entries.get(digest);
+      return entry && entry.expiresAt > now() ? entry.key : null;
+    },
     dropKey(keyId: string): void {
       dropWhere((key) => key.keyId === keyId);
     },

@@ -93,6 +93,39 @@ describe.each([
   });
 });
 
+describe.each([
+  ['redis', (ttl: number) => redisLimiters(1, { leaseTtlMs: ttl })[0]!],
+  ['memory', (ttl: number) => createMemoryLimiter({ ...settings, leaseTtlMs: ttl })],
+])('%s limiter leases', (_name, create) => {
+  it('keeps the slot of a call still running for many lease lifetimes (renewed while held)', async () => {
+    const limiter = create(300);
+    opened.push(limiter);
+    const keyId = randomUUID();
+    const running = await limiter.acquire(request(keyId, { keyConcurrency: 1 }));
+    expect(running.allowed).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(await limiter.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({
+      allowed: false,
+      code: 'concurrency_limit_exceeded',
+    });
+    if (running.allowed) await running.lease?.release();
+    expect((await limiter.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
+  });
+
+  it('frees a slot within the lease lifetime once its holder stops renewing', async () => {
+    const limiter = create(300);
+    const keyId = randomUUID();
+    expect((await limiter.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
+    await limiter.close(); // the holder is gone: no release, no renewal
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const other = create(300);
+    opened.push(other);
+    // The memory limiter's state lives in the closed instance; Redis's is shared.
+    const next = _name === 'memory' ? limiter : other;
+    expect((await next.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
+  });
+});
+
 describe('redis limiter across gateway processes', () => {
   it('admits R per window in total from two limiters, not 2R', async () => {
     const [one, two] = redisLimiters(2);

@@ -37,8 +37,16 @@ export interface Limiter {
 export interface LimiterSettings {
   /** Length of a rate window; ceilings are "per minute" so this is 60 s outside tests. */
   windowMs: number;
-  /** Lifetime of a concurrency lease; renewed while the request runs. */
+  /**
+   * Lifetime of a concurrency lease; renewed (every third of it) while the request runs, so it
+   * can be short: a crashed gateway's slots free within it.
+   */
   leaseTtlMs: number;
   /** Retry-After for concurrency refusals (short by the spec). */
   concurrencyRetryAfterSeconds: number;
+}
+
+/** Leases are renewed three times per lifetime, so one late renewal never lets a live one lapse. */
+export function renewIntervalMs(leaseTtlMs: number): number {
+  return Math.max(50, Math.floor(leaseTtlMs / 3));
 }

@@ -1,9 +1,23 @@
-import type { Lease, LimitDecision, Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
+import {
+  type Lease,
+  type LimitDecision,
+  type Limiter,
+  type LimiterSettings,
+  type LimitRequest,
+  renewIntervalMs,
+} from './limiter.ts';
 
-/** The same limits as the Redis limiter, for one gateway process (the embedded default). */
+/**
+ * The same limits as the Redis limiter, for one gateway process (the embedded default). Leases
+ * expire like Redis's and are renewed while held, so a slot whose release never comes (a call
+ * that hung) frees itself after the lease TTL here too.
+ */
 export function createMemoryLimiter(settings: LimiterSettings, now: () => number = Date.now): Limiter {
   const counters = new Map<string, { window: number; count: number }>();
-  const slots = new Map<string, Set<string>>();
+  /** Lease id -> expiry, per key or package. */
+  const slots = new Map<string, Map<string, number>>();
+  /** Leases held by calls still running, renewed until released. */
+  const held = new Map<string, Array<Map<string, number>>>();
 
   function count(name: string, window: number): number {
     const counter = counters.get(name);
@@ -14,14 +28,22 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
     counters.set(name, { window, count: count(name, window) + 1 });
   }
 
-  function occupied(name: string): Set<string> {
+  /** The live leases of a key or package (expired ones dropped). */
+  function occupied(name: string, time: number): Map<string, number> {
     let set = slots.get(name);
     if (!set) {
-      set = new Set();
+      set = new Map();
       slots.set(name, set);
     }
+    for (const [id, expiry] of set) if (expiry <= time) set.delete(id);
     return set;
   }
+
+  const renew = setInterval(() => {
+    const expiry = now() + settings.leaseTtlMs;
+    for (const [id, sets] of held) for (const set of sets) if (set.has(id)) set.set(id, expiry);
+  }, renewIntervalMs(settings.leaseTtlMs));
+  renew.unref();
 
   const sweep = setInterval(() => {
     const window = Math.floor(now() / settings.windowMs);
@@ -50,8 +72,8 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
       }
       let lease: Lease | null = null;
       if (request.keyConcurrency !== null) {
-        const keySlots = occupied(`k:${request.keyId}`);
-        const planSlots = plan?.concurrency ? occupied(`p:${plan.id}`) : null;
+        const keySlots = occupied(`k:${request.keyId}`, time);
+        const planSlots = plan?.concurrency ? occupied(`p:${plan.id}`, time) : null;
         if (
           keySlots.size >= request.keyConcurrency ||
           (planSlots && plan?.concurrency && planSlots.size >= plan.concurrency)
@@ -62,10 +84,13 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
             retryAfterSeconds: settings.concurrencyRetryAfterSeconds,
           };
         }
-        keySlots.add(request.leaseId);
-        planSlots?.add(request.leaseId);
+        const expiry = time + settings.leaseTtlMs;
+        keySlots.set(request.leaseId, expiry);
+        planSlots?.set(request.leaseId, expiry);
+        held.set(request.leaseId, planSlots ? [keySlots, planSlots] : [keySlots]);
         lease = {
           async release() {
+            held.delete(request.leaseId);
             keySlots.delete(request.leaseId);
             planSlots?.delete(request.leaseId);
           },
@@ -77,6 +102,7 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
     },
     async close() {
       clearInterval(sweep);
+      clearInterval(renew);
     },
   };
 }

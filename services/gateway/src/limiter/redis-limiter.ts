@@ -1,7 +1,14 @@
 import { AppError } from '@tollgate/errors';
 import type { Logger } from '@tollgate/service-kit';
 import { Redis } from 'ioredis';
-import type { Lease, LimitDecision, Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
+import {
+  type Lease,
+  type LimitDecision,
+  type Limiter,
+  type LimiterSettings,
+  type LimitRequest,
+  renewIntervalMs,
+} from './limiter.ts';
 
 /**
  * All checks and all increments in one script, so a refused request changes nothing and several
@@ -108,22 +115,19 @@ export function createRedisLimiter(
     });
   }
   const held = new Map<string, HeldLease>();
-  const renewTimer = setInterval(
-    () => {
-      if (held.size === 0) return;
-      const leases = [...held.values()].flatMap((lease) => lease.sets.map((set) => ({ set, id: lease.id })));
-      redis
-        .eval(
-          RENEW,
-          leases.length,
-          ...leases.map((lease) => lease.set),
-          settings.leaseTtlMs,
-          ...leases.map((lease) => lease.id),
-        )
-        .catch((error: unknown) => logger.warn({ err: error }, 'limiter: could not renew leases'));
-    },
-    Math.max(1_000, Math.floor(settings.leaseTtlMs / 3)),
-  );
+  const renewTimer = setInterval(() => {
+    if (held.size === 0) return;
+    const leases = [...held.values()].flatMap((lease) => lease.sets.map((set) => ({ set, id: lease.id })));
+    redis
+      .eval(
+        RENEW,
+        leases.length,
+        ...leases.map((lease) => lease.set),
+        settings.leaseTtlMs,
+        ...leases.map((lease) => lease.id),
+      )
+      .catch((error: unknown) => logger.warn({ err: error }, 'limiter: could not renew leases'));
+  }, renewIntervalMs(settings.leaseTtlMs));
   renewTimer.unref();
 
   return {

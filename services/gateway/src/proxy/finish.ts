@@ -1,6 +1,6 @@
 import type { AppError } from '@tollgate/errors';
 import type { FinishItem, FinishOutcome, MeteredSurface } from '@tollgate/schemas';
-import type { UsageFigures } from '../upstream/index.ts';
+import type { StreamOutcome, UsageFigures } from '../upstream/index.ts';
 
 const RECORDED_OUTCOMES = new Set<string>([
   'upstream_rejected',
@@ -14,6 +14,62 @@ export function outcomeOf(error: AppError): FinishOutcome {
   return RECORDED_OUTCOMES.has(error.code) ? (error.code as FinishOutcome) : 'gateway_error';
 }
 
+/** Status recorded for a client that left: it never saw an answer. */
+export const CLIENT_GONE_STATUS = 499;
+
+/**
+ * What becomes of a reservation once its call is over: settle reported usage, release when
+ * nothing valid came back (or the client left before any output), hold when usage is unknown.
+ */
+export type Decision =
+  | { action: 'settle'; usage: UsageFigures; outcome: FinishOutcome; httpStatus: number }
+  | { action: 'release' | 'hold'; outcome: FinishOutcome; httpStatus: number };
+
+export const decide = {
+  settle: (usage: UsageFigures, httpStatus: number, outcome: FinishOutcome = 'ok'): Decision => ({
+    action: 'settle',
+    usage,
+    outcome,
+    httpStatus,
+  }),
+  release: (outcome: FinishOutcome, httpStatus: number): Decision => ({
+    action: 'release',
+    outcome,
+    httpStatus,
+  }),
+  hold: (outcome: FinishOutcome, httpStatus: number): Decision => ({ action: 'hold', outcome, httpStatus }),
+  /** A failure before a valid answer: released; as client_disconnected if the client had left. */
+  failed: (error: AppError, clientGone: boolean): Decision =>
+    clientGone
+      ? { action: 'release', outcome: 'client_disconnected', httpStatus: CLIENT_GONE_STATUS }
+      : { action: 'release', outcome: outcomeOf(error), httpStatus: error.status },
+  /**
+   * A client that left after output started: the provider's reported usage is charged (it bills
+   * us for it); without usage the reservation is held, never released.
+   */
+  clientGone: (usage: UsageFigures | null): Decision =>
+    usage === null
+      ? { action: 'hold', outcome: 'client_disconnected', httpStatus: CLIENT_GONE_STATUS }
+      : { action: 'settle', usage, outcome: 'client_disconnected', httpStatus: CLIENT_GONE_STATUS },
+};
+
+/** The reservation's decision for each way a relayed stream can end. */
+export function decideStream(outcome: StreamOutcome): Decision {
+  switch (outcome.kind) {
+    case 'completed':
+      return decide.settle(outcome.usage, 200);
+    case 'no_usage':
+      return decide.hold('billing_settlement_pending', 200);
+    case 'upstream_failed':
+      // Part of the answer reached the client: usage is unknown, so hold, never guess.
+      return decide.hold(outcomeOf(outcome.error), outcome.error.status);
+    case 'client_disconnected':
+      return outcome.started
+        ? decide.clientGone(outcome.usage)
+        : decide.release('client_disconnected', CLIENT_GONE_STATUS);
+  }
+}
+
 export interface ReservationContext {
   reservationId: string;
   keyId: string;
@@ -22,35 +78,19 @@ export interface ReservationContext {
   surface: MeteredSurface;
 }
 
-/**
- * Finishes a reservation exactly once, whatever path the request takes: settle from reported
- * usage, release when nothing valid came back (or the client left), hold when usage is unknown.
- */
-export function createReservationFinisher(context: ReservationContext, enqueue: (item: FinishItem) => void) {
-  let finished = false;
-  function send(item: FinishItem): void {
-    if (finished) return;
-    finished = true;
-    enqueue(item);
+/** The finish message of a decided reservation, as the control plane takes it. */
+export function finishItemOf(context: ReservationContext, decision: Decision): FinishItem {
+  const base = { ...context, occurredAt: new Date().toISOString(), outcome: decision.outcome };
+  if (decision.action === 'settle') {
+    return {
+      ...base,
+      action: 'settle',
+      httpStatus: decision.httpStatus,
+      usage: {
+        inputTokens: String(decision.usage.inputTokens),
+        outputTokens: String(decision.usage.outputTokens),
+      },
+    };
   }
-  const base = () => ({ ...context, occurredAt: new Date().toISOString() });
-  return {
-    settle(usage: UsageFigures, httpStatus: number): void {
-      send({
-        ...base(),
-        action: 'settle',
-        outcome: 'ok',
-        httpStatus,
-        usage: { inputTokens: String(usage.inputTokens), outputTokens: String(usage.outputTokens) },
-      });
-    },
-    release(outcome: FinishOutcome, httpStatus: number): void {
-      send({ ...base(), action: 'release', outcome, httpStatus });
-    },
-    hold(outcome: FinishOutcome, httpStatus: number): void {
-      send({ ...base(), action: 'hold', outcome, httpStatus });
-    },
-  };
+  return { ...base, action: decision.action, httpStatus: decision.httpStatus };
 }
-
-export type ReservationFinisher = ReturnType<typeof createReservationFinisher>;

@@ -1,4 +1,4 @@
-import { AppError } from '@tollgate/errors';
+import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import {
@@ -6,9 +6,11 @@ import {
   getAdapter,
   relayNonStreaming,
   relayStream,
-  type StreamOutcome,
+  type UpstreamAdapter,
+  type UpstreamResponse,
 } from '../upstream/index.ts';
-import { outcomeOf, type ReservationFinisher } from './finish.ts';
+import { logUpstreamFailure } from './failure-log.ts';
+import { CLIENT_GONE_STATUS, type Decision, decide, decideStream, outcomeOf } from './finish.ts';
 import type { RequestLog } from './request-log.ts';
 
 export interface ForwardInput {
@@ -21,21 +23,143 @@ export interface ForwardInput {
   /** The client's body with model (and max output, stream_options) replaced; nothing else changed. */
   body: string;
   clientAskedForUsage: boolean;
-  finisher: ReservationFinisher;
   log: RequestLog;
 }
 
-export interface ForwardResult {
-  response: Response;
-  /** Streams only: resolves when the stream has ended and its reservation is finished. */
-  streamDone?: Promise<void>;
+/** How a forwarded call turned out. Never a rejection: every path ends in a decision. */
+export interface Forwarded {
+  /** What the client gets: an answer, or the error to render in its surface's style. */
+  reply: { response: Response } | { error: AppError };
+  /**
+   * What becomes of the reservation; resolves exactly once and never rejects. Already resolved
+   * unless `streaming`, where it resolves when the stream (or its drain) has ended.
+   */
+  decision: Promise<Decision>;
+  streaming: boolean;
 }
 
-/** Sends the call upstream and relays the answer; settles, releases or holds the reservation. */
-export async function forwardToUpstream(
+function failed(error: AppError, decision: Decision): Forwarded {
+  return { reply: { error }, decision: Promise.resolve(decision), streaming: false };
+}
+
+/**
+ * Sends the call upstream and relays the answer; decides (but does not send) what becomes of the
+ * reservation. Until the provider's response headers arrive, a client that leaves aborts the
+ * upstream request (nothing produced, released). After that the client's departure no longer
+ * stops the upstream: the answer is read to its end for the usage the provider bills.
+ */
+export async function forwardToUpstream(deps: GatewayDependencies, input: ForwardInput): Promise<Forwarded> {
+  const clientSignal = input.request.signal;
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  clientSignal.addEventListener('abort', abort, { once: true });
+  const detach = () => clientSignal.removeEventListener('abort', abort);
+  try {
+    return await forward(deps, input, controller, detach);
+  } catch (error) {
+    const appError = toAppError(error);
+    return failed(appError, decide.failed(appError, clientSignal.aborted));
+  } finally {
+    detach();
+  }
+}
+
+async function forward(
   deps: GatewayDependencies,
   input: ForwardInput,
-): Promise<ForwardResult> {
+  controller: AbortController,
+  detach: () => void,
+): Promise<Forwarded> {
+  const clientSignal = input.request.signal;
+  const { adapter, providerId, url, headers } = await prepare(deps, input);
+  let response: UpstreamResponse;
+  try {
+    response = await deps.upstream.send({ url, headers, body: input.body, signal: controller.signal });
+  } catch (error) {
+    const appError = toAppError(error);
+    if (appError.code !== 'client_disconnected')
+      logUpstreamFailure(deps.logger, providerId, appError, undefined, input.log);
+    throw appError;
+  }
+  detach();
+  const names = { alias: input.alias, upstreamModel: input.upstreamModel };
+
+  if (input.stream) {
+    const checked = await checkUpstreamResponse({ response, names, stream: true });
+    if (!checked.ok) {
+      logUpstreamFailure(deps.logger, providerId, checked.error, response.status, input.log);
+      return failed(checked.error, decide.failed(checked.error, clientSignal.aborted));
+    }
+    const relayed = relayStream({
+      response,
+      surface: input.surface,
+      adapter,
+      alias: input.alias,
+      upstreamModel: input.upstreamModel,
+      clientAskedForUsage: input.clientAskedForUsage,
+      abortUpstream: abort(controller),
+      signal: controller.signal,
+      drainTimeoutMs: deps.config.upstream.bodyTimeoutMs,
+    });
+    const started = performance.now();
+    const decision = relayed.outcome.then((outcome) => {
+      if (outcome.kind === 'upstream_failed')
+        logUpstreamFailure(deps.logger, providerId, outcome.error, undefined, input.log);
+      deps.logger.info(
+        { ...input.log, outcome: outcome.kind, streamMs: Math.round(performance.now() - started) },
+        'stream ended',
+      );
+      return decideStream(outcome);
+    });
+    return {
+      reply: { response: new Response(relayed.body, { status: 200, headers: relayed.headers }) },
+      decision,
+      streaming: true,
+    };
+  }
+
+  const result = await relayNonStreaming({
+    response,
+    surface: input.surface,
+    adapter,
+    alias: input.alias,
+    upstreamModel: input.upstreamModel,
+  });
+  // Read to the end even if the client left meanwhile: the recorded outcome says it left.
+  const gone = clientSignal.aborted;
+  const outcome = (error: AppError) => (gone ? 'client_disconnected' : outcomeOf(error));
+  const status = (error: AppError) => (gone ? CLIENT_GONE_STATUS : error.status);
+  if (!result.ok) {
+    if (result.error.code !== 'billing_settlement_pending')
+      logUpstreamFailure(deps.logger, providerId, result.error, response.status, input.log);
+    const decision =
+      result.settle === 'hold'
+        ? decide.hold(outcome(result.error), status(result.error))
+        : decide.release(outcome(result.error), status(result.error));
+    return failed(gone ? new AppError('client_disconnected') : result.error, decision);
+  }
+  if (gone) return failed(new AppError('client_disconnected'), decide.clientGone(result.usage));
+  return {
+    reply: {
+      response: new Response(result.body, {
+        status: result.status,
+        headers: { 'content-type': result.contentType },
+      }),
+    },
+    decision: Promise.resolve(decide.settle(result.usage, result.status)),
+    streaming: false,
+  };
+}
+
+function abort(controller: AbortController): () => void {
+  return () => controller.abort();
+}
+
+/** The provider, its adapter and the upstream request; upstream_unavailable when misconfigured. */
+async function prepare(
+  deps: GatewayDependencies,
+  input: ForwardInput,
+): Promise<{ adapter: UpstreamAdapter; providerId: string; url: string; headers: Record<string, string> }> {
   let provider = deps.catalog.provider(input.providerId);
   if (!provider) {
     // An alias re-pointed at a provider added since the last catalogue load.
@@ -59,88 +183,10 @@ export async function forwardToUpstream(
   }
   const adapter = getAdapter(provider.kind);
   const target = { provider, credential, upstreamModel: input.upstreamModel, alias: input.alias };
-  const upstreamRequest = adapter.buildRequest({
+  const { url, headers } = adapter.buildRequest({
     target,
     surface: input.surface,
     clientHeaders: input.request.headers,
   });
-
-  const controller = new AbortController();
-  const abort = () => controller.abort();
-  input.request.signal.addEventListener('abort', abort, { once: true });
-  const response = await deps.upstream.send({
-    url: upstreamRequest.url,
-    headers: upstreamRequest.headers,
-    body: input.body,
-    signal: controller.signal,
-  });
-  const names = { alias: input.alias, upstreamModel: input.upstreamModel };
-
-  if (input.stream) {
-    const checked = await checkUpstreamResponse({ response, names, stream: true });
-    if (!checked.ok) {
-      input.finisher.release(outcomeOf(checked.error), checked.error.status);
-      throw checked.error;
-    }
-    const relayed = relayStream({
-      response,
-      surface: input.surface,
-      adapter,
-      alias: input.alias,
-      upstreamModel: input.upstreamModel,
-      clientAskedForUsage: input.clientAskedForUsage,
-      abortUpstream: abort,
-    });
-    const started = performance.now();
-    const streamDone = relayed.outcome.then((outcome) => {
-      finishStream(input.finisher, outcome);
-      input.request.signal.removeEventListener('abort', abort);
-      deps.logger.info(
-        { ...input.log, outcome: outcome.kind, streamMs: Math.round(performance.now() - started) },
-        'stream ended',
-      );
-    });
-    return { response: new Response(relayed.body, { status: 200, headers: relayed.headers }), streamDone };
-  }
-
-  const result = await relayNonStreaming({
-    response,
-    surface: input.surface,
-    adapter,
-    alias: input.alias,
-    upstreamModel: input.upstreamModel,
-  });
-  input.request.signal.removeEventListener('abort', abort);
-  if (!result.ok) {
-    if (input.request.signal.aborted) input.finisher.release('client_disconnected', 499);
-    else if (result.settle === 'hold') input.finisher.hold(outcomeOf(result.error), result.error.status);
-    else input.finisher.release(outcomeOf(result.error), result.error.status);
-    throw result.error;
-  }
-  // Usage was reported: it is charged even if the client is gone by now.
-  input.finisher.settle(result.usage, result.status);
-  return {
-    response: new Response(result.body, {
-      status: result.status,
-      headers: { 'content-type': result.contentType },
-    }),
-  };
-}
-
-function finishStream(finisher: ReservationFinisher, outcome: StreamOutcome): void {
-  switch (outcome.kind) {
-    case 'completed':
-      finisher.settle(outcome.usage, 200);
-      return;
-    case 'no_usage':
-      finisher.hold('billing_settlement_pending', 200);
-      return;
-    case 'upstream_failed':
-      // Part of the answer reached the client: usage is unknown, so hold, never guess.
-      finisher.hold(outcomeOf(outcome.error), outcome.error.status);
-      return;
-    case 'client_disconnected':
-      finisher.release('client_disconnected', 499);
-      return;
-  }
+  return { adapter, providerId: provider.id, url, headers };
 }

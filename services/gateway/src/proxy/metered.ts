@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, toAppError } from '@tollgate/errors';
-import type { MeteredSurface, ReserveResult } from '@tollgate/schemas';
+import type { MeteredSurface, ReserveItem, ReserveResult, ResolvedKey } from '@tollgate/schemas';
+import { mayHaveReserved } from '../billing/reserve-batcher.ts';
 import type { GatewayDependencies } from '../deps.ts';
 import {
   assertSupportedParameters,
@@ -11,7 +12,7 @@ import {
   withIncludeUsage,
 } from '../request/index.ts';
 import { authenticate } from './authenticate.ts';
-import { createReservationFinisher, outcomeOf } from './finish.ts';
+import { type Decision, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
 import { takeLimits } from './limits.ts';
 import { readRequestJson } from './request-body.ts';
@@ -20,8 +21,9 @@ import { selectAlias, selectPlan } from './select-alias.ts';
 
 /**
  * One metered call on /v1/messages, /v1/chat/completions or /v1/responses (ARCHITECTURE.md, "One
- * inference request"): every refusal happens before the reservation, and once reserved, every
- * path finishes the reservation exactly once.
+ * inference request"): every refusal happens before the reservation. Once reserved, the call's
+ * one decision (from forwardToUpstream) is sent in exactly one place, which also frees the
+ * concurrency slot.
  */
 export async function handleMetered(
   deps: GatewayDependencies,
@@ -46,34 +48,28 @@ export async function handleMetered(
   const stream = body.stream === true;
 
   const lease = await takeLimits(deps, key, plan, { holdsSlot: true });
-  let leaseOwnedByStream = false;
-
+  /** Set once the call's end owns the lease; until then this function frees it. */
+  let ended: Promise<void> | null = null;
   try {
-    const reservationId = randomUUID();
-    let reservation: ReserveResult;
-    try {
-      reservation = await deps.billing.reserve({
-        reservationId,
-        keyDigest: digest,
-        alias: alias.alias,
-        surface,
-        estimate: {
-          inputTokens: String(
-            estimateReservedInputTokens(surface, body, deps.config.inputEstimateMarginPercent),
-          ),
-          outputTokens: String(maxOutput.value),
-        },
-      });
-    } catch (error) {
-      throw error instanceof AppError ? error : new AppError('billing_unavailable', { cause: error });
-    }
-    if (!reservation.ok) throw new AppError(reservation.code);
+    const estimate = {
+      inputTokens: String(estimateReservedInputTokens(surface, body, deps.config.inputEstimateMarginPercent)),
+      outputTokens: String(maxOutput.value),
+    };
+    const { reservationId, reservation } = await reserve(deps, key, {
+      keyDigest: digest,
+      alias: alias.alias,
+      surface,
+      estimate,
+    });
     log.reservationId = reservationId;
+    const context: ReservationContext = {
+      reservationId,
+      keyId: key.keyId,
+      accountId: key.accountId,
+      alias: alias.alias,
+      surface,
+    };
 
-    const finisher = createReservationFinisher(
-      { reservationId, keyId: key.keyId, accountId: key.accountId, alias: alias.alias, surface },
-      deps.billing.finish,
-    );
     const fields: Record<string, string> = {
       model: JSON.stringify(reservation.upstreamModel),
       ...maxOutput.edits,
@@ -82,37 +78,110 @@ export async function handleMetered(
     if (surface === 'chat_completions' && stream) {
       fields.stream_options = withIncludeUsage(readTopLevelValue(text, 'stream_options'));
     }
-    try {
-      const result = await forwardToUpstream(deps, {
-        request,
-        surface,
-        stream,
-        alias: alias.alias,
-        providerId: reservation.providerId,
-        upstreamModel: reservation.upstreamModel,
-        body: setTopLevelFields(text, fields),
-        clientAskedForUsage,
-        finisher,
-        log,
+    const forwarded = await forwardToUpstream(deps, {
+      request,
+      surface,
+      stream,
+      alias: alias.alias,
+      providerId: reservation.providerId,
+      upstreamModel: reservation.upstreamModel,
+      body: setTopLevelFields(text, fields),
+      clientAskedForUsage,
+      log,
+    });
+    // The one place a reservation is finished: one decision, then the slot is freed.
+    ended = forwarded.decision
+      .then((decision: Decision) => {
+        deps.billing.finish(finishItemOf(context, decision));
+        return lease?.release();
+      })
+      .catch((error: unknown) => {
+        // Never expected (enqueue and release do not throw); never an unhandled rejection either.
+        deps.logger.error({ err: error, reservationId }, 'finishing a call failed');
       });
-      if (result.streamDone) {
-        leaseOwnedByStream = true;
-        result.streamDone.finally(() => lease?.release());
-      }
-      return result.response;
-    } catch (error) {
-      // Anything that escaped before the answer was decided: nothing valid reached the client.
-      const appError = toAppError(error);
-      const disconnected = request.signal.aborted;
-      finisher.release(
-        disconnected ? 'client_disconnected' : outcomeOf(appError),
-        disconnected ? 499 : appError.status,
-      );
-      throw error;
-    }
+    // A non-streamed answer leaves only once its slot is free, so the client's next call cannot
+    // find this one in flight.
+    if (!forwarded.streaming) await ended;
+    if ('error' in forwarded.reply) throw forwarded.reply.error;
+    return forwarded.reply.response;
   } finally {
-    if (!leaseOwnedByStream) await lease?.release();
+    if (!ended) await lease?.release();
   }
+}
+
+type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
+
+/**
+ * Reserves the estimate. A reservation whose answer timed out or was lost may still be committed
+ * at the control plane: it is released by its id (idempotent; a release that arrives first leaves
+ * a tombstone, so a late reserve cannot stay reserved). A refusal for lack of balance while this
+ * gateway still has the account's settlements in its queue waits for them once and asks again:
+ * a finished call's whole reservation is held until its settlement lands.
+ */
+async function reserve(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  request: ReserveRequest,
+): Promise<{ reservationId: string; reservation: Extract<ReserveResult, { ok: true }> }> {
+  let attempt = await reserveOnce(deps, key, request);
+  if (
+    !attempt.reservation.ok &&
+    (attempt.reservation.code === 'insufficient_credits' ||
+      attempt.reservation.code === 'insufficient_tokens') &&
+    (await deps.billing.settledFor(key.accountId, deps.config.billing.timeoutMs))
+  ) {
+    attempt = await reserveOnce(deps, key, request);
+  }
+  const { reservationId, reservation } = attempt;
+  if (!reservation.ok) throw new AppError(reservation.code);
+  return { reservationId, reservation };
+}
+
+async function reserveOnce(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  request: ReserveRequest,
+): Promise<{ reservationId: string; reservation: ReserveResult }> {
+  // Chosen here, so that the gateway can release what it cannot know was reserved.
+  const reservationId = randomUUID();
+  try {
+    return { reservationId, reservation: await deps.billing.reserve({ reservationId, ...request }) };
+  } catch (error) {
+    const appError =
+      error instanceof AppError ? error : new AppError('billing_unavailable', { cause: error });
+    if (appError.code === 'billing_unavailable') {
+      deps.logger.warn(
+        { keyId: key.keyId, reservationId, reason: billingFailureReason(appError) },
+        'reservation failed: billing unavailable',
+      );
+    }
+    if (mayHaveReserved(appError)) {
+      deps.billing.finish(
+        finishItemOf(
+          {
+            reservationId,
+            keyId: key.keyId,
+            accountId: key.accountId,
+            alias: request.alias,
+            surface: request.surface,
+          },
+          { action: 'release', outcome: 'gateway_error', httpStatus: appError.status },
+        ),
+      );
+    }
+    throw appError;
+  }
+}
+
+/** Why the control plane could not answer, for the operator's log. */
+function billingFailureReason(error: AppError): string {
+  let cause: unknown = error.cause;
+  for (let depth = 0; depth < 5 && cause; depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return cause === undefined ? 'refused_or_server_error' : toAppError(cause).code;
 }
 
 function isIncludeUsage(options: unknown): boolean {

@@ -15,5 +15,5 @@ export async function readRequestJson(
   const text = (await readBodyWithLimit(request.body, limit, request.headers.get('content-length'))).toString(
     'utf8',
   );
-  return { text, body: parseJsonObject(text) };
+  return { text, body: parseJsonObject(text, deps.config.maxJsonDepth) };
 }

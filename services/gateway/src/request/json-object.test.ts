@@ -38,4 +38,19 @@ describe('parseJsonObject', () => {
     expect(Object.keys(body)).toEqual(['__proto__']);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
+
+  it('refuses nesting deeper than the limit before parsing, counting only brackets outside strings', () => {
+    expect(parseJsonObject('{"a":[[[1]]]}', 4)).toEqual({ a: [[[1]]] });
+    expect(codeOf(() => parseJsonObject('{"a":[[[[1]]]]}', 4))).toBe('invalid_request');
+    expect(() => parseJsonObject('{"a":[[[[1]]]]}', 4)).toThrow(/deeper than 4/);
+    // Brackets inside strings (and escaped quotes) are text, not nesting.
+    expect(parseJsonObject('{"t":"[[[[[[\\"[[[["}', 2)).toEqual({ t: '[[[[[["[[[[' });
+  });
+
+  it('refuses five million nested arrays quickly, without parsing them', () => {
+    const body = `{"x":${'['.repeat(5_000_000)}${']'.repeat(5_000_000)}}`;
+    const started = performance.now();
+    expect(codeOf(() => parseJsonObject(body))).toBe('invalid_request');
+    expect(performance.now() - started).toBeLessThan(100);
+  });
 });

@@ -1,5 +1,6 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
+import { sampleMessagesBody, sampleText } from '../../test/fixtures/sample-bodies.ts';
 import { countTextTokens, EXACT_LIMIT_CHARS, estimateInputTokens } from './count-tokens.ts';
 import {
   ANTHROPIC_IMAGE_MAX_TOKENS,
@@ -8,7 +9,6 @@ import {
   REFERENCED_DOCUMENT_TOKENS,
 } from './media-tokens.ts';
 import { ANTHROPIC_TOOL_SYSTEM_PROMPT_TOKENS } from './messages-text.ts';
-import { sampleMessagesBody, sampleText } from './sample-bodies.ts';
 import {
   AUDIO_TOKENS,
   DOCUMENT_TOKENS,

@@ -123,25 +123,37 @@ describe('relayStream over a real connection', () => {
     expect((await relayed.outcome).kind).toBe('upstream_failed');
   });
 
-  it('aborts the upstream request when the client cancels', async () => {
+  it('aborts the upstream request when the client cancels before any event', async () => {
     let upstreamClosed: () => void = () => {};
     const closed = new Promise<void>((resolve) => {
       upstreamClosed = resolve;
     });
     const { relayed, signal } = await streamThrough((_request, response) => {
       sseHead(response);
-      response.write(FIRST_EVENT);
+      response.flushHeaders();
       response.on('close', () => upstreamClosed());
-      // Keeps streaming pings until the connection goes away.
-      const timer = setInterval(() => response.write('event: ping\ndata: {"type": "ping"}\n\n'), 10);
-      response.on('close', () => clearInterval(timer));
+    });
+    await relayed.body.cancel();
+    expect(signal.aborted).toBe(true);
+    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected', started: false, usage: null });
+    await closed; // the provider saw the connection close, so it stops generating
+  });
+
+  it('keeps reading after a client that left mid-stream and reports the usage the provider sent', async () => {
+    let sendRest: () => void = () => {};
+    const { relayed, signal } = await streamThrough((_request, response) => {
+      sseHead(response);
+      response.write(FIRST_EVENT);
+      sendRest = () => response.end(REST.join(''));
     });
     const reader = relayed.body.getReader();
     await reader.read();
     await reader.cancel();
-    expect(signal.aborted).toBe(true);
-    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected' });
-    await closed; // the provider saw the connection close, so it stops generating
+    sendRest();
+    const outcome = await relayed.outcome;
+    expect(outcome).toMatchObject({ kind: 'client_disconnected', started: true });
+    expect((outcome as { usage: unknown }).usage).not.toBeNull();
+    expect(signal.aborted).toBe(false);
   });
 
   it("reports client_disconnected when the client's own signal aborted the upstream first", async () => {
@@ -159,11 +171,10 @@ describe('relayStream over a real connection', () => {
       const reader = relayed.body.getReader();
       await reader.read();
       const pending = reader.read();
-      // As when the client's request signal fires before the relay's body is cancelled.
-      abort(passSignal ? new Error('client closed the connection') : undefined);
+      abort(passSignal ? new Error('aborted') : undefined);
       expect((await pending).done).toBe(true);
       expect(signal.aborted).toBe(true);
-      expect(await relayed.outcome).toEqual({ kind: 'client_disconnected' });
+      expect(await relayed.outcome).toMatchObject({ kind: 'client_disconnected', started: true });
     }
   });
 

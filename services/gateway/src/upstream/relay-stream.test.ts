@@ -213,15 +213,85 @@ describe('relayStream: failures mid-stream', () => {
 });
 
 describe('relayStream: the client leaving', () => {
-  it('aborts the upstream request and reports client_disconnected once', async () => {
-    const text = readFixture('anthropic-stream-tool-use.sse');
-    const relayed = start(CASES[0]!, piecesOf(text, 200));
+  it('aborts the upstream request when the client leaves before the provider produced anything', async () => {
+    let aborts = 0;
+    async function* silent(): AsyncGenerator<Buffer> {
+      await new Promise(() => {}); // headers came, no event yet
+    }
+    const relayed = relayStream({
+      response: { status: 200, headers: SSE_HEADERS, body: silent() },
+      surface: 'messages',
+      adapter: anthropicAdapter,
+      alias: 'house-model',
+      upstreamModel: 'claude-sonnet-4-5-20250929',
+      clientAskedForUsage: true,
+      abortUpstream: () => {
+        aborts++;
+      },
+    });
+    await relayed.body.cancel();
+    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected', started: false, usage: null });
+    expect(aborts).toBe(1);
+  });
+
+  it('reads the upstream to its end for the usage when the client leaves after output started', async () => {
+    for (const streamCase of CASES) {
+      const relayed = start(streamCase, piecesOf(readFixture(streamCase.fixture), 200));
+      const reader = relayed.body.getReader();
+      const first = await reader.read();
+      expect(first.done).toBe(false);
+      await reader.cancel();
+      expect(await relayed.outcome).toEqual({
+        kind: 'client_disconnected',
+        started: true,
+        usage: streamCase.usage,
+      });
+      expect(relayed.aborts()).toBe(0);
+    }
+  });
+
+  it('stops reading for usage after the drain deadline when the provider trickles on', async () => {
+    const events = readFixture('anthropic-stream-text.sse').split(/(?<=\n\n)/);
+    let aborts = 0;
+    async function* trickle(): AsyncGenerator<Buffer> {
+      yield Buffer.from(events[0]!);
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        yield Buffer.from('event: ping\ndata: {"type": "ping"}\n\n');
+      }
+    }
+    const relayed = relayStream({
+      response: { status: 200, headers: SSE_HEADERS, body: trickle() },
+      surface: 'messages',
+      adapter: anthropicAdapter,
+      alias: 'house-model',
+      upstreamModel: 'claude-sonnet-4-5-20250929',
+      clientAskedForUsage: true,
+      abortUpstream: () => {
+        aborts++;
+      },
+      drainTimeoutMs: 200,
+    });
     const reader = relayed.body.getReader();
-    const first = await reader.read();
-    expect(new TextDecoder().decode(first.value)).toContain('event: message_start');
+    await reader.read();
+    const started = performance.now();
     await reader.cancel();
-    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected' });
-    expect(relayed.aborts()).toBe(1);
+    expect(await relayed.outcome).toMatchObject({ kind: 'client_disconnected', started: true });
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(aborts).toBe(1);
+  });
+
+  it('reports no usage for a client that left after output when the upstream then stops short', async () => {
+    const head = readFixture('anthropic-stream-tool-use.sse')
+      .split(/(?<=\n\n)/)
+      .slice(0, 3)
+      .join('');
+    const relayed = start(CASES[0]!, piecesOf(head, 100));
+    const reader = relayed.body.getReader();
+    await reader.read();
+    await reader.cancel();
+    expect(await relayed.outcome).toEqual({ kind: 'client_disconnected', started: true, usage: null });
+    expect(relayed.aborts()).toBe(0);
   });
 
   it('settles a client that hangs up right after [DONE], before the upstream body ended', async () => {

@@ -11,13 +11,15 @@ import type { MeteredSurface, UpstreamAdapter, UsageFigures } from './types.ts';
  * - no_usage: ended cleanly but without usage figures -> hold for reconciliation;
  * - upstream_failed: cut, timed out, invalid event or provider error event -> hold (the client
  *   got our error event as the stream's last event);
- * - client_disconnected: the client went away; the upstream request was aborted -> release.
+ * - client_disconnected: the client went away. Before the provider produced anything
+ *   (`started` false) the upstream request was aborted -> release. After, the upstream was read
+ *   to its end without relaying -> settle the usage it reported, or hold when it reported none.
  */
 export type StreamOutcome =
   | { kind: 'completed'; usage: UsageFigures }
   | { kind: 'no_usage' }
   | { kind: 'upstream_failed'; error: AppError }
-  | { kind: 'client_disconnected' };
+  | { kind: 'client_disconnected'; started: boolean; usage: UsageFigures | null };
 
 export interface RelayStreamInput {
   /** A 2xx `text/event-stream` response (see checkUpstreamResponse). */
@@ -28,7 +30,7 @@ export interface RelayStreamInput {
   upstreamModel: string;
   /** Chat only: whether the client itself set stream_options.include_usage. */
   clientAskedForUsage: boolean;
-  /** Aborts the upstream request; called once when the client disconnects. */
+  /** Aborts the upstream request; called once when the client disconnects before any output. */
   abortUpstream: () => void;
   /**
    * The signal given to client.send, if any. When it has fired, a failed upstream read means the
@@ -36,6 +38,11 @@ export interface RelayStreamInput {
    * Without it, only an AbortError is recognised as such.
    */
   signal?: AbortSignal;
+  /**
+   * Longest the upstream is read on for its usage after the client left (besides the transport's
+   * own timeouts, which bound each silence, not the total). Past it the upstream is aborted.
+   */
+  drainTimeoutMs?: number;
 }
 
 export interface RelayedStream {
@@ -66,7 +73,9 @@ export const STREAM_HEADERS: Readonly<Record<string, string>> = {
  * The one stream relay. Each upstream chunk is parsed into complete SSE events; every event is
  * fed to the adapter's usage tracker and passed on at once (with the upstream model id replaced by
  * the alias), so nothing waits for the whole stream. Pull-based: the upstream is read only as
- * fast as the client reads, and a client that cancels aborts the upstream request.
+ * fast as the client reads. A client that cancels before any event aborts the upstream request;
+ * one that cancels later stops the relaying only: the upstream is read on to its end (bounded by
+ * the upstream timeouts) so that the usage the provider bills is known and settled.
  */
 export function relayStream(input: RelayStreamInput): RelayedStream {
   const { surface } = input;
@@ -82,6 +91,10 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
   });
   let finished = false;
   let terminalSeen = false;
+  /** Set once the client has gone after output started: events are only observed, not relayed. */
+  let draining = false;
+  /** The pull under way, which a drain must let finish before it reads on. */
+  let reading: Promise<void> | null = null;
   /** Upstream events seen; the next responses sequence number, since the provider counts from 0. */
   let eventCount = 0;
 
@@ -95,6 +108,10 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
   function stopReading(): void {
     // Ending the iteration destroys the upstream body; a pending read then settles by itself.
     iterator.return?.().catch(() => {});
+  }
+
+  function disconnected(): StreamOutcome {
+    return { kind: 'client_disconnected', started: eventCount > 0, usage: tracker.usage() };
   }
 
   /** Relayable text of these events, or the failure that ends the stream after that text. */
@@ -123,52 +140,117 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
     stopReading();
   }
 
-  function end(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  function ended(): StreamOutcome {
     const usage = tracker.usage();
-    if (!finish(usage === null ? { kind: 'no_usage' } : { kind: 'completed', usage })) return;
+    return usage === null ? { kind: 'no_usage' } : { kind: 'completed', usage };
+  }
+
+  function announceEnd(): void {
+    resolveOutcome(ended());
+  }
+
+  function end(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    if (!finish(ended())) return;
     controller.close();
     stopReading();
   }
 
-  const body = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      // Reads until at least one complete event can be passed on, or the stream ends.
-      for (;;) {
-        let next: IteratorResult<Buffer>;
-        try {
-          next = await iterator.next();
-        } catch (error) {
-          if (finished) return;
-          // After the end event the answer is whole; a late cut changes nothing.
-          if (terminalSeen) return end(controller);
-          if (input.signal?.aborted || isAbortError(error)) {
-            finish({ kind: 'client_disconnected' });
-            return controller.close();
-          }
-          return fail(controller, '', new AppError('upstream_unavailable', { cause: error }));
-        }
-        if (finished) return;
-        const { text, failure } = relayEvents(next.done ? parser.flush() : parser.push(next.value));
-        if (failure) return fail(controller, text, failure);
-        if (next.done) {
-          if (text.length > 0) controller.enqueue(toBytes(text));
-          // A stream that stops without its protocol's end event was cut short.
-          if (!terminalSeen) return fail(controller, '', new AppError('upstream_invalid_response'));
-          return end(controller);
-        }
-        if (text.length > 0) return controller.enqueue(toBytes(text));
+  /**
+   * Reads the rest of the upstream answer for its usage alone, once the client has gone. Ends at
+   * the protocol's end event, the body's end, a provider error or a transport failure (including
+   * the upstream body timeout); whatever usage was seen by then decides.
+   */
+  async function drain(): Promise<void> {
+    const deadline =
+      input.drainTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            // A provider that trickles on forever: stop it; the usage seen so far decides.
+            finish(disconnected());
+            input.abortUpstream();
+            stopReading();
+          }, input.drainTimeoutMs);
+    deadline?.unref();
+    try {
+      await drainToEnd();
+    } finally {
+      clearTimeout(deadline);
+    }
+  }
+
+  async function drainToEnd(): Promise<void> {
+    await reading;
+    try {
+      while (!finished && !terminalSeen) {
+        const next = await iterator.next();
+        const { failure } = relayEvents(next.done ? parser.flush() : parser.push(next.value));
+        if (failure || next.done) break;
       }
+    } catch {
+      // Cut or timed out: the usage seen so far decides (none -> held).
+    }
+    finish(disconnected());
+    stopReading();
+  }
+
+  async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    // Reads until at least one complete event can be passed on, or the stream ends.
+    for (;;) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        if (finished || draining) return;
+        // After the end event the answer is whole; a late cut changes nothing.
+        if (terminalSeen) return end(controller);
+        if (input.signal?.aborted || isAbortError(error)) {
+          finish(disconnected());
+          return controller.close();
+        }
+        return fail(controller, '', new AppError('upstream_unavailable', { cause: error }));
+      }
+      if (finished) return;
+      const { text, failure } = relayEvents(next.done ? parser.flush() : parser.push(next.value));
+      // The client left while this read was under way: its events count, the drain reads on.
+      if (draining) return;
+      if (failure) return fail(controller, text, failure);
+      // The end event decides the outcome before the client can read it, so the settlement is
+      // on its way before the client's next call (the promise keeps this first resolution).
+      if (terminalSeen) announceEnd();
+      if (next.done) {
+        if (text.length > 0) controller.enqueue(toBytes(text));
+        // A stream that stops without its protocol's end event was cut short.
+        if (!terminalSeen) return fail(controller, '', new AppError('upstream_invalid_response'));
+        return end(controller);
+      }
+      if (text.length > 0) return controller.enqueue(toBytes(text));
+    }
+  }
+
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      reading = pullOnce(controller).finally(() => {
+        reading = null;
+      });
+      return reading;
     },
     cancel() {
+      if (finished) return;
       // A client may hang up as soon as it has read the end event (openai-node stops at [DONE]),
       // before the upstream body has formally ended: that answer was whole and is settled.
       if (terminalSeen) {
-        const usage = tracker.usage();
-        finish(usage === null ? { kind: 'no_usage' } : { kind: 'completed', usage });
-      } else if (finish({ kind: 'client_disconnected' })) {
+        finish(ended());
+        stopReading();
+      } else if (eventCount === 0) {
+        // The provider produced nothing yet: stop it, nothing is owed.
+        finish(disconnected());
         input.abortUpstream();
+        stopReading();
+      } else {
+        // Output has started and the provider bills it: read on for the usage.
+        draining = true;
+        drain().catch(() => {});
       }
-      stopReading();
     },
   });
 

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely/migration';
 import * as identity from './0001_identity.ts';
 import * as billing from './0002_billing.ts';
 import * as billingFunctions from './0003_billing_functions.ts';
+import * as billingHardening from './0004_billing_hardening.ts';
 import * as commerce from './0005_commerce.ts';
 import * as resellers from './0006_resellers.ts';
 import * as security from './0007_security.ts';
@@ -11,6 +12,7 @@ export const migrations: Record<string, Migration> = {
   '0001_identity': identity,
   '0002_billing': billing,
   '0003_billing_functions': billingFunctions,
+  '0004_billing_hardening': billingHardening,
   '0005_commerce': commerce,
   '0006_resellers': resellers,
   '0007_security': security,

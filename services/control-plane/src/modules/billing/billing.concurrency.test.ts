@@ -15,7 +15,8 @@ let context: TestContext;
 let api: ReturnType<typeof internalApi>;
 
 beforeAll(async () => {
-  context = await createTestContext('billing-concurrency');
+  // Exactly N of N+k concurrent reservations: the in-flight overrun bound (tested in the rules) is off.
+  context = await createTestContext('billing-concurrency', { RESERVE_OVERRUN_COVER_PERCENT: '0' });
   await seedCatalog(context);
   api = internalApi(context);
 });

@@ -1,4 +1,7 @@
+import { AppError } from '@tollgate/errors';
+import { QuantityString, ReserveRefusalCode } from '@tollgate/schemas';
 import { type Kysely, sql, type Transaction } from 'kysely';
+import { z } from 'zod';
 import type { PreparedQueries } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 
@@ -12,20 +15,28 @@ export interface ReserveRow {
   surface: string;
   estimate_input: string;
   estimate_output: string;
+  /** See RESERVE_OVERRUN_COVER_PERCENT. */
+  cover_percent: number;
 }
 
-export type ReserveRowResult =
-  | {
-      reservation_id: string;
-      ok: true;
-      key_id: string;
-      account_id: string;
-      provider_id: string;
-      upstream_model: string;
-      reserved_tokens: string;
-      reserved_credits: string;
-    }
-  | { reservation_id: string; ok: false; code: string };
+/**
+ * What tollgate_reserve returns for one item, checked at this boundary: an unexpected shape or
+ * refusal code becomes a clean server_error rather than a TypeError further on.
+ */
+const ReserveRowResult = z.discriminatedUnion('ok', [
+  z.object({
+    reservation_id: z.string().uuid(),
+    ok: z.literal(true),
+    key_id: z.string().uuid(),
+    account_id: z.string().uuid(),
+    provider_id: z.string().min(1),
+    upstream_model: z.string().min(1),
+    reserved_tokens: QuantityString,
+    reserved_credits: QuantityString,
+  }),
+  z.object({ reservation_id: z.string().uuid(), ok: z.literal(false), code: ReserveRefusalCode }),
+]);
+export type ReserveRowResult = z.infer<typeof ReserveRowResult>;
 
 export interface FinishRow {
   action: 'settle' | 'release' | 'hold';
@@ -42,14 +53,26 @@ export interface FinishRow {
   output_tokens?: string;
 }
 
-export interface FinishRowResult {
-  reservation_id: string;
-  status: 'settled' | 'released' | 'held';
-  replay: boolean;
-  charged_tokens: string;
-  charged_credits: string;
-  written_off_tokens: string;
-  written_off_credits: string;
+const FinishRowResult = z.object({
+  reservation_id: z.string().uuid(),
+  status: z.enum(['settled', 'released', 'held']),
+  replay: z.boolean(),
+  charged_tokens: QuantityString,
+  charged_credits: QuantityString,
+  written_off_tokens: QuantityString,
+  written_off_credits: QuantityString,
+});
+export type FinishRowResult = z.infer<typeof FinishRowResult>;
+
+/** Parses what a money function returned; anything unexpected is a server fault, never a crash. */
+function fromSql<T extends z.ZodType>(schema: T, value: unknown, fn: string): z.infer<T> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new AppError('server_error', {
+      cause: new Error(`${fn} returned an unexpected result`, { cause: parsed.error }),
+    });
+  }
+  return parsed.data;
 }
 
 /** One round trip: every reservation of the batch (see migration 0003). */
@@ -57,22 +80,22 @@ export async function reserveBatch(
   prepared: PreparedQueries,
   rows: ReserveRow[],
 ): Promise<ReserveRowResult[]> {
-  const [row] = await prepared.run<{ results: ReserveRowResult[] }>(
+  const [row] = await prepared.run<{ results: unknown }>(
     'tollgate_reserve',
     'select tollgate_reserve($1::jsonb) as results',
     [JSON.stringify(rows)],
   );
-  return row!.results;
+  return fromSql(z.array(ReserveRowResult).length(rows.length), row?.results, 'tollgate_reserve');
 }
 
 /** One round trip, one durable commit: every settle/release/hold of the batch. */
 export async function finishBatch(prepared: PreparedQueries, rows: FinishRow[]): Promise<FinishRowResult[]> {
-  const [row] = await prepared.run<{ results: FinishRowResult[] }>(
+  const [row] = await prepared.run<{ results: unknown }>(
     'tollgate_finish',
     'select tollgate_finish($1::jsonb) as results',
     [JSON.stringify(rows)],
   );
-  return row!.results;
+  return fromSql(z.array(FinishRowResult).length(rows.length), row?.results, 'tollgate_finish');
 }
 
 /** Serialises every balance change of one account (see tollgate_lock_account). */
@@ -156,8 +179,11 @@ export function listEntitlements(db: Db, accountId: string) {
     .execute();
 }
 
-/** Usable entitlements, in the order reservations draw from them. */
-export function listUsableEntitlements(db: Db, accountId: string, now: Date) {
+/**
+ * Usable entitlements, in the order reservations draw from them. "Usable" is the database's own
+ * rule (tollgate_entitlement_usable, migration 0004), the one reservations apply, on its clock.
+ */
+export function listUsableEntitlements(db: Db, accountId: string) {
   return db
     .selectFrom('entitlements')
     .select([
@@ -170,8 +196,7 @@ export function listUsableEntitlements(db: Db, accountId: string, now: Date) {
       'concurrency',
     ])
     .where('account_id', '=', accountId)
-    .where('remaining', '>', 0n)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .where(sql<boolean>`tollgate_entitlement_usable(remaining, expires_at, aliases, null)`)
     .orderBy('expires_at', (order) => order.asc().nullsLast())
     .orderBy('created_at')
     .orderBy('id')
@@ -273,4 +298,27 @@ export async function selectUsageSummary(db: Db, accountId: string, from: Date, 
     order by 1, 2
   `.execute(db);
   return result.rows;
+}
+
+/** Written-off usage per account and alias among reservations finished in [from, end). */
+export function selectWriteOffs(db: Db, from: Date, end: Date, limit: number) {
+  return db
+    .selectFrom('reservations')
+    .select([
+      'account_id',
+      'alias',
+      sql<string>`count(*)::text`.as('reservations'),
+      sql<string>`sum(written_off_tokens)::text`.as('tokens'),
+      sql<string>`sum(written_off_credits)::text`.as('credits'),
+    ])
+    .where('finished_at', '>=', from)
+    .where('finished_at', '<', end)
+    .where((eb) => eb.or([eb('written_off_tokens', '>', 0n), eb('written_off_credits', '>', 0n)]))
+    .groupBy(['account_id', 'alias'])
+    .orderBy(sql`sum(written_off_credits)`, 'desc')
+    .orderBy(sql`sum(written_off_tokens)`, 'desc')
+    .orderBy('account_id')
+    .orderBy('alias')
+    .limit(limit)
+    .execute();
 }

@@ -264,6 +264,48 @@ describe('held reservations (admin)', () => {
   });
 });
 
+describe('write-offs report (admin)', () => {
+  it('sums what usage beyond the balance wrote off, by account and alias, largest first', async () => {
+    const { client, key } = await customer();
+    await changeCredit(context.deps, {
+      accountId: key.accountId,
+      amount: 100n,
+      kind: 'grant',
+      cause: 'test',
+    });
+    const item = reserveItem(key, 'priced', 10n, 10n);
+    await api.reserve([item]);
+    // The provider reported far more than was reserved: 100 in, 100 out at 2 and 5 = 700 credits.
+    const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 100n, 100n)]);
+    expect(settled.body.results[0]).toMatchObject({
+      charged: { credits: '100' },
+      writtenOff: { credits: '600' },
+    });
+
+    expect((await client.request('GET', '/admin/reports/write-offs')).status).toBe(403);
+    await setAccountRoles(context.deps.db, key.accountId, { admin: true });
+    const report = await client.request('GET', '/admin/reports/write-offs?limit=1000');
+    expect(report.status).toBe(200);
+    expect(report.body.data.items).toContainEqual({
+      accountId: key.accountId,
+      alias: 'priced',
+      reservations: '1',
+      writtenOff: { tokens: '0', credits: '600' },
+    });
+    const credits = report.body.data.items.map((row: { writtenOff: { credits: string } }) =>
+      BigInt(row.writtenOff.credits),
+    );
+    expect([...credits].sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))).toEqual(credits);
+
+    const past = await client.request('GET', '/admin/reports/write-offs?from=2020-01-01&to=2020-02-01');
+    expect(past.body.data.items).toEqual([]);
+    const invalid = await client.request('GET', '/admin/reports/write-offs?from=yesterday');
+    expect(invalid).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
+    const reversed = await client.request('GET', '/admin/reports/write-offs?from=2021-01-01&to=2020-01-01');
+    expect(reversed).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
+  });
+});
+
 describe('internal billing API', () => {
   it('refuses requests without a valid service token', async () => {
     const none = await context.internalApp.request('/internal/v1/catalog');

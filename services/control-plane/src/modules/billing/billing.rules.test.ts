@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../testing.ts';
 import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
@@ -12,6 +13,7 @@ import {
   seedCatalog,
   settleItem,
 } from './billing.test-support.ts';
+import { listHeld } from './holds.service.ts';
 import { reconcileOnce } from './reconciler.ts';
 
 let context: TestContext;
@@ -62,10 +64,82 @@ describe('reserve', () => {
     expect(await reserveOne(reserveItem(unfunded, 'priced', 1n, 1n))).toMatchObject({
       code: 'insufficient_credits',
     });
+    // An alias without a credit price can only be paid from a package: the truthful code names tokens.
     expect(await reserveOne(reserveItem(unfunded, 'tokens-only', 1n, 1n))).toMatchObject({
-      code: 'insufficient_credits',
+      code: 'insufficient_tokens',
     });
     expect(await balancesOf(context, funded.accountId)).toMatchObject({ tokens: 7300n, reservedTokens: 0n });
+  });
+
+  it('reserves nothing for an id the gateway released before its reserve arrived', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const item = reserveItem(key, 'priced', 10n, 10n);
+    // The gateway gave up on the reserve and released its id; the reserve lands only afterwards.
+    const released = await api.finish([
+      endItem(key, item.reservationId, 'priced', 'release', 'gateway_error'),
+    ]);
+    expect(released.body.results[0]).toMatchObject({ status: 'released' });
+    await reserveOne(item);
+    expect(await balancesOf(context, key.accountId)).toEqual({
+      tokens: 0n,
+      reservedTokens: 0n,
+      credits: 10_000n,
+      reservedCredits: 0n,
+    });
+    const rows = await context.deps.db
+      .selectFrom('reservations')
+      .select(['status', 'reserved_credits'])
+      .where('id', '=', item.reservationId)
+      .execute();
+    expect(rows).toEqual([{ status: 'released', reserved_credits: 0n }]);
+  });
+
+  it('answers a clean server_error when the money function returns something unexpected', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const item = reserveItem(key, 'priced', 1n, 1n);
+    await sql`alter function tollgate_reserve(jsonb) rename to tollgate_reserve_real`.execute(
+      context.deps.db,
+    );
+    await sql`
+      create function tollgate_reserve(p_items jsonb) returns jsonb language sql as $fn$
+        select jsonb_build_array(jsonb_build_object('reservation_id', p_items->0->>'reservation_id',
+          'ok', false, 'code', 'no_such_code'))
+      $fn$`.execute(context.deps.db);
+    try {
+      const response = await api.reserve([item]);
+      expect(response.status).toBe(500);
+      expect(response.body).toMatchObject({ code: 'server_error' });
+      expect(JSON.stringify(response.body)).not.toContain('TypeError');
+    } finally {
+      await sql`drop function tollgate_reserve(jsonb)`.execute(context.deps.db);
+      await sql`alter function tollgate_reserve_real(jsonb) rename to tollgate_reserve`.execute(
+        context.deps.db,
+      );
+    }
+  });
+
+  it('bounds what runs past the balance in flight: with calls open, a new one must leave cover', async () => {
+    // RESERVE_OVERRUN_COVER_PERCENT = 10 (the default).
+    const key = await createFundedKey(context, { credits: 1000n });
+    const first = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400 credits
+    const second = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400: 200 left >= 10% of 800
+    expect([first.ok, second.ok]).toEqual([true, true]);
+    // 150 fits in the 200 left, but would leave 50 < 10% of 950 for overruns of the three calls.
+    const third = reserveItem(key, 'priced', 25n, 20n);
+    expect(await reserveOne(third)).toMatchObject({ ok: false, code: 'insufficient_credits' });
+    await api.finish([settleItem(key, first.reservationId, 'priced', 100n, 40n)]);
+    await api.finish([settleItem(key, second.reservationId, 'priced', 100n, 40n)]);
+    // Nothing open any more: a call alone is admitted up to the last credit it needs.
+    const alone = await reserveOne(reserveItem(key, 'priced', 25n, 20n));
+    expect(alone).toMatchObject({ ok: true, reserved: { credits: '150' } });
+
+    const tokens = await createFundedKey(context, { packages: ['small'] });
+    expect((await reserveOne(reserveItem(tokens, 'tokens-only', 250n, 250n))).ok).toBe(true);
+    expect((await reserveOne(reserveItem(tokens, 'tokens-only', 200n, 200n))).ok).toBe(true);
+    expect(await reserveOne(reserveItem(tokens, 'tokens-only', 25n, 25n))).toMatchObject({
+      ok: false,
+      code: 'insufficient_tokens',
+    });
   });
 
   it('refuses a revoked key in the very next call after revoke returns', async () => {
@@ -191,7 +265,7 @@ describe('quantities above 2^53', () => {
 });
 
 describe('reconciler', () => {
-  it('releases reservations nobody settled within the timeout; holds stay until theirs', async () => {
+  it('holds (never silently releases) reservations nobody settled within the timeout; releases expired holds', async () => {
     const key = await createFundedKey(context, { packages: ['small'] });
     const stale = reserveItem(key, 'tokens-only', 100n, 100n);
     const held = reserveItem(key, 'tokens-only', 50n, 50n);
@@ -200,7 +274,14 @@ describe('reconciler', () => {
     await api.finish([endItem(key, held.reservationId, 'tokens-only', 'hold', 'billing_settlement_pending')]);
 
     context.clock.advance(context.deps.config.billing.reservationTimeoutMs + 1000);
-    expect(await reconcileOnce(context.deps)).toMatchObject({ released: expect.any(Number) });
+    const first = await reconcileOnce(context.deps);
+    expect(first.reservations).toContainEqual({
+      id: stale.reservationId,
+      accountId: key.accountId,
+      alias: 'tokens-only',
+      action: 'hold',
+      reason: 'settlement_missing',
+    });
     const statuses = await context.deps.db
       .selectFrom('reservations')
       .select(['id', 'status', 'outcome'])
@@ -208,18 +289,27 @@ describe('reconciler', () => {
       .execute();
     expect(statuses).toContainEqual({
       id: stale.reservationId,
-      status: 'released',
-      outcome: 'reservation_timeout',
+      status: 'held',
+      outcome: 'settlement_missing',
     });
     expect(statuses).toContainEqual({
       id: held.reservationId,
       status: 'held',
       outcome: 'billing_settlement_pending',
     });
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 900n, reservedTokens: 100n });
+    // Visible, with its reason, where an operator reviews holds.
+    const listed = await listHeld(context.deps, 1000);
+    expect(listed).toContainEqual(
+      expect.objectContaining({ id: stale.reservationId, reason: 'settlement_missing' }),
+    );
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 700n, reservedTokens: 300n });
 
-    context.clock.advance(context.deps.config.billing.holdTimeoutMs);
-    await reconcileOnce(context.deps);
+    context.clock.advance(context.deps.config.billing.holdTimeoutMs + 1000);
+    const second = await reconcileOnce(context.deps);
+    expect(second.reservations.filter((row) => row.accountId === key.accountId)).toHaveLength(2);
+    expect(
+      second.reservations.every((row) => row.action === 'release' && row.reason === 'hold_expired'),
+    ).toBe(true);
     expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 1000n, reservedTokens: 0n });
 
     // A settle that arrives after the timeout still charges what was used.

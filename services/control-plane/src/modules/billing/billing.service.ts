@@ -4,7 +4,6 @@ import type {
   FinishBatchResponse,
   ReserveBatchRequest,
   ReserveBatchResponse,
-  ReserveRefusalCode,
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import { lookupHashOf } from '../api-keys/key-crypto.ts';
@@ -26,6 +25,7 @@ export async function reserve(
     surface: item.surface,
     estimate_input: item.estimate.inputTokens,
     estimate_output: item.estimate.outputTokens,
+    cover_percent: deps.config.billing.overrunCoverPercent,
   }));
   const results = await repository.reserveBatch(deps.prepared, rows);
   return {
@@ -43,8 +43,8 @@ export async function reserve(
         : {
             ok: false as const,
             reservationId: result.reservation_id,
-            code: result.code as ReserveRefusalCode,
-            message: ERROR_CATALOG[result.code as ReserveRefusalCode].message,
+            code: result.code,
+            message: ERROR_CATALOG[result.code].message,
           },
     ),
   };

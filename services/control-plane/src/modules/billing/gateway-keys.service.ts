@@ -17,7 +17,7 @@ async function findKey(deps: Dependencies, keyDigest: string): Promise<KeyRecord
  */
 export async function resolveKeyForGateway(deps: Dependencies, keyDigest: string): Promise<ResolvedKey> {
   const key = await findKey(deps, keyDigest);
-  const plans = await listUsableEntitlements(deps.db, key.accountId, deps.clock.now());
+  const plans = await listUsableEntitlements(deps.db, key.accountId);
   return {
     keyId: key.keyId,
     accountId: key.accountId,

@@ -1,10 +1,12 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import { INTEGER_STRING } from '@tollgate/schemas';
 import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
 import { AmountsView } from './billing.schemas.ts';
 import { listHeld, resolveHold } from './holds.service.ts';
+import { reportWriteOffs } from './write-offs.ts';
 
 const HeldView = z
   .object({
@@ -20,7 +22,12 @@ const HeldView = z
   })
   .openapi('HeldReservation');
 
-const IntegerString = z.string().regex(/^(0|[1-9][0-9]*)$/);
+const IntegerString = z.string().regex(INTEGER_STRING.unsigned);
+// Instants Postgres can store (JavaScript dates reach far wider).
+const ReportTime = z.coerce
+  .date()
+  .min(new Date('1970-01-01T00:00:00Z'))
+  .max(new Date('9999-12-31T23:59:59Z'));
 const ResolveRequest = z
   .discriminatedUnion('action', [
     z.object({ action: z.literal('settle'), inputTokens: IntegerString, outputTokens: IntegerString }),
@@ -62,6 +69,38 @@ const resolveRoute = createRoute({
   },
 });
 
+const WriteOffView = z
+  .object({
+    accountId: z.string().uuid(),
+    alias: z.string(),
+    reservations: IntegerString,
+    writtenOff: AmountsView,
+  })
+  .openapi('WriteOffRow');
+
+const writeOffsRoute = createRoute({
+  method: 'get',
+  path: '/admin/reports/write-offs',
+  tags: ['admin'],
+  summary: 'Usage written off (beyond what the balance could pay), by account and alias',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    query: z.object({
+      from: ReportTime.optional().openapi({ description: 'Start (inclusive); default 30 days before `to`.' }),
+      to: ReportTime.optional().openapi({ description: 'End (exclusive); default now.' }),
+      limit: z.coerce.number().int().min(1).max(1000).default(100),
+    }),
+  },
+  responses: {
+    200: jsonContent(
+      dataOf(z.object({ from: z.string(), to: z.string(), items: z.array(WriteOffView) })),
+      'Largest write-offs first.',
+    ),
+    ...errorResponses(401, 403, 422),
+  },
+});
+
 export function holdsRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(listRoute, async (c) =>
@@ -78,6 +117,19 @@ export function holdsRoutes() {
           }
         : { action: 'release' as const };
     return c.json({ data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution) }, 200);
+  });
+  app.openapi(writeOffsRoute, async (c) => {
+    const { from, to, limit } = c.req.valid('query');
+    return c.json(
+      {
+        data: await reportWriteOffs(c.get('deps'), {
+          ...(from ? { from } : {}),
+          ...(to ? { to } : {}),
+          limit,
+        }),
+      },
+      200,
+    );
   });
   return app;
 }

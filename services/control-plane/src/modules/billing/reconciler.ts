@@ -1,17 +1,31 @@
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './billing.repository.ts';
 
+/** One reservation the pass changed, and why. */
+export interface ReconciledReservation {
+  id: string;
+  accountId: string;
+  alias: string;
+  action: 'hold' | 'release';
+  reason: 'settlement_missing' | 'hold_expired';
+}
+
 export interface ReconcileResult {
+  /** Reservations nobody settled within the timeout, now held for review (never released unseen). */
+  held: number;
+  /** Holds nobody resolved within the hold timeout, now released. */
   released: number;
-  holdsExpired: number;
+  reservations: ReconciledReservation[];
 }
 
 const BATCH = 200;
 
 /**
- * Releases reservations nobody settled within the reservation timeout (a gateway died or lost
- * its connection) and holds nobody resolved within the hold timeout, so no balance stays pinned.
- * A late settle still charges what was used (up to what is left).
+ * Accounts for every reservation older than the reservation timeout: one whose settlement never
+ * arrived (a gateway died, or its queue could not deliver) is held with reason
+ * `settlement_missing`, so it shows in the held listing; a hold nobody resolved within the hold
+ * timeout is released (`hold_expired`). A late settle still charges what was used (up to what is
+ * left). Each change is in the result and the log, none is silent.
  */
 export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult> {
   const now = deps.clock.now().getTime();
@@ -29,18 +43,30 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
     BATCH,
   );
   const occurredAt = new Date(now).toISOString();
-  const rows = [
-    ...stale.map((row) => ({ row, outcome: 'reservation_timeout' })),
-    ...expiredHolds.map((row) => ({ row, outcome: 'hold_expired' })),
-  ].map(({ row, outcome }) => repository.finishRowOf(row, 'release', outcome, occurredAt));
-  if (rows.length > 0) {
-    await repository.finishBatch(deps.prepared, rows);
-    deps.logger.info(
-      { released: stale.length, holdsExpired: expiredHolds.length },
+  const changes = [
+    ...stale.map((row) => ({ row, action: 'hold' as const, reason: 'settlement_missing' as const })),
+    ...expiredHolds.map((row) => ({ row, action: 'release' as const, reason: 'hold_expired' as const })),
+  ];
+  if (changes.length > 0) {
+    await repository.finishBatch(
+      deps.prepared,
+      changes.map(({ row, action, reason }) => repository.finishRowOf(row, action, reason, occurredAt)),
+    );
+  }
+  const reservations = changes.map(({ row, action, reason }) => ({
+    id: row.id,
+    accountId: row.account_id,
+    alias: row.alias,
+    action,
+    reason,
+  }));
+  if (reservations.length > 0) {
+    deps.logger.warn(
+      { held: stale.length, released: expiredHolds.length, reservations },
       'reconciled reservations',
     );
   }
-  return { released: stale.length, holdsExpired: expiredHolds.length };
+  return { held: stale.length, released: expiredHolds.length, reservations };
 }
 
 /** Runs reconcileOnce every interval until stopped; a failed pass is logged and retried. */

@@ -57,17 +57,3 @@ export async function startFakeUpstream(handler: FakeHandler): Promise<FakeUpstr
     },
   };
 }
-
-/** Writes an SSE text in pieces of `size` characters with `gapMs` between them. */
-export async function writeInPieces(
-  response: ServerResponse,
-  text: string,
-  size: number,
-  gapMs = 0,
-): Promise<void> {
-  for (let at = 0; at < text.length; at += size) {
-    if (response.destroyed) return;
-    response.write(text.slice(at, at + size));
-    if (gapMs > 0) await new Promise((resolve) => setTimeout(resolve, gapMs));
-  }
-}

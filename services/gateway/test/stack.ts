@@ -24,8 +24,8 @@ import { type RunningMockUpstream as MockUpstream, startMockUpstream } from '@to
 import { createLogger } from '@tollgate/service-kit';
 import { createRedisNamespace, createTestDatabase, testSecrets } from '@tollgate/test-harness';
 import { inject } from 'vitest';
-import { loadConfig } from '../config.ts';
-import { type RunningGateway, startGateway } from '../server.ts';
+import { loadConfig } from '../src/config.ts';
+import { type RunningGateway, startGateway } from '../src/server.ts';
 
 export const STACK_CATALOG = (mockUrl: string) => `
 providers:

@@ -1,11 +1,11 @@
 /**
  * Prints how long estimateInputTokens takes on /v1/messages bodies of 200 bytes, 20 KB and 500 KB.
- * Run: node services/gateway/src/tokens/measure-count-tokens.ts
+ * Run: node services/gateway/bench/measure-count-tokens.ts
  */
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { collectRequestText } from './collect-text.ts';
-import { estimateInputTokens } from './count-tokens.ts';
-import { sampleMessagesBody } from './sample-bodies.ts';
+import { collectRequestText } from '../src/tokens/collect-text.ts';
+import { estimateInputTokens } from '../src/tokens/count-tokens.ts';
+import { sampleMessagesBody } from '../test/fixtures/sample-bodies.ts';
 
 const RUNS = 200;
 

@@ -3,14 +3,14 @@
  * upstream chunk as providers send them, through relayStream and reads them out as a client would;
  * then a non-streamed answer through relayNonStreaming. Prints microseconds per stream.
  *
- *   node services/gateway/src/upstream/relay-bench.ts [iterations]
+ *   node services/gateway/bench/relay-bench.ts [iterations]
  */
-import { anthropicAdapter, openaiAdapter } from './adapters/index.ts';
-import { readFixture } from './fixtures/read-fixture.ts';
-import { relayNonStreaming } from './relay.ts';
-import { relayStream } from './relay-stream.ts';
-import { JSON_HEADERS, memoryResponse, SSE_HEADERS } from './testing/responses.ts';
-import type { MeteredSurface, UpstreamAdapter } from './types.ts';
+import { anthropicAdapter, openaiAdapter } from '../src/upstream/adapters/index.ts';
+import { readFixture } from '../src/upstream/fixtures/read-fixture.ts';
+import { relayNonStreaming } from '../src/upstream/relay.ts';
+import { relayStream } from '../src/upstream/relay-stream.ts';
+import { JSON_HEADERS, memoryResponse, SSE_HEADERS } from '../src/upstream/testing/responses.ts';
+import type { MeteredSurface, UpstreamAdapter } from '../src/upstream/types.ts';
 
 const EVENTS = 50;
 const words = ['The', ' quick', ' brown', ' fox', ' jumps', ' over', ' the', ' lazy', ' dog', '.'];

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import type { FinishBatchResponse, FinishItem } from '@tollgate/schemas';
+import { createLogger } from '@tollgate/service-kit';
+import { describe, expect, it } from 'vitest';
+import { createFinishQueue } from './finish-queue.ts';
+
+const logger = createLogger({ name: 'finish-queue-test', level: 'silent' });
+
+function item(accountId: string): FinishItem {
+  return {
+    action: 'release',
+    reservationId: randomUUID(),
+    keyId: 'k',
+    accountId,
+    alias: 'a',
+    surface: 'messages',
+    httpStatus: 503,
+    occurredAt: new Date().toISOString(),
+    outcome: 'upstream_unavailable',
+  };
+}
+
+const accepted = (items: FinishItem[]): FinishBatchResponse => ({
+  results: items.map((one) => ({
+    reservationId: one.reservationId,
+    status: 'released' as const,
+    replay: false,
+    charged: { tokens: '0', credits: '0' },
+    writtenOff: { tokens: '0', credits: '0' },
+  })),
+});
+
+describe('finish queue', () => {
+  it("sends an account's items at once when asked, instead of after the flush interval", async () => {
+    const sent: FinishItem[][] = [];
+    const send = async (items: FinishItem[]) => {
+      sent.push(items);
+      return accepted(items);
+    };
+    const queue = createFinishQueue(send, {
+      flushIntervalMs: 60_000,
+      maxBatch: 100,
+      maxInFlight: 1,
+      maxQueued: 1000,
+      logger,
+    });
+    queue.enqueue(item('a'));
+    queue.enqueue(item('b'));
+    expect(await queue.settledFor('none', 1_000)).toBe(false);
+    const started = performance.now();
+    expect(await queue.settledFor('a', 1_000)).toBe(true);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(sent.flat().map((one) => one.accountId)).toContain('a');
+    queue.stop();
+  });
+
+  it('hands back every unacknowledged item on stop, sent or still queued, and spills past its bound', async () => {
+    const spilled: FinishItem[] = [];
+    const queue = createFinishQueue(() => new Promise<FinishBatchResponse>(() => {}), {
+      flushIntervalMs: 10,
+      maxBatch: 2,
+      maxInFlight: 1,
+      maxQueued: 3,
+      spill: async (items) => {
+        spilled.push(...items);
+      },
+      logger,
+    });
+    const items = Array.from({ length: 6 }, () => item('a'));
+    for (const one of items.slice(0, 2)) queue.enqueue(one);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the first batch is in flight, unanswered
+    for (const one of items.slice(2)) queue.enqueue(one);
+    const left = queue.stop();
+    expect(spilled).toHaveLength(1);
+    expect(new Set([...left, ...spilled].map((one) => one.reservationId))).toEqual(
+      new Set(items.map((one) => one.reservationId)),
+    );
+  });
+});

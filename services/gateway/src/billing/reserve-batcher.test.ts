@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import type { ReserveBatchResponse, ReserveItem } from '@tollgate/schemas';
+import { describe, expect, it } from 'vitest';
+import { createReserveBatcher, mayHaveReserved } from './reserve-batcher.ts';
+
+function item(): ReserveItem {
+  return {
+    reservationId: randomUUID(),
+    keyDigest: 'a'.repeat(64),
+    alias: 'm',
+    surface: 'messages',
+    estimate: { inputTokens: '1', outputTokens: '1' },
+  };
+}
+
+/** A control plane that answers only after `ms`. */
+function slowSend(ms: number) {
+  return (items: ReserveItem[]) =>
+    new Promise<ReserveBatchResponse>((resolve) =>
+      setTimeout(
+        () =>
+          resolve({
+            results: items.map((one) => ({
+              ok: true as const,
+              reservationId: one.reservationId,
+              keyId: 'k',
+              accountId: 'a',
+              providerId: 'p',
+              upstreamModel: 'u',
+              reserved: { tokens: '0', credits: '2' },
+            })),
+          }),
+        ms,
+      ),
+    );
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
+}
+
+describe('reserve batcher deadline', () => {
+  it('counts the time in the queue: a reservation behind a slow call fails at the deadline, not after', async () => {
+    const batcher = createReserveBatcher(slowSend(1_000), { maxInFlight: 1, maxBatch: 10, timeoutMs: 200 });
+    const started = performance.now();
+    const first = failureOf(batcher.reserve(item()));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = failureOf(batcher.reserve(item()));
+    const [firstError, secondError] = await Promise.all([first, second]);
+    expect(performance.now() - started).toBeLessThan(600);
+    expect(firstError).toMatchObject({ code: 'billing_unavailable' });
+    expect(secondError).toMatchObject({ code: 'billing_unavailable' });
+    // The first was sent and may be committed; the second never left the queue.
+    expect(mayHaveReserved(firstError)).toBe(true);
+    expect(mayHaveReserved(secondError)).toBe(false);
+  });
+
+  it('answers within the deadline as before', async () => {
+    const batcher = createReserveBatcher(slowSend(10), { maxInFlight: 1, maxBatch: 10, timeoutMs: 500 });
+    const results = await Promise.all([batcher.reserve(item()), batcher.reserve(item())]);
+    expect(results.map((result) => result.ok)).toEqual([true, true]);
+  });
+});

@@ -2,3 +2,4 @@ export * from './api-key.ts';
 export * from './billing.ts';
 export * from './money.ts';
 export * from './quantity.ts';
+export * from './status.ts';

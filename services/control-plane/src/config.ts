@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
 import { z } from 'zod';
 
@@ -71,6 +72,17 @@ export const ControlPlaneEnv = z.object({
   HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24),
   RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
 
+  // Status page: the gateway URL shown to customers, and how heartbeats and samples are read.
+  GATEWAY_PUBLIC_URL: withDefault(z.string().url(), 'http://127.0.0.1:8080'),
+  /** A gateway whose last heartbeat is older than this counts as down. */
+  STATUS_GATEWAY_STALE_SECONDS: withDefault(positiveInt, 30),
+  /** Provider outcomes of this many recent minutes decide a provider's current state. */
+  STATUS_PROVIDER_WINDOW_MINUTES: withDefault(positiveInt, 5),
+  STATUS_SAMPLE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
+  STATUS_HISTORY_DAYS: withDefault(positiveInt, 30),
+  /** Folder of the built dashboard served at / (default: services/dashboard/dist of this checkout). */
+  DASHBOARD_DIR: optional(z.string()),
+
   // Email delivery: SMTP when set, else written to the log (development default).
   SMTP_URL: optional(z.string().url()),
   MAIL_FROM: withDefault(z.string(), 'Tollgate <no-reply@localhost>'),
@@ -134,6 +146,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: parsed.KEY_DEFAULT_CONCURRENCY,
     },
     keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
+    status: {
+      gatewayPublicUrl: parsed.GATEWAY_PUBLIC_URL.replace(/\/+$/, ''),
+      gatewayStaleMs: parsed.STATUS_GATEWAY_STALE_SECONDS * 1000,
+      providerWindowMs: parsed.STATUS_PROVIDER_WINDOW_MINUTES * MINUTE,
+      sampleIntervalMs: parsed.STATUS_SAMPLE_INTERVAL_SECONDS * 1000,
+      historyDays: parsed.STATUS_HISTORY_DAYS,
+    },
     billing: {
       reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,
       holdTimeoutMs: parsed.HOLD_TIMEOUT_HOURS * 60 * MINUTE,
@@ -142,6 +161,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     /** The environment, for `${NAME}` references in the catalogue file. */
     env,
     smtpUrl: parsed.SMTP_URL,
+    dashboardDir: parsed.DASHBOARD_DIR ?? fileURLToPath(new URL('../../dashboard/dist', import.meta.url)),
     mailFrom: parsed.MAIL_FROM,
   };
 }

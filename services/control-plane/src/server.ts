@@ -11,6 +11,7 @@ import { createInternalApi } from './http/internal-api.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
+import { startStatusSampler } from './modules/status/status.service.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;
@@ -48,6 +49,7 @@ export async function startControlPlane(
     logger.info({ file: config.catalogFile }, 'catalogue synced');
   }
   const reconciler = startReconciler(deps);
+  const sampler = startStatusSampler(deps);
 
   const publicApp = createPublicApp(deps);
   const internalApi = createInternalApi(deps);
@@ -66,6 +68,7 @@ export async function startControlPlane(
     internalServer,
     async close() {
       reconciler.stop();
+      sampler.stop();
       await Promise.all([publicServer.close(), internalServer.close()]);
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();

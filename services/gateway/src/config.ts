@@ -42,6 +42,8 @@ export const GatewayEnv = z.object({
   CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),
+  /** How often the gateway reports liveness and upstream outcomes for the status page. */
+  STATUS_HEARTBEAT_SECONDS: withDefault(positiveInt, 10),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -76,6 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrencyRetryAfterSeconds: parsed.CONCURRENCY_RETRY_AFTER_SECONDS,
     },
     secretsFile: parsed.SECRETS_FILE,
+    heartbeatIntervalMs: parsed.STATUS_HEARTBEAT_SECONDS * 1000,
     logLevel: parsed.LOG_LEVEL,
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
     env,

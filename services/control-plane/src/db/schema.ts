@@ -9,6 +9,11 @@ import type {
 } from '../modules/billing/billing.table.ts';
 import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
+import type {
+  StatusGatewaysTable,
+  StatusProviderOutcomesTable,
+  StatusSamplesTable,
+} from '../modules/status/status.table.ts';
 import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
 
 /** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
@@ -27,4 +32,7 @@ export interface Database {
   credit_balances: CreditBalancesTable;
   reservations: ReservationsTable;
   ledger_entries: LedgerEntriesTable;
+  status_gateways: StatusGatewaysTable;
+  status_provider_outcomes: StatusProviderOutcomesTable;
+  status_samples: StatusSamplesTable;
 }

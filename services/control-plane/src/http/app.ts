@@ -11,6 +11,8 @@ import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/cata
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
 import { createMailSender } from '../modules/mail/mail-sender.ts';
+import { statusRoutes } from '../modules/status/status.routes.ts';
+import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
@@ -29,6 +31,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
     });
 
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.use('*', securityHeaders());
   app.use('*', requestContext(deps));
   app.onError(handleError);
   app.notFound(handleNotFound);
@@ -45,8 +48,10 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());
   api.route('/', holdsRoutes());
+  api.route('/', statusRoutes());
 
   app.route('/api/v1', api);
+  app.use('*', dashboardAssets(deps.config.dashboardDir));
   registerSecuritySchemes(app, deps.config);
   app.doc31('/api/v1/openapi.json', {
     openapi: '3.1.0',

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely/migration';
 import * as identity from './0001_identity.ts';
 import * as billing from './0002_billing.ts';
 import * as billingFunctions from './0003_billing_functions.ts';
+import * as status from './0009_status.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
   '0001_identity': identity,
   '0002_billing': billing,
   '0003_billing_functions': billingFunctions,
+  '0009_status': status,
 };

@@ -59,6 +59,21 @@ export function StatusScreen() {
           </p>
           <p className="muted">Checked {formatDate(status.data.checkedAt)}. Refreshes every 30 seconds.</p>
           <Card>
+            <p className="status-legend muted">
+              Each bar is one day (UTC), oldest first:
+              <span>
+                <i className="state-operational" aria-hidden="true" /> operational
+              </span>
+              <span>
+                <i className="state-degraded" aria-hidden="true" /> degraded
+              </span>
+              <span>
+                <i className="state-down" aria-hidden="true" /> down
+              </span>
+              <span>
+                <i className="state-unknown" aria-hidden="true" /> no samples
+              </span>
+            </p>
             <ul className="components">
               {status.data.components.map((component) => (
                 <li key={component.name} data-testid={`component-${component.name}`}>

@@ -214,9 +214,18 @@ export async function sampleOnce(deps: Dependencies): Promise<void> {
 
 /** Samples every interval until stopped; a failed pass is logged and the next one tries again. */
 export function startStatusSampler(deps: Dependencies): { stop(): void } {
-  const timer = setInterval(() => {
+  const { sampleIntervalMs, gatewayStaleMs } = deps.config.status;
+  const sample = () =>
     sampleOnce(deps).catch((error: unknown) => deps.logger.warn({ err: error }, 'status sample failed'));
-  }, deps.config.status.sampleIntervalMs);
+  // The first sample waits until running gateways have had time to report since this start.
+  const first = setTimeout(sample, Math.min(sampleIntervalMs, gatewayStaleMs));
+  const timer = setInterval(sample, sampleIntervalMs);
+  first.unref();
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    stop: () => {
+      clearTimeout(first);
+      clearInterval(timer);
+    },
+  };
 }

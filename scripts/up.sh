@@ -32,6 +32,16 @@ export DATA_DIR="${DATA_DIR:-$ROOT/.data/control-plane}"
 export CATALOG_FILE="${CATALOG_FILE:-$ROOT/deploy/catalog.example.yaml}"
 export MOCK_UPSTREAM_URL="${MOCK_UPSTREAM_URL:-http://127.0.0.1:$MOCK_UPSTREAM_PORT}"
 
+# Dashboard: the control plane serves services/dashboard/dist at /; built when missing or older
+# than its sources. Its "use a key" panel shows the gateway at GATEWAY_PUBLIC_URL.
+if [ ! -f services/dashboard/dist/index.html ] ||
+  [ -n "$(find services/dashboard/src services/dashboard/index.html -newer services/dashboard/dist/index.html | head -n 1)" ]; then
+  echo "building the dashboard"
+  pnpm --filter @tollgate/dashboard run build >.data/logs/dashboard-build.log 2>&1 ||
+    { tail -n 20 .data/logs/dashboard-build.log >&2; exit 1; }
+fi
+export GATEWAY_PUBLIC_URL="${GATEWAY_PUBLIC_URL:-http://127.0.0.1:$GATEWAY_PORT}"
+
 pids=()
 stopped=0
 stop_all() {

@@ -2,7 +2,7 @@
  * The dashboard in a real browser: Debian's Chromium driven by playwright-core (no browser
  * download), an axe-core check per screen, screenshots for the README, the built assets.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -15,9 +15,23 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DASHBOARD = path.join(ROOT, 'services/dashboard');
 export const SCREENSHOTS = path.join(ROOT, 'docs/screenshots');
 
-/** Builds the dashboard when its assets are missing (the control plane serves them at start). */
+function newestChange(entry: string): number {
+  const stats = statSync(entry);
+  if (!stats.isDirectory()) return stats.mtimeMs;
+  return Math.max(stats.mtimeMs, ...readdirSync(entry).map((name) => newestChange(path.join(entry, name))));
+}
+
+/**
+ * Builds the dashboard when its assets are missing or older than its sources (the control plane
+ * reads them at start), so the browser never tests a stale build.
+ */
 export async function ensureDashboardBuilt(): Promise<void> {
-  if (existsSync(path.join(DASHBOARD, 'dist/index.html'))) return;
+  const index = path.join(DASHBOARD, 'dist/index.html');
+  const sources = Math.max(
+    newestChange(path.join(DASHBOARD, 'src')),
+    newestChange(path.join(DASHBOARD, 'index.html')),
+  );
+  if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
   await run(process.execPath, [path.join(DASHBOARD, 'node_modules/vite/bin/vite.js'), 'build'], {
     cwd: DASHBOARD,
   });

@@ -32,6 +32,11 @@ export function LoginScreen() {
             Your account is ready. Log in with your email and password.
           </p>
         ) : null}
+        {search.get('reset') ? (
+          <p className="alert success" role="status">
+            Your password is changed and every session was ended. Log in with the new password.
+          </p>
+        ) : null}
         <ErrorMessage error={login.error} fields={['email', 'password']} />
         <Field
           label="Email"

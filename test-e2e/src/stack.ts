@@ -80,7 +80,11 @@ export interface E2EStack {
   close(): Promise<void>;
 }
 
-export async function startStack(label: string): Promise<E2EStack> {
+/** `controlPlaneEnv`: extra settings of the control plane (payment providers, for example). */
+export async function startStack(
+  label: string,
+  options: { controlPlaneEnv?: Record<string, string> } = {},
+): Promise<E2EStack> {
   const services = inject('testServices');
   const database = await createTestDatabase(services.postgresUrl, `e2e_${label}`);
   const folder = await mkdtemp(path.join(tmpdir(), `tollgate-e2e-${label}-`));
@@ -120,6 +124,7 @@ export async function startStack(label: string): Promise<E2EStack> {
     SMTP_URL: '',
     PUBLIC_URL: '',
     TRUST_PROXY: 'false',
+    ...options.controlPlaneEnv,
   };
   const gatewayEnv = (port: number) => ({
     ...shared,

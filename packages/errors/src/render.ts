@@ -28,6 +28,9 @@ function headersFor(error: AppError): Record<string, string> {
   if (error.code === 'rate_limit_exceeded' && error.retryAfterSeconds !== undefined) {
     return { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterSeconds))) };
   }
+  if (error.code === 'payment_pending' && error.retryAfterSeconds !== undefined) {
+    return { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterSeconds))) };
+  }
   if (error.code === 'concurrency_limit_exceeded') {
     const seconds = error.retryAfterSeconds ?? DEFAULT_CONCURRENCY_RETRY_AFTER_SECONDS;
     return { 'retry-after': String(Math.max(1, Math.ceil(seconds))) };

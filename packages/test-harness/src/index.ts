@@ -4,3 +4,5 @@ export * from './secrets.ts';
 export * from './services.ts';
 
 import './provided.ts';
+
+export * from './stripe-fake.ts';

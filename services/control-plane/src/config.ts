@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { blankToUndefined, parseEnv } from '@tollgate/service-kit';
+import { blankToUndefined, ConfigError, parseEnv } from '@tollgate/service-kit';
 import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
@@ -82,6 +82,20 @@ export const ControlPlaneEnv = z.object({
   STATUS_HISTORY_DAYS: withDefault(positiveInt, 30),
   /** Folder of the built dashboard served at / (default: services/dashboard/dist of this checkout). */
   DASHBOARD_DIR: optional(z.string()),
+  // Commerce: orders and payment providers.
+  ORDER_TTL_MINUTES: withDefault(positiveInt, 60),
+  /** Comma list of stripe, manual, development; the first is an order's default. */
+  PAYMENT_PROVIDERS: optional(z.string()),
+  STRIPE_SECRET_KEY: optional(z.string()),
+  STRIPE_WEBHOOK_SECRET: optional(z.string()),
+  /** Another Stripe API address (a local fake in tests). */
+  STRIPE_API_URL: optional(z.string().url()),
+  MANUAL_PAYMENT_INSTRUCTIONS: withDefault(
+    z.string(),
+    'Pay by bank transfer and quote the order reference; an operator confirms the payment.',
+  ),
+  /** A pending payment is asked about again at most this often by the reconciler. */
+  PAYMENT_RECHECK_SECONDS: withDefault(positiveInt, 60),
 
   // Email delivery: SMTP when set, else written to the log (development default).
   SMTP_URL: optional(z.string().url()),
@@ -163,5 +177,42 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     smtpUrl: parsed.SMTP_URL,
     dashboardDir: parsed.DASHBOARD_DIR ?? fileURLToPath(new URL('../../dashboard/dist', import.meta.url)),
     mailFrom: parsed.MAIL_FROM,
+    commerce: commerceConfig(parsed),
+  };
+}
+
+const PAYMENT_PROVIDER_IDS = ['stripe', 'manual', 'development'] as const;
+export type PaymentProviderId = (typeof PAYMENT_PROVIDER_IDS)[number];
+
+/** Payment providers: cross-checked here so a half-configured one stops the start. */
+function commerceConfig(parsed: z.infer<typeof ControlPlaneEnv>) {
+  const https = parsed.PUBLIC_URL?.startsWith('https:') ?? false;
+  // The development provider pays without money: only for a machine that is not public.
+  const fallback = https ? 'manual' : 'development';
+  const names = (parsed.PAYMENT_PROVIDERS ?? fallback)
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const problems: string[] = [];
+  for (const name of names) {
+    if (!(PAYMENT_PROVIDER_IDS as readonly string[]).includes(name))
+      problems.push(`PAYMENT_PROVIDERS: unknown provider ${name} (use ${PAYMENT_PROVIDER_IDS.join(', ')})`);
+  }
+  if (names.length === 0) problems.push('PAYMENT_PROVIDERS: name at least one provider');
+  if (https && names.includes('development'))
+    problems.push('PAYMENT_PROVIDERS: development is refused when PUBLIC_URL is https');
+  if (names.includes('stripe') && (!parsed.STRIPE_SECRET_KEY || !parsed.STRIPE_WEBHOOK_SECRET))
+    problems.push('PAYMENT_PROVIDERS: stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET');
+  if (problems.length > 0) throw new ConfigError('control-plane', problems);
+  return {
+    orderTtlMs: parsed.ORDER_TTL_MINUTES * MINUTE,
+    providers: names as PaymentProviderId[],
+    stripe: {
+      secretKey: parsed.STRIPE_SECRET_KEY,
+      webhookSecret: parsed.STRIPE_WEBHOOK_SECRET,
+      apiUrl: parsed.STRIPE_API_URL,
+    },
+    manualInstructions: parsed.MANUAL_PAYMENT_INSTRUCTIONS,
+    recheckMs: parsed.PAYMENT_RECHECK_SECONDS * 1000,
   };
 }

@@ -11,6 +11,7 @@ import { createInternalApi } from './http/internal-api.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
+import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
 import { startStatusSampler } from './modules/status/status.service.ts';
 
 export interface RunningControlPlane {
@@ -50,6 +51,7 @@ export async function startControlPlane(
   }
   const reconciler = startReconciler(deps);
   const sampler = startStatusSampler(deps);
+  const paymentReconciler = startPaymentReconciler(deps);
 
   const publicApp = createPublicApp(deps);
   const internalApi = createInternalApi(deps);
@@ -69,6 +71,7 @@ export async function startControlPlane(
     async close() {
       reconciler.stop();
       sampler.stop();
+      paymentReconciler.stop();
       await Promise.all([publicServer.close(), internalServer.close()]);
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();

@@ -17,6 +17,7 @@ import { verifyLedger } from '../modules/billing/ledger-check.ts';
 import { reconcileOnce } from '../modules/billing/reconciler.ts';
 import { syncCatalog } from '../modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from '../modules/catalog/catalog-file.ts';
+import { reconcilePaymentsOnce } from '../modules/payments/payment-reconciler.ts';
 
 export interface CommandInput {
   positionals: string[];
@@ -170,6 +171,10 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
   reconcile: {
     usage: 'reconcile                 (release timed-out reservations and expired holds now)',
     run: (deps) => reconcileOnce(deps),
+  },
+  'reconcile-payments': {
+    usage: 'reconcile-payments        (ask providers about pending payments, expire overdue orders now)',
+    run: (deps) => reconcilePaymentsOnce(deps),
   },
   held: {
     usage: 'held                      (reservations held for reconciliation)',

@@ -9,6 +9,9 @@ import type {
 } from '../modules/billing/billing.table.ts';
 import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
+import type { OrdersTable } from '../modules/orders/orders.table.ts';
+import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
+import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
 import type {
   StatusGatewaysTable,
   StatusProviderOutcomesTable,
@@ -35,4 +38,9 @@ export interface Database {
   status_gateways: StatusGatewaysTable;
   status_provider_outcomes: StatusProviderOutcomesTable;
   status_samples: StatusSamplesTable;
+  promotions: PromotionsTable;
+  promotion_redemptions: PromotionRedemptionsTable;
+  orders: OrdersTable;
+  payments: PaymentsTable;
+  payment_events: PaymentEventsTable;
 }

@@ -11,6 +11,10 @@ import { adminCatalogRoutes, publicCatalogRoutes } from '../modules/catalog/cata
 import { healthRoutes } from '../modules/health/health.routes.ts';
 import { createMailer, type Mailer } from '../modules/mail/mail.service.ts';
 import { createMailSender } from '../modules/mail/mail-sender.ts';
+import { adminOrderRoutes } from '../modules/orders/admin-orders.routes.ts';
+import { orderRoutes } from '../modules/orders/orders.routes.ts';
+import { paymentWebhookRoutes } from '../modules/payments/payments.routes.ts';
+import { promotionRoutes } from '../modules/promotions/promotions.routes.ts';
 import { statusRoutes } from '../modules/status/status.routes.ts';
 import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
 import type { AppEnv } from './env.ts';
@@ -49,6 +53,10 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', billingRoutes());
   api.route('/', holdsRoutes());
   api.route('/', statusRoutes());
+  api.route('/', orderRoutes());
+  api.route('/', adminOrderRoutes());
+  api.route('/', promotionRoutes());
+  api.route('/', paymentWebhookRoutes());
 
   app.route('/api/v1', api);
   app.use('*', dashboardAssets(deps.config.dashboardDir));

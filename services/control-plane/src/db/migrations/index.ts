@@ -2,6 +2,7 @@ import type { Migration } from 'kysely/migration';
 import * as identity from './0001_identity.ts';
 import * as billing from './0002_billing.ts';
 import * as billingFunctions from './0003_billing_functions.ts';
+import * as commerce from './0005_commerce.ts';
 import * as status from './0009_status.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
@@ -9,5 +10,6 @@ export const migrations: Record<string, Migration> = {
   '0001_identity': identity,
   '0002_billing': billing,
   '0003_billing_functions': billingFunctions,
+  '0005_commerce': commerce,
   '0009_status': status,
 };

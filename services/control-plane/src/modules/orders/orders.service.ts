@@ -1,0 +1,132 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
+import type { Selectable } from 'kysely';
+import type { PaymentProviderId } from '../../config.ts';
+import type { Dependencies } from '../../deps.ts';
+import { isUuid } from '../accounts/accounts.service.ts';
+import { findPayment, findPayments } from '../payments/payments.repository.ts';
+import type { PaymentsTable } from '../payments/payments.table.ts';
+import { priceOf } from '../promotions/pricing.ts';
+import { findPublishedPackage, holdPromotion, insertRedemption } from '../promotions/promotions.service.ts';
+import * as repository from './orders.repository.ts';
+import type { OrdersTable } from './orders.table.ts';
+import { closeUnpaid, settleSucceeded } from './settlement.ts';
+
+export type OrderRow = Selectable<OrdersTable>;
+export type PaymentRow = Selectable<PaymentsTable>;
+export interface OrderWithPayment {
+  order: OrderRow;
+  payment: PaymentRow | null;
+}
+
+/** ABCD-EFGH-JKLM: what a customer quotes on a bank transfer (no 0/O/1/I to misread). */
+function newReference(): string {
+  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+  const bytes = randomBytes(12);
+  const chars = [...bytes].map((byte) => alphabet[byte % alphabet.length]).join('');
+  return `TG-${chars.slice(0, 4)}-${chars.slice(4, 8)}-${chars.slice(8, 12)}`;
+}
+
+/**
+ * Creates a pending order with its price fixed now (package price, promotion, what it grants).
+ * A promotion code holds one redemption in the same transaction. An order priced at zero is
+ * paid at once through the same path as any payment.
+ */
+export async function createOrder(
+  deps: Dependencies,
+  accountId: string,
+  input: { packageId: string; promotionCode?: string | undefined; provider?: PaymentProviderId | undefined },
+): Promise<OrderWithPayment> {
+  const providers = deps.config.commerce.providers;
+  const provider = input.provider ?? providers[0]!;
+  if (!providers.includes(provider))
+    throw AppError.validation({ provider: [`Use one of: ${providers.join(', ')}.`] });
+  const pack = await findPublishedPackage(deps, input.packageId);
+  const now = deps.clock.now();
+  const orderId = randomUUID();
+  const order = await deps.db.transaction().execute(async (trx) => {
+    const promotion = input.promotionCode
+      ? await holdPromotion(trx, { code: input.promotionCode, pack, accountId, orderId, now })
+      : null;
+    const pricing = priceOf(pack, promotion);
+    const row = await repository.insertOrder(trx, {
+      id: orderId,
+      account_id: accountId,
+      package_id: pack.id,
+      status: 'pending',
+      provider,
+      list_amount: pricing.listAmount,
+      discount_amount: pricing.discount,
+      amount: pricing.amount,
+      currency: pricing.currency,
+      exponent: pricing.exponent,
+      tokens: pricing.tokens,
+      bonus_tokens: pricing.bonusTokens,
+      bonus_credits: pricing.bonusCredits,
+      promotion_id: promotion?.id ?? null,
+      promotion_code: promotion?.code ?? null,
+      reference: newReference(),
+      expires_at: new Date(now.getTime() + deps.config.commerce.orderTtlMs),
+    });
+    if (promotion)
+      await insertRedemption(trx, { order_id: orderId, promotion_id: promotion.id, account_id: accountId });
+    return row;
+  });
+  if (order.amount === 0n) {
+    await settleSucceeded(deps, order.id, { amount: 0n, currency: order.currency }, 'verify');
+    return readAnyOrder(deps, order.id);
+  }
+  return { order, payment: null };
+}
+
+/** The caller's own order; another account's is not_found, never a hint that it exists. */
+export async function readOwnOrder(
+  deps: Dependencies,
+  accountId: string,
+  id: string,
+): Promise<OrderWithPayment> {
+  const order = isUuid(id) ? await repository.findOrder(deps.db, id) : undefined;
+  if (!order || order.account_id !== accountId) throw new AppError('not_found');
+  return { order, payment: (await findPayment(deps.db, id)) ?? null };
+}
+
+export async function readAnyOrder(deps: Dependencies, id: string): Promise<OrderWithPayment> {
+  const order = isUuid(id) ? await repository.findOrder(deps.db, id) : undefined;
+  if (!order) throw new AppError('not_found');
+  return { order, payment: (await findPayment(deps.db, id)) ?? null };
+}
+
+export async function listOrders(
+  deps: Dependencies,
+  filter: repository.OrderFilter,
+): Promise<{ items: OrderWithPayment[]; nextCursor: string | null }> {
+  if (filter.after && !isUuid(filter.after))
+    throw AppError.validation({ after: ['Not a cursor of this list.'] });
+  if (filter.accountId && !isUuid(filter.accountId)) return { items: [], nextCursor: null };
+  const rows = await repository.listOrders(deps.db, filter);
+  const payments = new Map(
+    (
+      await findPayments(
+        deps.db,
+        rows.map((row) => row.id),
+      )
+    ).map((p) => [p.order_id, p]),
+  );
+  return {
+    items: rows.map((order) => ({ order, payment: payments.get(order.id) ?? null })),
+    nextCursor: rows.length === filter.limit ? rows[rows.length - 1]!.id : null,
+  };
+}
+
+/** The customer gives up a pending order; its promotion hold is returned. */
+export async function cancelOrder(
+  deps: Dependencies,
+  accountId: string,
+  id: string,
+): Promise<OrderWithPayment> {
+  const { order } = await readOwnOrder(deps, accountId, id);
+  if (order.status !== 'pending' || !(await closeUnpaid(deps, id, 'cancelled', 'cancelled'))) {
+    throw AppError.validation({ status: [`An order that is ${order.status} cannot be cancelled.`] });
+  }
+  return readOwnOrder(deps, accountId, id);
+}

@@ -1,0 +1,103 @@
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { Dependencies } from '../../deps.ts';
+import { grantOrderInTransaction } from '../billing/order-grants.ts';
+import { updatePayment } from '../payments/payments.repository.ts';
+import { consumePromotion, returnPromotion } from '../promotions/promotions.service.ts';
+import * as repository from './orders.repository.ts';
+
+export type SettleSource = 'verify' | 'webhook' | 'reconciler' | 'admin';
+
+export type SettleOutcome =
+  | { outcome: 'paid'; replay: boolean }
+  | { outcome: 'mismatch'; replay: false }
+  | { outcome: 'not_payable'; status: string; replay: false };
+
+type AuditHook = (trx: Transaction<Database>) => Promise<void>;
+
+/**
+ * The one place an order becomes paid. Verify, webhook, reconciler and admin may all call it for
+ * the same payment, any number of times and at once: the order row lock serialises them, the first
+ * grants (in this transaction, with its ledger rows) and every later one sees `paid` and grants
+ * nothing. The provider's amount and currency must equal the order's, else nothing is granted.
+ */
+export async function settleSucceeded(
+  deps: Dependencies,
+  orderId: string,
+  paid: { amount: bigint; currency: string },
+  source: SettleSource,
+  audit?: AuditHook,
+): Promise<SettleOutcome> {
+  const now = deps.clock.now();
+  const result = await deps.db
+    .transaction()
+    .execute(async (trx): Promise<SettleOutcome & { accountId?: string }> => {
+      const order = await repository.lockOrder(trx, orderId);
+      if (!order) return { outcome: 'not_payable', status: 'missing', replay: false };
+      if (order.status === 'paid' || order.status === 'refunded') return { outcome: 'paid', replay: true };
+      if (paid.amount !== order.amount || paid.currency !== order.currency) {
+        await updatePayment(trx, orderId, {
+          status: 'failed',
+          failure_reason: 'amount_mismatch',
+          checked_at: now,
+        });
+        return { outcome: 'mismatch', replay: false };
+      }
+      // A payment that arrives after the order expired, was cancelled or failed is still honoured:
+      // money received is never ignored.
+      const { entitlementId } = await grantOrderInTransaction(trx, {
+        orderId,
+        accountId: order.account_id,
+        packageId: order.package_id,
+        tokens: order.tokens + order.bonus_tokens,
+        bonusCredits: order.bonus_credits,
+        now,
+      });
+      await repository.updateOrder(trx, orderId, {
+        status: 'paid',
+        entitlement_id: entitlementId,
+        paid_at: now,
+        closed_at: null,
+      });
+      await updatePayment(trx, orderId, { status: 'succeeded', failure_reason: null, checked_at: now });
+      if (order.promotion_id) await consumePromotion(trx, orderId);
+      await audit?.(trx);
+      return { outcome: 'paid', replay: false, accountId: order.account_id };
+    });
+  if (result.outcome === 'paid' && !result.replay) {
+    deps.logger.info({ orderId, source }, 'order paid');
+    if (result.accountId) await deps.events.publish({ type: 'account.changed', accountId: result.accountId });
+  }
+  if (result.outcome === 'mismatch') {
+    deps.logger.warn(
+      { orderId, source },
+      'payment amount or currency differs from the order; nothing granted',
+    );
+  }
+  const { accountId: _accountId, ...outcome } = result as SettleOutcome & { accountId?: string };
+  return outcome as SettleOutcome;
+}
+
+/**
+ * A pending order ends without payment: failed (the provider said so, or an admin rejected it),
+ * expired (its time ran out) or cancelled (by the customer). Its promotion hold is returned.
+ * Returns false when the order was no longer pending.
+ */
+export async function closeUnpaid(
+  deps: Dependencies,
+  orderId: string,
+  status: 'failed' | 'expired' | 'cancelled',
+  reason: string,
+  audit?: AuditHook,
+): Promise<boolean> {
+  const now = deps.clock.now();
+  return deps.db.transaction().execute(async (trx) => {
+    const order = await repository.lockOrder(trx, orderId);
+    if (order?.status !== 'pending') return false;
+    await repository.updateOrder(trx, orderId, { status, closed_at: now });
+    await updatePayment(trx, orderId, { status: 'failed', failure_reason: reason, checked_at: now });
+    if (order.promotion_id) await returnPromotion(trx, orderId);
+    await audit?.(trx);
+    return true;
+  });
+}

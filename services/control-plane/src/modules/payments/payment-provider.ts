@@ -1,0 +1,72 @@
+import type { ControlPlaneConfig, PaymentProviderId } from '../../config.ts';
+import { createDevelopmentProvider } from './development-provider.ts';
+import { createManualProvider } from './manual-provider.ts';
+import { createStripeProvider } from './stripe-provider.ts';
+
+/** What a provider is asked to collect: the order's fixed price. */
+export interface PaymentSubject {
+  orderId: string;
+  reference: string;
+  description: string;
+  amount: bigint;
+  currency: string;
+  exponent: number;
+  /** Where the provider sends the customer back (Stripe Checkout). */
+  returnUrl: string;
+}
+
+export interface StartedPayment {
+  providerPaymentId: string | null;
+  redirectUrl: string | null;
+}
+
+/** The provider's word on a payment. Amount and currency are compared with the order's. */
+export type PaymentCheck =
+  | { state: 'pending' }
+  | { state: 'succeeded'; amount: bigint; currency: string }
+  | { state: 'failed'; reason: string };
+
+export interface RecordedPayment {
+  orderId: string;
+  providerPaymentId: string | null;
+  amount: bigint;
+  currency: string;
+}
+
+/** A signed notification from the provider, verified. */
+export interface PaymentNotification {
+  eventId: string;
+  type: string;
+  orderId: string | null;
+  providerPaymentId: string | null;
+  /** null: an event type that says nothing about a payment's outcome. */
+  check: PaymentCheck | null;
+}
+
+/**
+ * One payment provider: transport to it and the reading of its answers, nothing else. The order
+ * rules (exactly-once grant, amount check, states) live in the orders service.
+ */
+export interface PaymentProvider {
+  readonly id: PaymentProviderId;
+  /** What the client does after starting: follow redirectUrl, call verify, or wait for an admin. */
+  readonly nextStep: 'redirect' | 'verify' | 'wait';
+  start(subject: PaymentSubject): Promise<StartedPayment>;
+  check(payment: RecordedPayment): Promise<PaymentCheck>;
+  refund(payment: RecordedPayment): Promise<{ reference: string }>;
+  /** Verifies and reads a webhook; throws when the signature does not hold. */
+  readNotification?(rawBody: string, signature: string | undefined): Promise<PaymentNotification>;
+}
+
+export type PaymentProviders = Map<PaymentProviderId, PaymentProvider>;
+
+/** The configured providers (PAYMENT_PROVIDERS), built from config. */
+export function createPaymentProviders(config: ControlPlaneConfig): PaymentProviders {
+  const providers: PaymentProviders = new Map();
+  for (const id of config.commerce.providers) {
+    if (id === 'development') providers.set(id, createDevelopmentProvider());
+    if (id === 'manual') providers.set(id, createManualProvider());
+    if (id === 'stripe') providers.set(id, createStripeProvider(config.commerce.stripe));
+  }
+  return providers;
+}

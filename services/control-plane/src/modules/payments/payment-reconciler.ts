@@ -1,0 +1,86 @@
+import type { Dependencies } from '../../deps.ts';
+import { listOverduePending } from '../orders/orders.repository.ts';
+import { closeUnpaid } from '../orders/settlement.ts';
+import { createPaymentProviders } from './payment-provider.ts';
+import * as repository from './payments.repository.ts';
+import { applyCheck } from './payments.service.ts';
+
+export interface PaymentReconcileResult {
+  checked: number;
+  paid: number;
+  failed: number;
+  expired: number;
+}
+
+const BATCH = 100;
+
+/**
+ * One pass: asks the providers again about pending payments (so a lost webhook never loses a
+ * paid order), then expires pending orders past their time, returning their promotion holds.
+ * An overdue order's payment is asked about first, so an order paid at the last moment is paid.
+ */
+export async function reconcilePaymentsOnce(deps: Dependencies): Promise<PaymentReconcileResult> {
+  const now = deps.clock.now();
+  const providers = createPaymentProviders(deps.config);
+  // Only providers the customer pays on their own can change state without us.
+  const askable = [...providers.values()].filter((provider) => provider.nextStep === 'redirect');
+  const result: PaymentReconcileResult = { checked: 0, paid: 0, failed: 0, expired: 0 };
+
+  const overdue = await listOverduePending(deps.db, now, BATCH);
+  const due = await repository.listPaymentsToRecheck(
+    deps.db,
+    askable.map((provider) => provider.id),
+    new Date(now.getTime() - deps.config.commerce.recheckMs),
+    BATCH,
+  );
+  const overduePayments = await repository.findPayments(
+    deps.db,
+    overdue.map((order) => order.id),
+  );
+  const toAsk = new Map(
+    [...due, ...overduePayments].filter((p) => p.status === 'pending').map((p) => [p.order_id, p]),
+  );
+  for (const payment of toAsk.values()) {
+    const provider = providers.get(payment.provider as never);
+    if (provider?.nextStep !== 'redirect') continue;
+    await repository.updatePayment(deps.db, payment.order_id, { checked_at: now });
+    try {
+      const check = await provider.check({
+        orderId: payment.order_id,
+        providerPaymentId: payment.provider_payment_id,
+        amount: payment.amount,
+        currency: payment.currency,
+      });
+      result.checked += 1;
+      const outcome = await applyCheck(deps, payment.order_id, check, 'reconciler');
+      if (outcome === 'paid') result.paid += 1;
+      if (outcome === 'failed') result.failed += 1;
+    } catch (error) {
+      deps.logger.warn(
+        { err: error, orderId: payment.order_id },
+        'payment recheck failed; retried next pass',
+      );
+    }
+  }
+  for (const order of overdue) {
+    if (await closeUnpaid(deps, order.id, 'expired', 'expired')) result.expired += 1;
+  }
+  if (result.checked + result.expired > 0) deps.logger.info(result, 'reconciled payments and orders');
+  return result;
+}
+
+/** Runs a pass every RECONCILE_INTERVAL_SECONDS until stopped; a failed pass is logged. */
+export function startPaymentReconciler(deps: Dependencies): { stop(): void } {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    reconcilePaymentsOnce(deps)
+      .catch((error: unknown) => deps.logger.error({ err: error }, 'payment reconciler pass failed'))
+      .finally(() => {
+        running = false;
+      });
+  }, deps.config.billing.reconcileIntervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

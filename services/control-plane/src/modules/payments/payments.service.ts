@@ -1,0 +1,221 @@
+import { AppError } from '@tollgate/errors';
+import type { PaymentProviderId } from '../../config.ts';
+import type { Dependencies } from '../../deps.ts';
+import * as orders from '../orders/orders.repository.ts';
+import { type OrderWithPayment, readOwnOrder } from '../orders/orders.service.ts';
+import { closeUnpaid, type SettleSource, settleSucceeded } from '../orders/settlement.ts';
+import { createPaymentProviders, type PaymentCheck, type PaymentProvider } from './payment-provider.ts';
+import * as repository from './payments.repository.ts';
+
+/** How long a client waits before asking again about a pending payment. */
+const PENDING_RETRY_AFTER_SECONDS = 5;
+
+export function providerOf(deps: Dependencies, id: string): PaymentProvider {
+  const provider = createPaymentProviders(deps.config).get(id as PaymentProviderId);
+  // An order made with a provider since removed from PAYMENT_PROVIDERS cannot be paid any more.
+  if (!provider) throw AppError.validation({ provider: [`The payment provider ${id} is not available.`] });
+  return provider;
+}
+
+function returnUrlOf(deps: Dependencies, orderId: string): string {
+  const base = deps.config.publicUrl ?? `http://127.0.0.1:${deps.config.port}`;
+  return `${base.replace(/\/$/, '')}/orders/${orderId}`;
+}
+
+/**
+ * Starts paying a pending order with its provider, once: a repeat returns the payment already
+ * started. The order row is locked while the provider is asked, so two starts never open two
+ * provider payments.
+ */
+export async function startPayment(
+  deps: Dependencies,
+  accountId: string,
+  orderId: string,
+): Promise<OrderWithPayment> {
+  const { order, payment } = await readOwnOrder(deps, accountId, orderId);
+  if (payment) return { order, payment };
+  if (order.status !== 'pending')
+    throw AppError.validation({ status: [`An order that is ${order.status} cannot be paid.`] });
+  const provider = providerOf(deps, order.provider);
+  if (order.amount > BigInt(Number.MAX_SAFE_INTEGER) && provider.id === 'stripe')
+    throw AppError.validation({ amount: ['This amount is too large for the payment provider.'] });
+  await deps.db.transaction().execute(async (trx) => {
+    const locked = await orders.lockOrder(trx, orderId);
+    if (locked?.status !== 'pending') return;
+    if (await repository.findPayment(trx, orderId)) return;
+    const pack = await trx
+      .selectFrom('packages')
+      .select('name')
+      .where('id', '=', locked.package_id)
+      .executeTakeFirst();
+    const started = await provider.start({
+      orderId,
+      reference: locked.reference,
+      description: pack?.name ?? locked.package_id,
+      amount: locked.amount,
+      currency: locked.currency,
+      exponent: locked.exponent,
+      returnUrl: returnUrlOf(deps, orderId),
+    });
+    await repository.insertPayment(trx, {
+      order_id: orderId,
+      provider: provider.id,
+      status: 'pending',
+      provider_payment_id: started.providerPaymentId,
+      redirect_url: started.redirectUrl,
+      amount: locked.amount,
+      currency: locked.currency,
+      exponent: locked.exponent,
+    });
+  });
+  return readOwnOrder(deps, accountId, orderId);
+}
+
+export async function readPayment(
+  deps: Dependencies,
+  accountId: string,
+  orderId: string,
+): Promise<OrderWithPayment> {
+  const found = await readOwnOrder(deps, accountId, orderId);
+  if (!found.payment) throw new AppError('not_found', { message: 'No payment was started for this order.' });
+  return found;
+}
+
+/**
+ * Asks the provider again. Paid: the order (granted exactly once, however often this runs).
+ * Not confirmed yet: payment_pending (402, Retry-After). Failed, expired or an amount/currency
+ * that differs from the order: payment_verification_failed.
+ */
+export async function verifyPayment(
+  deps: Dependencies,
+  accountId: string,
+  orderId: string,
+): Promise<OrderWithPayment> {
+  const found = await readOwnOrder(deps, accountId, orderId);
+  const { order, payment } = found;
+  if (order.status === 'paid' || order.status === 'refunded') return found;
+  if (!payment)
+    throw AppError.validation({ payment: ['Start the payment first (POST /orders/{id}/payment).'] });
+  const provider = providerOf(deps, payment.provider);
+  // Only a provider the customer pays by themselves can still turn up a late payment.
+  if (order.status !== 'pending' && provider.nextStep !== 'redirect')
+    throw verificationFailed(payment.failure_reason ?? order.status);
+  const check = await checkWithProvider(deps, provider, payment);
+  await applyCheck(deps, orderId, check, 'verify');
+  const after = await readOwnOrder(deps, accountId, orderId);
+  if (after.order.status === 'paid' || after.order.status === 'refunded') return after;
+  if (check.state === 'pending' && after.order.status === 'pending') {
+    throw new AppError('payment_pending', { retryAfterSeconds: PENDING_RETRY_AFTER_SECONDS });
+  }
+  throw verificationFailed(after.payment?.failure_reason ?? null);
+}
+
+function verificationFailed(reason: string | null): AppError {
+  const messages: Record<string, string> = {
+    amount_mismatch: 'The amount or currency paid differs from the order.',
+    expired: 'The payment session expired without payment.',
+    payment_failed: 'The payment failed.',
+    rejected: 'The payment was rejected.',
+    cancelled: 'The order was cancelled.',
+  };
+  return new AppError('payment_verification_failed', {
+    message: (reason && messages[reason]) ?? 'The payment could not be verified.',
+  });
+}
+
+async function checkWithProvider(
+  deps: Dependencies,
+  provider: PaymentProvider,
+  payment: { order_id: string; provider_payment_id: string | null; amount: bigint; currency: string },
+): Promise<PaymentCheck> {
+  try {
+    return await provider.check({
+      orderId: payment.order_id,
+      providerPaymentId: payment.provider_payment_id,
+      amount: payment.amount,
+      currency: payment.currency,
+    });
+  } catch (error) {
+    // The provider could not be asked: the payment is as pending as before; the reconciler retries.
+    deps.logger.warn(
+      { err: error, orderId: payment.order_id, provider: provider.id },
+      'payment check failed',
+    );
+    return { state: 'pending' };
+  }
+}
+
+/** What any source learned about a payment, applied through the one settlement path. */
+export async function applyCheck(
+  deps: Dependencies,
+  orderId: string,
+  check: PaymentCheck,
+  source: SettleSource,
+) {
+  if (check.state === 'succeeded') return (await settleSucceeded(deps, orderId, check, source)).outcome;
+  if (check.state === 'failed') {
+    await closeUnpaid(deps, orderId, 'failed', check.reason);
+    return 'failed';
+  }
+  return 'pending';
+}
+
+/**
+ * A provider's webhook: signature verified over the raw body (a bad signature or an event older
+ * than the tolerance is refused and logged), replays recognised by event id, the payment
+ * matched by the provider's id, then the same settlement as verify.
+ */
+export async function receiveNotification(
+  deps: Dependencies,
+  providerId: string,
+  rawBody: string,
+  signature: string | undefined,
+): Promise<{ received: true; outcome: string }> {
+  const provider = createPaymentProviders(deps.config).get(providerId as PaymentProviderId);
+  if (!provider?.readNotification) throw new AppError('not_found');
+  let notification: Awaited<ReturnType<NonNullable<PaymentProvider['readNotification']>>>;
+  try {
+    notification = await provider.readNotification(rawBody, signature);
+  } catch (error) {
+    deps.logger.warn(
+      { provider: providerId, reason: error instanceof Error ? error.message.slice(0, 200) : 'unreadable' },
+      'payment webhook refused: signature not valid or event too old',
+    );
+    throw AppError.validation({ signature: ['The webhook signature could not be verified.'] });
+  }
+  const seen = await repository.findEvent(deps.db, providerId, notification.eventId);
+  if (seen) {
+    deps.logger.info(
+      { provider: providerId, eventId: notification.eventId },
+      'payment webhook replayed; ignored',
+    );
+    return { received: true, outcome: 'duplicate' };
+  }
+  let outcome = 'ignored';
+  let orderId: string | null = null;
+  if (notification.check && notification.providerPaymentId) {
+    const payment = await repository.findPaymentByProviderId(
+      deps.db,
+      providerId,
+      notification.providerPaymentId,
+    );
+    if (!payment || (notification.orderId && notification.orderId !== payment.order_id)) {
+      outcome = 'unknown_payment';
+      deps.logger.warn(
+        { provider: providerId, eventId: notification.eventId },
+        'payment webhook for no known payment',
+      );
+    } else {
+      orderId = payment.order_id;
+      outcome = await applyCheck(deps, payment.order_id, notification.check, 'webhook');
+    }
+  }
+  await repository.recordEvent(deps.db, {
+    provider: providerId,
+    event_id: notification.eventId,
+    type: notification.type,
+    order_id: orderId,
+    outcome,
+  });
+  return { received: true, outcome };
+}

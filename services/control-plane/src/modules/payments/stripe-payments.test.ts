@@ -1,0 +1,160 @@
+import { type StripeFake, startStripeFake } from '@tollgate/test-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../../testing.ts';
+import {
+  commerceEnv,
+  deliverWebhook,
+  expectLedgerConsistent,
+  grantsOf,
+  type Shopper,
+  seedCommerceCatalog,
+  shopper,
+} from '../orders/commerce.test-support.ts';
+import { reconcilePaymentsOnce } from './payment-reconciler.ts';
+
+let context: TestContext;
+let fake: StripeFake;
+let admin: Shopper;
+
+beforeAll(async () => {
+  fake = await startStripeFake();
+  context = await createTestContext('commerce-stripe', commerceEnv(fake));
+  await seedCommerceCatalog(context);
+  admin = await shopper(context, { admin: true });
+});
+afterAll(async () => {
+  await expectLedgerConsistent(context);
+  await context.publicApp.mailer.drain();
+  await context.close();
+  await fake.close();
+});
+
+/** A customer with a Stripe order whose Checkout Session is open at the fake. */
+async function openCheckout(packageId = 'usd') {
+  const buyer = await shopper(context);
+  const created = await buyer.client.request('POST', '/orders', { body: { packageId } });
+  expect(created.status).toBe(201);
+  expect(created.body.data.provider).toBe('stripe');
+  const id: string = created.body.data.id;
+  const started = await buyer.client.request('POST', `/orders/${id}/payment`);
+  expect(started.status).toBe(200);
+  const payment = started.body.data.payment;
+  expect(payment).toMatchObject({ provider: 'stripe', nextStep: 'redirect', status: 'pending' });
+  const session = [...fake.sessions.values()].find((candidate) => candidate.client_reference_id === id)!;
+  expect(payment.redirectUrl).toBe(session.url);
+  expect(session).toMatchObject({ amount_total: 1999, currency: 'usd' });
+  return { buyer, id, session };
+}
+
+const logged = (text: string) => context.logLines.some((line) => line.includes(text));
+
+describe('Stripe Checkout', () => {
+  it('50 concurrent verifies and the webhook delivered 3 times grant exactly once', async () => {
+    const { buyer, id, session } = await openCheckout();
+    // A repeated start opens no second session.
+    await buyer.client.request('POST', `/orders/${id}/payment`);
+    expect(
+      [...fake.sessions.values()].filter((candidate) => candidate.client_reference_id === id),
+    ).toHaveLength(1);
+
+    const pending = await buyer.client.request('POST', `/orders/${id}/payment/verify`);
+    expect(pending.status).toBe(402);
+    expect(pending.body.code).toBe('payment_pending');
+    expect(pending.headers.get('retry-after')).toBeTruthy();
+
+    const paid = fake.pay(session.id);
+    const event = fake.eventFor('checkout.session.completed', paid);
+    const [verifies, webhooks] = await Promise.all([
+      Promise.all(
+        Array.from({ length: 50 }, () => buyer.client.request('POST', `/orders/${id}/payment/verify`)),
+      ),
+      Promise.all(Array.from({ length: 3 }, () => deliverWebhook(context, event))),
+    ]);
+    expect(verifies.map((answer) => answer.status)).toEqual(Array(50).fill(200));
+    expect(webhooks.map((answer) => answer.status)).toEqual([200, 200, 200]);
+    const { entitlements, grants } = await grantsOf(context, buyer.accountId);
+    expect(entitlements).toHaveLength(1);
+    expect(grants).toHaveLength(1);
+    expect(grants[0]!.available_delta).toBe(1000n);
+    const balance = await buyer.client.request('GET', '/me/balance');
+    expect(balance.body.data.remaining.tokens).toBe('1000');
+    await expectLedgerConsistent(context);
+
+    // The same event again later: recognised and ignored.
+    const replay = await deliverWebhook(context, event);
+    expect(replay.body.data.outcome).toBe('duplicate');
+    expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
+  });
+
+  it('a webhook with a bad signature or an old timestamp credits nothing and is logged', async () => {
+    const { buyer, id, session } = await openCheckout();
+    const event = fake.eventFor('checkout.session.completed', fake.pay(session.id));
+
+    const forged = await deliverWebhook(context, event, { secret: 'whsec_not_ours' });
+    expect(forged.status).toBe(422);
+    expect(forged.body.code).toBe('validation_failed');
+    const old = await deliverWebhook(context, event, { timestamp: Math.floor(Date.now() / 1000) - 3600 });
+    expect(old.status).toBe(422);
+    const unsigned = await context.publicApp.request('/api/v1/payments/stripe/webhook', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(event),
+    });
+    expect(unsigned.status).toBe(422);
+
+    expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(0);
+    expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).toBe('pending');
+    expect(logged('payment webhook refused')).toBe(true);
+  });
+
+  it('an amount or currency that differs from the order credits nothing, is logged and fails verify', async () => {
+    for (const override of [{ amount: 1 }, { currency: 'eur' }]) {
+      const { buyer, id, session } = await openCheckout();
+      const event = fake.eventFor('checkout.session.completed', fake.pay(session.id, override));
+      const delivered = await deliverWebhook(context, event);
+      expect(delivered.status).toBe(200);
+      expect(delivered.body.data.outcome).toBe('mismatch');
+      const verify = await buyer.client.request('POST', `/orders/${id}/payment/verify`);
+      expect(verify.status).toBe(402);
+      expect(verify.body.code).toBe('payment_verification_failed');
+      expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(0);
+      expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).not.toBe('paid');
+    }
+    expect(logged('differs from the order')).toBe(true);
+  });
+
+  it('an expired session fails the order and verify says so', async () => {
+    const { buyer, id, session } = await openCheckout();
+    fake.expire(session.id);
+    const verify = await buyer.client.request('POST', `/orders/${id}/payment/verify`);
+    expect(verify.status).toBe(402);
+    expect(verify.body.code).toBe('payment_verification_failed');
+    expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).toBe('failed');
+  });
+
+  it('the reconciler finds a payment whose webhook was lost', async () => {
+    const { buyer, id, session } = await openCheckout();
+    fake.pay(session.id);
+    context.clock.advance(2_000);
+    const pass = await reconcilePaymentsOnce(context.deps);
+    expect(pass.paid).toBeGreaterThanOrEqual(1);
+    expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).toBe('paid');
+    expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
+  });
+
+  it('an admin refund goes through Stripe and takes back the unused grant', async () => {
+    const { buyer, id, session } = await openCheckout();
+    fake.pay(session.id);
+    expect((await buyer.client.request('POST', `/orders/${id}/payment/verify`)).status).toBe(200);
+    const refunded = await admin.client.request('POST', `/admin/orders/${id}/refund`);
+    expect(refunded.status).toBe(200);
+    expect(refunded.body.data).toMatchObject({ status: 'refunded', refunded: { tokens: '1000' } });
+    expect(
+      fake.refunds.filter(
+        (refund) => refund.payment_intent === fake.sessions.get(session.id)!.payment_intent,
+      ),
+    ).toHaveLength(1);
+    expect((await buyer.client.request('GET', '/me/balance')).body.data.remaining.tokens).toBe('0');
+    await expectLedgerConsistent(context);
+  });
+});

@@ -1,0 +1,110 @@
+import Stripe from 'stripe';
+import type { PaymentCheck, PaymentProvider } from './payment-provider.ts';
+
+export interface StripeSettings {
+  secretKey: string | undefined;
+  webhookSecret: string | undefined;
+  /** Another API address (a local fake in tests); the official client takes host/port/protocol. */
+  apiUrl: string | undefined;
+}
+
+/** Signed events older than this are refused as replays (Stripe's own default tolerance). */
+const WEBHOOK_TOLERANCE_SECONDS = 300;
+
+/** Stripe Checkout: one Checkout Session per order, verified by retrieving it, signed webhooks. */
+export function createStripeProvider(settings: StripeSettings): PaymentProvider {
+  const address = settings.apiUrl ? new URL(settings.apiUrl) : null;
+  const stripe = new Stripe(settings.secretKey ?? '', {
+    maxNetworkRetries: 1,
+    timeout: 10_000,
+    ...(address
+      ? {
+          host: address.hostname,
+          port: address.port || (address.protocol === 'https:' ? 443 : 80),
+          protocol: address.protocol === 'https:' ? 'https' : 'http',
+        }
+      : {}),
+  });
+
+  return {
+    id: 'stripe',
+    nextStep: 'redirect',
+    async start(subject) {
+      const session = await stripe.checkout.sessions.create(
+        {
+          mode: 'payment',
+          client_reference_id: subject.orderId,
+          metadata: { order_id: subject.orderId, reference: subject.reference },
+          line_items: [
+            {
+              quantity: 1,
+              price_data: {
+                currency: subject.currency.toLowerCase(),
+                unit_amount: Number(subject.amount),
+                product_data: { name: subject.description },
+              },
+            },
+          ],
+          success_url: `${subject.returnUrl}?payment=done`,
+          cancel_url: `${subject.returnUrl}?payment=cancelled`,
+        },
+        // A retried start never opens a second session for the same order.
+        { idempotencyKey: `order-${subject.orderId}` },
+      );
+      return { providerPaymentId: session.id, redirectUrl: session.url };
+    },
+    async check(payment) {
+      if (!payment.providerPaymentId) return { state: 'pending' };
+      return checkOf(await stripe.checkout.sessions.retrieve(payment.providerPaymentId));
+    },
+    async refund(payment) {
+      if (!payment.providerPaymentId) throw new Error('no Stripe session to refund');
+      const session = await stripe.checkout.sessions.retrieve(payment.providerPaymentId);
+      const intent =
+        typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
+      if (!intent) throw new Error('the Stripe session has no payment to refund');
+      const refund = await stripe.refunds.create(
+        { payment_intent: intent },
+        { idempotencyKey: `refund-${payment.orderId}` },
+      );
+      return { reference: refund.id };
+    },
+    async readNotification(rawBody, signature) {
+      const event = stripe.webhooks.constructEvent(
+        rawBody,
+        signature ?? '',
+        settings.webhookSecret ?? '',
+        WEBHOOK_TOLERANCE_SECONDS,
+      );
+      if (!event.type.startsWith('checkout.session.')) {
+        return { eventId: event.id, type: event.type, orderId: null, providerPaymentId: null, check: null };
+      }
+      const session = event.data.object as Stripe.Checkout.Session;
+      const check: PaymentCheck | null =
+        event.type === 'checkout.session.expired'
+          ? { state: 'failed', reason: 'expired' }
+          : event.type === 'checkout.session.async_payment_failed'
+            ? { state: 'failed', reason: 'payment_failed' }
+            : checkOf(session);
+      return {
+        eventId: event.id,
+        type: event.type,
+        orderId: session.client_reference_id ?? session.metadata?.order_id ?? null,
+        providerPaymentId: session.id,
+        check,
+      };
+    },
+  };
+}
+
+function checkOf(session: Stripe.Checkout.Session): PaymentCheck {
+  if (session.payment_status === 'paid') {
+    return {
+      state: 'succeeded',
+      amount: BigInt(session.amount_total ?? -1),
+      currency: (session.currency ?? '').toUpperCase(),
+    };
+  }
+  if (session.status === 'expired') return { state: 'failed', reason: 'expired' };
+  return { state: 'pending' };
+}

@@ -45,6 +45,8 @@ export const ControlPlaneEnv = z.object({
   /** Wrong guesses one sign-up code survives before it is void. */
   REGISTER_CODE_MAX_ATTEMPTS: withDefault(positiveInt, 5),
   PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30),
+  /** Lifetime of the password-setup token emailed to a customer a reseller created. */
+  PASSWORD_SETUP_TTL_HOURS: withDefault(positiveInt, 72),
 
   // Throttles (Postgres-backed, shared by every control-plane instance). Windows in minutes.
   LOGIN_ADDRESS_LIMIT: withDefault(positiveInt, 30),
@@ -66,6 +68,10 @@ export const ControlPlaneEnv = z.object({
   KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60),
   KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4),
   KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100),
+
+  // Reseller management keys: requests per key per minute, and live keys per reseller.
+  MANAGEMENT_KEY_REQUESTS_PER_MINUTE: withDefault(positiveInt, 300),
+  MANAGEMENT_KEYS_PER_RESELLER_LIMIT: withDefault(positiveInt, 25),
 
   // Billing: how long a reservation or a hold may stay open before the reconciler releases it.
   RESERVATION_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
@@ -131,6 +137,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       registerTtlMs: parsed.REGISTER_CODE_TTL_MINUTES * MINUTE,
       registerMaxAttempts: parsed.REGISTER_CODE_MAX_ATTEMPTS,
       resetTtlMs: parsed.PASSWORD_RESET_TTL_MINUTES * MINUTE,
+      setupTtlMs: parsed.PASSWORD_SETUP_TTL_HOURS * 60 * MINUTE,
     },
     throttles: {
       loginPerAddress: { limit: parsed.LOGIN_ADDRESS_LIMIT, windowMs: parsed.LOGIN_WINDOW_MINUTES * MINUTE },
@@ -166,6 +173,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       providerWindowMs: parsed.STATUS_PROVIDER_WINDOW_MINUTES * MINUTE,
       sampleIntervalMs: parsed.STATUS_SAMPLE_INTERVAL_SECONDS * 1000,
       historyDays: parsed.STATUS_HISTORY_DAYS,
+    },
+    managementKeys: {
+      rate: { limit: parsed.MANAGEMENT_KEY_REQUESTS_PER_MINUTE, windowMs: MINUTE },
+      perResellerLimit: parsed.MANAGEMENT_KEYS_PER_RESELLER_LIMIT,
     },
     billing: {
       reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,

@@ -1,5 +1,6 @@
 import type { AccountsTable } from '../modules/accounts/accounts.table.ts';
 import type { ApiKeysTable, KeyRevealAuditTable } from '../modules/api-keys/api-keys.table.ts';
+import type { AuditLogTable } from '../modules/audit/audit.table.ts';
 import type { EmailCodesTable, SessionsTable } from '../modules/auth/auth.table.ts';
 import type {
   CreditBalancesTable,
@@ -9,6 +10,10 @@ import type {
 } from '../modules/billing/billing.table.ts';
 import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
+import type {
+  ManagementKeysTable,
+  ResellerGrantsTable,
+} from '../modules/management-keys/management-keys.table.ts';
 import type { OrdersTable } from '../modules/orders/orders.table.ts';
 import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
 import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
@@ -43,4 +48,7 @@ export interface Database {
   orders: OrdersTable;
   payments: PaymentsTable;
   payment_events: PaymentEventsTable;
+  management_keys: ManagementKeysTable;
+  reseller_grants: ResellerGrantsTable;
+  audit_log: AuditLogTable;
 }

@@ -1,6 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { Dependencies } from '../deps.ts';
-import { adminAndResellerRoutes } from '../modules/accounts/admin.routes.ts';
+import { adminRoutes } from '../modules/accounts/admin.routes.ts';
+import { adminViewRoutes } from '../modules/accounts/admin-views.routes.ts';
 import { meRoutes } from '../modules/accounts/me.routes.ts';
 import { apiKeyRoutes } from '../modules/api-keys/api-keys.routes.ts';
 import { authRoutes } from '../modules/auth/auth.routes.ts';
@@ -15,11 +16,15 @@ import { adminOrderRoutes } from '../modules/orders/admin-orders.routes.ts';
 import { orderRoutes } from '../modules/orders/orders.routes.ts';
 import { paymentWebhookRoutes } from '../modules/payments/payments.routes.ts';
 import { promotionRoutes } from '../modules/promotions/promotions.routes.ts';
+import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
+import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
+import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
 import { statusRoutes } from '../modules/status/status.routes.ts';
 import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
+import { refuseManagementKeysOutsideTheirArea } from './management-key.ts';
 import { registerSecuritySchemes } from './openapi-security.ts';
 import { requestContext } from './request-context.ts';
 
@@ -42,12 +47,17 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
 
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', refuseInferenceKeys());
+  app.use('*', refuseManagementKeysOutsideTheirArea());
   api.route('/', healthRoutes());
   api.route('/', authRoutes(mailer));
   api.route('/', meRoutes());
   api.route('/', sessionRoutes());
   api.route('/', apiKeyRoutes());
-  api.route('/', adminAndResellerRoutes());
+  api.route('/', adminRoutes());
+  api.route('/', adminViewRoutes());
+  api.route('/', resellerRoutes(mailer));
+  api.route('/', resellerKeyRoutes());
+  api.route('/', resellerManagementRoutes(mailer));
   api.route('/', publicCatalogRoutes());
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());

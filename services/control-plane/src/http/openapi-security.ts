@@ -7,6 +7,11 @@ export const SESSION = [{ sessionCookie: [] }];
 /** Security requirement of routes that change state: the session cookie and the CSRF header. */
 export const SESSION_AND_CSRF = [{ sessionCookie: [], csrfToken: [] }];
 
+/** Security requirement of /reseller-management routes: a management key holding `scope`. */
+export function managementKey(scope: string) {
+  return [{ managementKey: [scope] }];
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: any app's registry takes the same components
 export function registerSecuritySchemes(app: OpenAPIHono<any>, config: ControlPlaneConfig): void {
   const names = cookieNames(config);
@@ -25,5 +30,15 @@ export function registerSecuritySchemes(app: OpenAPIHono<any>, config: ControlPl
     description:
       `The session's CSRF token, returned by POST /auth/login (csrfToken) and readable in the ${names.csrf} ` +
       'cookie. Required on every state-changing request of a session; missing or wrong: forbidden (403).',
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'managementKey', {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'mk-tg-...',
+    description:
+      'A reseller management key (created under /reseller/management-keys), accepted only under ' +
+      '/reseller-management. Each route names the one scope it needs. Absent, unknown, revoked or ' +
+      'expired: unauthenticated (401). Missing scope: forbidden (403). Rate limited per key ' +
+      '(rate_limit_exceeded, 429, with Retry-After).',
   });
 }

@@ -3,6 +3,7 @@ import * as identity from './0001_identity.ts';
 import * as billing from './0002_billing.ts';
 import * as billingFunctions from './0003_billing_functions.ts';
 import * as commerce from './0005_commerce.ts';
+import * as resellers from './0006_resellers.ts';
 import * as status from './0009_status.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
@@ -11,5 +12,6 @@ export const migrations: Record<string, Migration> = {
   '0002_billing': billing,
   '0003_billing_functions': billingFunctions,
   '0005_commerce': commerce,
+  '0006_resellers': resellers,
   '0009_status': status,
 };

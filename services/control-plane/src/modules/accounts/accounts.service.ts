@@ -85,9 +85,28 @@ export async function findPasswordHash(db: Kysely<Database>, accountId: string):
 
 export async function createAccount(
   db: Kysely<Database>,
-  values: { email: string; passwordHash: string; displayName: string | null },
+  values: { email: string; passwordHash: string; displayName: string | null; resellerId?: string | null },
 ): Promise<Account> {
   return toAccount(await insertAccount(db, { ...values, email: normalizeEmail(values.email) }));
+}
+
+/**
+ * Attaches a customer to a reseller (or detaches it with null). The reseller must hold the
+ * reseller permission and cannot be the customer itself.
+ */
+export async function setResellerLink(
+  deps: Pick<Dependencies, 'db' | 'clock'>,
+  accountId: string,
+  resellerId: string | null,
+): Promise<Account> {
+  if (resellerId !== null) {
+    if (resellerId === accountId)
+      throw AppError.validation({ resellerId: ['An account cannot be its own reseller.'] });
+    const reseller = await findAccountById(deps.db, resellerId);
+    if (!reseller?.isReseller)
+      throw AppError.validation({ resellerId: ['Name an account that holds the reseller permission.'] });
+  }
+  return updateAccount(deps.db, accountId, { reseller_id: resellerId, updated_at: deps.clock.now() });
 }
 
 async function updateAccount(
@@ -161,13 +180,14 @@ function pageOf(rows: AccountRow[], limit: number): AccountPage {
 
 export async function listAccounts(
   db: Kysely<Database>,
-  options: { limit: number; after?: string; email?: string },
+  options: { limit: number; after?: string; email?: string; resellerId?: string },
 ): Promise<AccountPage> {
   if (options.after && !isUuid(options.after)) return { items: [], nextCursor: null };
   const rows = await selectAccounts(db, {
     limit: options.limit,
     after: options.after,
     emailContains: options.email,
+    resellerId: options.resellerId,
   });
   return pageOf(rows, options.limit);
 }

@@ -1,5 +1,6 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { validationHook } from '../../http/errors.ts';
+import { sessionActor } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
@@ -10,25 +11,102 @@ import {
   toAccountPageView,
   toAccountView,
 } from './accounts.schemas.ts';
-import { listAccounts, listResellerCustomers, setAccountStatus } from './accounts.service.ts';
+import { listAccounts } from './accounts.service.ts';
+import {
+  adjustAccountCredit,
+  changeAccountReseller,
+  changeAccountRoles,
+  changeAccountStatus,
+  grantToAccount,
+  readAccount,
+} from './admin.service.ts';
 
 const AccountIdParam = z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' } }) });
+const Note = z
+  .string()
+  .trim()
+  .min(1, 'Say why (a note is required).')
+  .max(500, 'Use at most 500 characters.');
 const AccountStatusRequest = z
   .object({ status: z.enum(['active', 'suspended'], 'Use active or suspended.') })
   .openapi('AccountStatusRequest');
+const AccountRolesRequest = z
+  .object({ admin: z.boolean().optional(), reseller: z.boolean().optional() })
+  .refine((body) => body.admin !== undefined || body.reseller !== undefined, {
+    message: 'Send admin and/or reseller.',
+    path: ['body'],
+  })
+  .openapi('AccountRolesRequest');
+const AccountResellerRequest = z
+  .object({
+    resellerId: z.string().uuid('Use the id of a reseller account.').nullable().openapi({
+      description: 'The reseller to attach this customer to; null detaches it.',
+    }),
+  })
+  .openapi('AccountResellerRequest');
+const AdminGrantRequest = z
+  .object({
+    packageId: z.string().min(1).max(100).optional(),
+    credits: z
+      .string()
+      .regex(/^[1-9][0-9]{0,17}$/, 'Use a positive whole number as a string.')
+      .optional(),
+    note: Note,
+  })
+  .refine((body) => (body.packageId === undefined) !== (body.credits === undefined), {
+    message: 'Send either packageId or credits.',
+    path: ['body'],
+  })
+  .openapi('AdminGrantRequest');
+const CreditAdjustmentRequest = z
+  .object({
+    amount: z.string().regex(/^-?[1-9][0-9]{0,17}$/, 'Use a non-zero whole number as a string, e.g. "-500".'),
+    note: Note,
+  })
+  .openapi('CreditAdjustmentRequest');
+const IdempotencyHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .openapi({ param: { name: 'idempotency-key', in: 'header' } }),
+});
+const json = <T extends z.ZodType>(schema: T) => ({
+  required: true,
+  content: { 'application/json': { schema } },
+});
 
 const listAccountsRoute = createRoute({
   method: 'get',
   path: '/admin/accounts',
   tags: ['admin'],
-  summary: 'List accounts (admin)',
+  summary: 'Search accounts (admin)',
+  description:
+    'Newest first. email: part of the address, any letter case; resellerId: that reseller’s customers.',
   security: SESSION,
   middleware: [requireSession(), requireRole('admin')] as const,
-  request: { query: PageQuery.extend({ email: z.string().max(254).optional() }) },
+  request: {
+    query: PageQuery.extend({
+      email: z.string().max(254).optional(),
+      resellerId: z.string().uuid().optional(),
+    }),
+  },
   responses: {
     200: jsonContent(dataOf(AccountPageView), 'Accounts, newest first.'),
     ...errorResponses(401, 403, 422),
   },
+});
+
+const readAccountRoute = createRoute({
+  method: 'get',
+  path: '/admin/accounts/{id}',
+  tags: ['admin'],
+  summary: 'Read an account (admin)',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: { params: AccountIdParam },
+  responses: { 200: jsonContent(dataOf(AccountView), 'The account.'), ...errorResponses(401, 403, 404) },
 });
 
 const setStatusRoute = createRoute({
@@ -39,56 +117,132 @@ const setStatusRoute = createRoute({
   description: 'A suspended account gets account_suspended on every authenticated route and at the gateway.',
   security: SESSION_AND_CSRF,
   middleware: [requireSession(), requireRole('admin')] as const,
-  request: {
-    params: AccountIdParam,
-    body: { required: true, content: { 'application/json': { schema: AccountStatusRequest } } },
-  },
+  request: { params: AccountIdParam, body: json(AccountStatusRequest) },
   responses: { 200: jsonContent(dataOf(AccountView), 'The account.'), ...errorResponses(401, 403, 404, 422) },
 });
 
-const listCustomersRoute = createRoute({
-  method: 'get',
-  path: '/reseller/customers',
-  tags: ['reseller'],
-  summary: "List the reseller's own customers",
-  security: SESSION,
-  middleware: [requireSession(), requireRole('reseller')] as const,
-  request: { query: PageQuery },
+const setRolesRoute = createRoute({
+  method: 'patch',
+  path: '/admin/accounts/{id}/roles',
+  tags: ['admin'],
+  summary: 'Set or clear the admin and reseller permissions (admin)',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: { params: AccountIdParam, body: json(AccountRolesRequest) },
+  responses: { 200: jsonContent(dataOf(AccountView), 'The account.'), ...errorResponses(401, 403, 404, 422) },
+});
+
+const setResellerRoute = createRoute({
+  method: 'put',
+  path: '/admin/accounts/{id}/reseller',
+  tags: ['admin'],
+  summary: 'Attach a customer to a reseller, or detach it (admin)',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: { params: AccountIdParam, body: json(AccountResellerRequest) },
+  responses: { 200: jsonContent(dataOf(AccountView), 'The account.'), ...errorResponses(401, 403, 404, 422) },
+});
+
+const grantRoute = createRoute({
+  method: 'post',
+  path: '/admin/accounts/{id}/grants',
+  tags: ['admin'],
+  summary: 'Grant a package or credit to an account, with a required note (admin)',
+  description:
+    'A package grant with Idempotency-Key is granted once; a repeat answers the first entitlement.',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: { params: AccountIdParam, headers: IdempotencyHeaders, body: json(AdminGrantRequest) },
   responses: {
-    200: jsonContent(dataOf(AccountPageView), 'Customers, newest first.'),
-    ...errorResponses(401, 403, 422),
+    201: jsonContent(
+      dataOf(z.object({ entitlementId: z.string().nullable(), replay: z.boolean() }).openapi('AdminGrant')),
+      'Granted.',
+    ),
+    ...errorResponses(401, 403, 404, 422),
   },
 });
 
-/** /admin and /reseller areas: forbidden without the matching permission. */
-export function adminAndResellerRoutes() {
-  const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
+const adjustRoute = createRoute({
+  method: 'post',
+  path: '/admin/accounts/{id}/credit-adjustments',
+  tags: ['admin'],
+  summary: 'Correct an account’s credit by a signed amount, with a required note (admin)',
+  description: 'Never below zero (validation_failed).',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: { params: AccountIdParam, body: json(CreditAdjustmentRequest) },
+  responses: {
+    201: jsonContent(dataOf(z.object({ adjusted: z.string() }).openapi('CreditAdjustment')), 'Adjusted.'),
+    ...errorResponses(401, 403, 404, 422),
+  },
+});
 
+/** /admin/accounts: search, read and change accounts; forbidden without the admin permission. */
+export function adminRoutes() {
+  const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(listAccountsRoute, async (c) => {
-    const query = c.req.valid('query');
-    const page = await listAccounts(c.get('deps').db, query);
+    const page = await listAccounts(c.get('deps').db, c.req.valid('query'));
     return c.json({ data: toAccountPageView(page) }, 200);
   });
-
+  app.openapi(readAccountRoute, async (c) => {
+    const account = await readAccount(c.get('deps'), c.req.valid('param').id);
+    return c.json({ data: toAccountView(account) }, 200);
+  });
   app.openapi(setStatusRoute, async (c) => {
-    const { id } = c.req.valid('param');
-    const account = await setAccountStatus(
+    const actor = { ...sessionActor(c), account: c.get('auth').account };
+    const account = await changeAccountStatus(
       c.get('deps'),
-      c.get('auth').account,
-      id,
+      actor,
+      c.req.valid('param').id,
       c.req.valid('json').status,
     );
     return c.json({ data: toAccountView(account) }, 200);
   });
-
-  app.openapi(listCustomersRoute, async (c) => {
-    const page = await listResellerCustomers(
-      c.get('deps').db,
-      c.get('auth').account.id,
-      c.req.valid('query'),
+  app.openapi(setRolesRoute, async (c) => {
+    const account = await changeAccountRoles(
+      c.get('deps'),
+      sessionActor(c),
+      c.req.valid('param').id,
+      c.req.valid('json'),
     );
-    return c.json({ data: toAccountPageView(page) }, 200);
+    return c.json({ data: toAccountView(account) }, 200);
   });
-
+  app.openapi(setResellerRoute, async (c) => {
+    const { resellerId } = c.req.valid('json');
+    const account = await changeAccountReseller(
+      c.get('deps'),
+      sessionActor(c),
+      c.req.valid('param').id,
+      resellerId,
+    );
+    return c.json({ data: toAccountView(account) }, 200);
+  });
+  app.openapi(grantRoute, async (c) => {
+    const body = c.req.valid('json');
+    const grant =
+      body.credits !== undefined
+        ? { credits: BigInt(body.credits) }
+        : { packageId: body.packageId as string };
+    const result = await grantToAccount(
+      c.get('deps'),
+      sessionActor(c),
+      c.req.valid('param').id,
+      grant,
+      body.note,
+      c.req.valid('header')['idempotency-key'] ?? null,
+    );
+    return c.json({ data: result }, 201);
+  });
+  app.openapi(adjustRoute, async (c) => {
+    const body = c.req.valid('json');
+    await adjustAccountCredit(
+      c.get('deps'),
+      sessionActor(c),
+      c.req.valid('param').id,
+      BigInt(body.amount),
+      body.note,
+    );
+    return c.json({ data: { adjusted: body.amount } }, 201);
+  });
   return app;
 }

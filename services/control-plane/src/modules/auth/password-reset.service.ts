@@ -89,3 +89,38 @@ export async function resetPassword(
   });
   if (!accountId) throw AppError.validation({ token: [WRONG_TOKEN] });
 }
+
+/**
+ * For an account created by someone else (a reseller's customer): a single-use token to choose
+ * the first password, through the same reset flow (POST /auth/reset-password).
+ */
+export async function sendPasswordSetup(
+  deps: ResetDeps,
+  mailer: Mailer,
+  account: { email: string },
+  invitedBy: string,
+): Promise<void> {
+  const token = newResetToken();
+  const now = deps.clock.now();
+  const ttlMs = deps.config.emailCodes.setupTtlMs;
+  await deps.db.transaction().execute(async (trx) => {
+    await voidEmailCodes(trx, 'password_reset', account.email, now);
+    await insertEmailCode(trx, {
+      purpose: 'password_reset',
+      email: account.email,
+      codeHash: resetTokenHash(deps.config.keyPepper, token),
+      expiresAt: new Date(now.getTime() + ttlMs),
+    });
+  });
+  const link = deps.config.publicUrl
+    ? `\n\n${new URL(`/reset-password#token=${token}`, deps.config.publicUrl)}`
+    : '';
+  await mailer.send({
+    to: account.email,
+    kind: 'password_setup',
+    subject: 'Your Tollgate account is ready',
+    text:
+      `${invitedBy} created a Tollgate account for you. Choose your password with this token: ${token}. ` +
+      `It expires in ${Math.round(ttlMs / 3_600_000)} hours and works once.${link}`,
+  });
+}

@@ -1,0 +1,138 @@
+import { AppError } from '@tollgate/errors';
+import type { Dependencies } from '../../deps.ts';
+import { type Actor, recordAudit } from '../audit/audit.service.ts';
+import { changeCredit, grantPackage } from '../billing/billing.service.ts';
+import {
+  type Account,
+  type AccountStatus,
+  findAccountById,
+  setAccountRoles,
+  setAccountStatus,
+  setResellerLink,
+} from './accounts.service.ts';
+
+/** Admin actions on accounts. Each is audited (who, what, target, from where). */
+
+export async function readAccount(deps: Pick<Dependencies, 'db'>, accountId: string): Promise<Account> {
+  const account = await findAccountById(deps.db, accountId);
+  if (!account) throw new AppError('not_found');
+  return account;
+}
+
+export async function changeAccountStatus(
+  deps: Dependencies,
+  actor: Actor & { account: Account },
+  accountId: string,
+  status: AccountStatus,
+): Promise<Account> {
+  const account = await setAccountStatus(deps, actor.account, accountId, status);
+  await recordAudit(deps.db, actor, {
+    action: `admin.account.${status === 'suspended' ? 'suspend' : 'unsuspend'}`,
+    targetType: 'account',
+    targetId: account.id,
+  });
+  return account;
+}
+
+/** Sets or clears the admin and reseller permissions; an admin cannot drop its own admin role. */
+export async function changeAccountRoles(
+  deps: Dependencies,
+  actor: Actor,
+  accountId: string,
+  roles: { admin?: boolean; reseller?: boolean },
+): Promise<Account> {
+  if (accountId === actor.accountId && roles.admin === false) {
+    throw new AppError('forbidden', { message: 'You cannot remove your own admin permission.' });
+  }
+  await readAccount(deps, accountId);
+  const account = await setAccountRoles(deps.db, accountId, roles);
+  await deps.events.publish({ type: 'account.changed', accountId: account.id });
+  await recordAudit(deps.db, actor, {
+    action: 'admin.account.roles',
+    targetType: 'account',
+    targetId: account.id,
+    detail: roles,
+  });
+  return account;
+}
+
+/** Attaches a customer to a reseller, or detaches it (null). */
+export async function changeAccountReseller(
+  deps: Dependencies,
+  actor: Actor,
+  accountId: string,
+  resellerId: string | null,
+): Promise<Account> {
+  const account = await setResellerLink(deps, accountId, resellerId);
+  await recordAudit(deps.db, actor, {
+    action: resellerId ? 'admin.account.attach_reseller' : 'admin.account.detach_reseller',
+    targetType: 'account',
+    targetId: account.id,
+    detail: { resellerId },
+  });
+  return account;
+}
+
+export type AdminGrant = { packageId: string } | { credits: bigint };
+
+/** Grants a package or credit out of nothing (the operator's own stock), with a required note. */
+export async function grantToAccount(
+  deps: Dependencies,
+  actor: Actor,
+  accountId: string,
+  grant: AdminGrant,
+  note: string,
+  idempotencyKey: string | null,
+): Promise<{ entitlementId: string | null; replay: boolean }> {
+  const account = await readAccount(deps, accountId);
+  const cause = `admin ${actor.accountId}: ${note}`;
+  let outcome: { entitlementId: string | null; replay: boolean };
+  if ('credits' in grant) {
+    await changeCredit(deps, { accountId: account.id, amount: grant.credits, kind: 'grant', cause });
+    outcome = { entitlementId: null, replay: false };
+  } else {
+    outcome = await grantPackage(deps, {
+      accountId: account.id,
+      packageId: grant.packageId,
+      cause,
+      ...(idempotencyKey ? { idempotencyKey: `admin:${idempotencyKey}` } : {}),
+    });
+  }
+  if (!outcome.replay) {
+    await recordAudit(deps.db, actor, {
+      action: 'admin.grant',
+      targetType: 'account',
+      targetId: account.id,
+      detail: {
+        ...('credits' in grant ? { credits: String(grant.credits) } : grant),
+        note,
+        entitlementId: outcome.entitlementId,
+      },
+    });
+  }
+  return outcome;
+}
+
+/** Corrects credit by a signed amount (never below zero), with a required note. */
+export async function adjustAccountCredit(
+  deps: Dependencies,
+  actor: Actor,
+  accountId: string,
+  amount: bigint,
+  note: string,
+): Promise<void> {
+  const account = await readAccount(deps, accountId);
+  if (amount === 0n) throw AppError.validation({ amount: ['Use a non-zero amount.'] });
+  await changeCredit(deps, {
+    accountId: account.id,
+    amount,
+    kind: 'adjustment',
+    cause: `admin ${actor.accountId}: ${note}`,
+  });
+  await recordAudit(deps.db, actor, {
+    action: 'admin.credit_adjustment',
+    targetType: 'account',
+    targetId: account.id,
+    detail: { amount: String(amount), note },
+  });
+}

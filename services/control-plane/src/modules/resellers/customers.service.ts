@@ -1,0 +1,157 @@
+import { randomBytes } from 'node:crypto';
+import { AppError } from '@tollgate/errors';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { Dependencies } from '../../deps.ts';
+import {
+  type Account,
+  type AccountPage,
+  createAccount,
+  findAccountByEmail,
+  findAccountById,
+  listResellerCustomers,
+} from '../accounts/accounts.service.ts';
+import {
+  type ApiKey,
+  changeKeyStatus,
+  createKey,
+  type KeyStatusChange,
+  listKeys,
+  type NewKeyInput,
+} from '../api-keys/api-keys.service.ts';
+import { type Actor, recordAudit } from '../audit/audit.service.ts';
+import { sendPasswordSetup } from '../auth/password-reset.service.ts';
+import { hashPassword } from '../auth/passwords.ts';
+import { type ActivityQuery, listActivity, readBalance, summarizeUsage } from '../billing/reports.service.ts';
+import type { Mailer } from '../mail/mail.service.ts';
+
+/**
+ * The reseller's view of its customers. Every lookup is narrowed to the caller's own customers:
+ * anyone else's account, or a malformed id, is not_found with no hint that it exists.
+ */
+export async function findCustomer(
+  db: Kysely<Database>,
+  resellerId: string,
+  customerId: string,
+): Promise<Account> {
+  const account = await findAccountById(db, customerId);
+  if (!account || account.resellerId !== resellerId) throw new AppError('not_found');
+  return account;
+}
+
+export function listCustomers(
+  db: Kysely<Database>,
+  resellerId: string,
+  page: { limit: number; after?: string },
+): Promise<AccountPage> {
+  return listResellerCustomers(db, resellerId, page);
+}
+
+/**
+ * Creates an account attached to the reseller, with an unusable random password, and emails it
+ * a token to choose its own (the password-reset flow).
+ */
+export async function createCustomer(
+  deps: Dependencies,
+  mailer: Mailer,
+  actor: Actor,
+  input: { email: string; displayName?: string | null },
+): Promise<Account> {
+  if (await findAccountByEmail(deps.db, input.email)) {
+    throw AppError.validation({ email: ['This email cannot be used for a new account.'] });
+  }
+  const reseller = await findAccountById(deps.db, actor.accountId);
+  const customer = await createAccount(deps.db, {
+    email: input.email,
+    passwordHash: await hashPassword(randomBytes(32).toString('base64url')),
+    displayName: input.displayName ?? null,
+    resellerId: actor.accountId,
+  }).catch((error: unknown) => {
+    // Two creations of one email at once: the unique index decides.
+    if ((error as { code?: string }).code === '23505')
+      throw AppError.validation({ email: ['This email cannot be used for a new account.'] });
+    throw error;
+  });
+  await recordAudit(deps.db, actor, {
+    action: 'reseller.customer.create',
+    targetType: 'account',
+    targetId: customer.id,
+  });
+  await sendPasswordSetup(
+    deps,
+    mailer,
+    customer,
+    reseller?.displayName ?? reseller?.email ?? 'Your provider',
+  );
+  return customer;
+}
+
+/** Balance and settled usage per day and alias over [from, to] (UTC days, inclusive). */
+export async function readCustomerUsage(
+  deps: Dependencies,
+  resellerId: string,
+  customerId: string,
+  range: { from: string; to: string },
+) {
+  const customer = await findCustomer(deps.db, resellerId, customerId);
+  return {
+    customerId: customer.id,
+    balance: await readBalance(deps, customer.id),
+    days: await summarizeUsage(deps, customer.id, range),
+  };
+}
+
+export async function readCustomerActivity(
+  deps: Dependencies,
+  resellerId: string,
+  customerId: string,
+  query: ActivityQuery,
+) {
+  const customer = await findCustomer(deps.db, resellerId, customerId);
+  return listActivity(deps, customer.id, query);
+}
+
+export async function listCustomerKeys(
+  deps: Dependencies,
+  resellerId: string,
+  customerId: string,
+): Promise<ApiKey[]> {
+  const customer = await findCustomer(deps.db, resellerId, customerId);
+  return listKeys(deps, customer.id);
+}
+
+/** An inference key owned by the customer; the secret is returned once. */
+export async function createCustomerKey(
+  deps: Dependencies,
+  actor: Actor,
+  customerId: string,
+  input: NewKeyInput,
+): Promise<{ key: ApiKey; secret: string }> {
+  const customer = await findCustomer(deps.db, actor.accountId, customerId);
+  const created = await createKey(deps, customer.id, input);
+  await recordAudit(deps.db, actor, {
+    action: 'reseller.api_key.create',
+    targetType: 'api_key',
+    targetId: created.key.id,
+    detail: { customerId: customer.id },
+  });
+  return created;
+}
+
+export async function changeCustomerKeyStatus(
+  deps: Dependencies,
+  actor: Actor,
+  customerId: string,
+  keyId: string,
+  status: KeyStatusChange,
+): Promise<ApiKey> {
+  const customer = await findCustomer(deps.db, actor.accountId, customerId);
+  const key = await changeKeyStatus(deps, customer.id, keyId, status);
+  await recordAudit(deps.db, actor, {
+    action: 'reseller.api_key.status',
+    targetType: 'api_key',
+    targetId: key.id,
+    detail: { customerId: customer.id, status },
+  });
+  return key;
+}

@@ -1,0 +1,105 @@
+/** Fixtures of the reseller tests: signed-in members of every kind and management-key calls. */
+import type { TestContext } from '../../testing.ts';
+import { setAccountRoles } from '../accounts/accounts.service.ts';
+import { createClient, type TestClient, uniqueEmail } from '../auth/test-client.ts';
+import { seedCatalog } from '../billing/billing.test-support.ts';
+
+export { seedCatalog };
+
+export type Member = TestClient & { id: string; email: string; password: string };
+
+/** A signed-up, signed-in account, optionally with the admin or reseller permission. */
+export async function member(
+  context: TestContext,
+  label: string,
+  roles: { admin?: boolean; reseller?: boolean } = {},
+): Promise<Member> {
+  const client = createClient(context);
+  const email = uniqueEmail(label);
+  const password = `pw-${Math.random().toString(36).slice(2)}-reseller`;
+  const { id } = await client.signUp(email, password);
+  if (roles.admin || roles.reseller) await setAccountRoles(context.deps.db, id, roles);
+  await client.logIn(email, password);
+  return Object.assign(client, { id, email, password });
+}
+
+export interface ManagementResponse {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: bodies are checked by the tests' assertions
+  body: any;
+}
+
+/** A call as reseller software makes it: Authorization: Bearer <management key>, no cookies. */
+export async function managementCall(
+  context: TestContext,
+  secret: string | null,
+  method: string,
+  path: string,
+  options: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<ManagementResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (secret) headers.authorization = `Bearer ${secret}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await context.publicApp.request(`/api/v1${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+/** Creates a management key through the reseller's session; returns its id and secret. */
+export async function createManagementKey(
+  reseller: TestClient,
+  scopes: string[],
+  extra: { expiresAt?: string; name?: string } = {},
+): Promise<{ id: string; secret: string }> {
+  const response = await reseller.request('POST', '/reseller/management-keys', {
+    body: {
+      name: extra.name ?? 'software',
+      scopes,
+      ...(extra.expiresAt ? { expiresAt: extra.expiresAt } : {}),
+    },
+  });
+  if (response.status !== 201)
+    throw new Error(`management key: ${response.status} ${JSON.stringify(response.body)}`);
+  return { id: response.body.data.key.id, secret: response.body.data.secret };
+}
+
+/** A reseller made so by the admin over HTTP, funded by admin grants with notes. */
+export async function fundedReseller(
+  context: TestContext,
+  admin: TestClient,
+  label: string,
+  funding: { packages?: number; credits?: string } = {},
+): Promise<Member> {
+  const account = await member(context, label);
+  const promoted = await admin.request('PATCH', `/admin/accounts/${account.id}/roles`, {
+    body: { reseller: true },
+  });
+  if (promoted.status !== 200) throw new Error(`promotion answered ${promoted.status}`);
+  for (let index = 0; index < (funding.packages ?? 0); index += 1) {
+    const granted = await admin.request('POST', `/admin/accounts/${account.id}/grants`, {
+      body: { packageId: 'small', note: 'reseller stock' },
+    });
+    if (granted.status !== 201) throw new Error(`package grant answered ${granted.status}`);
+  }
+  if (funding.credits) {
+    const granted = await admin.request('POST', `/admin/accounts/${account.id}/grants`, {
+      body: { credits: funding.credits, note: 'reseller credit' },
+    });
+    if (granted.status !== 201) throw new Error(`credit grant answered ${granted.status}`);
+  }
+  return account;
+}
+
+/** A customer created by the reseller in its session area; its id. */
+export async function customerOf(reseller: TestClient, label = 'customer'): Promise<string> {
+  const created = await reseller.request('POST', '/reseller/customers', {
+    body: { email: uniqueEmail(label) },
+  });
+  if (created.status !== 201) throw new Error(`customer creation answered ${created.status}`);
+  return created.body.data.id;
+}

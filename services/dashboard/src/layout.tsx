@@ -8,9 +8,22 @@ const CUSTOMER_LINKS = [
   ['/keys', 'API keys'],
   ['/usage', 'Usage'],
   ['/use-key', 'Use a key'],
-  ['/models', 'Models & pricing'],
+  ['/buy', 'Buy'],
+  ['/orders', 'Orders'],
   ['/sessions', 'Sessions'],
   ['/profile', 'Profile'],
+] as const;
+
+const RESELLER_LINKS = [
+  ['/reseller', 'Customers'],
+  ['/reseller/keys', 'Management keys'],
+] as const;
+
+const ADMIN_LINKS = [
+  ['/admin', 'Accounts'],
+  ['/admin/orders', 'All orders'],
+  ['/admin/promotions', 'Promotions'],
+  ['/admin/operations', 'Operations'],
 ] as const;
 
 const PUBLIC_LINKS = [
@@ -48,6 +61,10 @@ export function Shell(props: { signedIn: boolean; children: ReactNode }) {
               </li>
             ))}
           </ul>
+          {props.signedIn && account?.isReseller ? (
+            <AreaLinks label="Reseller" links={RESELLER_LINKS} />
+          ) : null}
+          {props.signedIn && account?.isAdmin ? <AreaLinks label="Admin" links={ADMIN_LINKS} /> : null}
         </nav>
         {props.signedIn && account ? (
           <div className="who">
@@ -63,5 +80,20 @@ export function Shell(props: { signedIn: boolean; children: ReactNode }) {
         <Link to="/status">Service status</Link> · <a href="/api/v1/openapi.json">API reference (OpenAPI)</a>
       </footer>
     </>
+  );
+}
+
+function AreaLinks(props: { label: string; links: readonly (readonly [string, string])[] }) {
+  return (
+    <div className="area">
+      <span className="area-label">{props.label}:</span>
+      <ul aria-label={props.label}>
+        {props.links.map(([to, label]) => (
+          <li key={to}>
+            <Link to={to}>{label}</Link>
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

@@ -32,8 +32,10 @@ export async function ensureDashboardBuilt(): Promise<void> {
     newestChange(path.join(DASHBOARD, 'index.html')),
   );
   if (existsSync(index) && statSync(index).mtimeMs >= sources) return;
+  // The test runner sets NODE_ENV=test; the served build must be the production one (minified React).
   await run(process.execPath, [path.join(DASHBOARD, 'node_modules/vite/bin/vite.js'), 'build'], {
     cwd: DASHBOARD,
+    env: { NODE_ENV: 'production' },
   });
 }
 

@@ -17,14 +17,15 @@ export interface ActivityItem {
   createdAt: string;
 }
 
-/** Recent metered calls, for the whole account or one key. */
-export function ActivityTable(props: { keyId?: string; limit?: number; caption: string }) {
+/** Recent metered calls, for the whole account or one key (`source`: another account's, for admins). */
+export function ActivityTable(props: { keyId?: string; limit?: number; caption: string; source?: string }) {
   const query = new URLSearchParams({ limit: String(props.limit ?? 20) });
   if (props.keyId) query.set('keyId', props.keyId);
-  const activity = useApi<{ items: ActivityItem[] }>(`/me/activity?${query}`);
+  const activity = useApi<{ items: ActivityItem[] }>(`${props.source ?? '/me/activity'}?${query}`);
   if (activity.loading && !activity.data) return <Loading label="Loading activity…" />;
   if (activity.error) return <ErrorMessage error={activity.error} />;
   const items = activity.data?.items ?? [];
+  if (items.length === 0 && props.source) return <p className="muted">No calls yet.</p>;
   if (items.length === 0) {
     return (
       <Empty title="No calls yet">

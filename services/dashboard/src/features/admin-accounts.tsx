@@ -5,6 +5,7 @@ import { useAction, useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
 import { Button, Card, Empty, ErrorMessage, Field, Loading, Page, StateBadge } from '../lib/ui.tsx';
+import { ActivityTable } from './activity.tsx';
 
 export function AdminAccountsScreen() {
   const [email, setEmail] = useState('');
@@ -221,18 +222,8 @@ export function AdminAccountScreen(props: { id: string }) {
         <Loading />
       )}
       <Card title="Recent activity">
-        <AdminActivity accountId={props.id} />
+        <ActivityTable source={`${base}/activity`} limit={10} caption="Recent calls of this account" />
       </Card>
     </Page>
-  );
-}
-
-function AdminActivity(props: { accountId: string }) {
-  const activity = useApi<{ items: unknown[] }>(`/admin/accounts/${props.accountId}/activity?limit=10`);
-  if (activity.error) return <ErrorMessage error={activity.error} />;
-  return activity.data && activity.data.items.length === 0 ? (
-    <p className="muted">No calls yet.</p>
-  ) : (
-    <p className="muted">{activity.data ? `${activity.data.items.length} recent calls.` : 'Loading…'}</p>
   );
 }

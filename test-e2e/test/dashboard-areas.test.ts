@@ -160,6 +160,11 @@ describe('the reseller area', () => {
     await page.getByRole('button', { name: 'Create key' }).click();
     expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk-tg-/);
     await page.getByRole('button', { name: 'Hide' }).click();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('disabled', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Revoke shop' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByText('revoked', { exact: true }).waitFor();
     await expectAccessible(page, 'reseller customer');
     await screenshot(page, 'reseller-customer');
 

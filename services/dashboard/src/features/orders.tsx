@@ -1,3 +1,4 @@
+import { useEffect, useRef } from 'react';
 import { api } from '../lib/api.ts';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
@@ -80,6 +81,16 @@ export function OrderScreen(props: { id: string }) {
   });
   const data = order.data;
   const payment = data?.payment ?? null;
+  // Back from the provider's checkout: ask once whether the payment went through.
+  const checkedReturn = useRef(false);
+  const returned =
+    search.get('payment') === 'done' && data?.status === 'pending' && payment?.status === 'pending';
+  const { execute: verifyNow } = verify;
+  useEffect(() => {
+    if (!returned || checkedReturn.current) return;
+    checkedReturn.current = true;
+    void verifyNow();
+  }, [returned, verifyNow]);
   const error = pay.error ?? verify.error ?? cancel.error;
 
   return (

@@ -7,6 +7,7 @@ import type { Account } from '../lib/session.tsx';
 import {
   Button,
   Card,
+  Confirm,
   Empty,
   ErrorMessage,
   Field,
@@ -135,8 +136,10 @@ export function ResellerCustomerScreen(props: { id: string }) {
     setKeyName('');
     await keys.reload();
   });
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
   const setState = useAction(async (keyId: string, status: 'active' | 'disabled' | 'revoked') => {
     await api('PATCH', `${base}/api-keys/${keyId}/status`, { status });
+    setRevoking(null);
     await keys.reload();
   });
   return (
@@ -246,11 +249,7 @@ export function ResellerCustomerScreen(props: { id: string }) {
                   <Button onClick={() => void setState.execute(key.id, 'active')}>Enable</Button>
                 ) : null}
                 {key.state === 'active' || key.state === 'disabled' ? (
-                  <Button
-                    kind="danger"
-                    onClick={() => void setState.execute(key.id, 'revoked')}
-                    label={`Revoke ${key.name}`}
-                  >
+                  <Button kind="danger" onClick={() => setRevoking(key)} label={`Revoke ${key.name}`}>
                     Revoke
                   </Button>
                 ) : null}
@@ -259,6 +258,18 @@ export function ResellerCustomerScreen(props: { id: string }) {
           ))}
         </ul>
       </Card>
+      {revoking ? (
+        <Confirm
+          title={`Revoke "${revoking.name}"?`}
+          confirmLabel="Revoke key"
+          pending={setState.pending}
+          error={setState.error}
+          onCancel={() => setRevoking(null)}
+          onConfirm={() => void setState.execute(revoking.id, 'revoked')}
+        >
+          <p>Every call with this key fails from now on. This cannot be undone.</p>
+        </Confirm>
+      ) : null}
     </Page>
   );
 }

@@ -16,6 +16,7 @@ export default defineConfig({
       { test: { name: 'schemas', root: 'packages/schemas' } },
       { test: { name: 'service-kit', root: 'packages/service-kit' } },
       { test: { name: 'mock-upstream', root: 'services/mock-upstream' } },
+      { test: { name: 'dashboard', root: 'services/dashboard' } },
       {
         test: {
           name: 'control-plane',

@@ -61,6 +61,15 @@ database_mode="PGlite in $DATA_DIR (embedded)"
 if [ -n "${DATABASE_URL:-}" ]; then database_mode="Postgres (DATABASE_URL)"; fi
 limiter_mode="in-process"
 if [ -n "${REDIS_URL:-}" ]; then limiter_mode="Redis (REDIS_URL)"; fi
+# Dashboard: the control plane serves services/dashboard/dist at /; built when missing or older
+# than its sources. Its "use a key" panel shows the gateway at GATEWAY_PUBLIC_URL.
+if [ ! -f services/dashboard/dist/index.html ] ||
+  [ -n "$(find services/dashboard/src services/dashboard/index.html -newer services/dashboard/dist/index.html | head -n 1)" ]; then
+  echo "building the dashboard"
+  pnpm --filter @tollgate/dashboard run build >.data/logs/dashboard-build.log 2>&1 ||
+    { tail -n 20 .data/logs/dashboard-build.log >&2; exit 1; }
+fi
+export GATEWAY_PUBLIC_URL="${GATEWAY_PUBLIC_URL:-http://127.0.0.1:$GATEWAY_PORT}"
 
 pids=()
 stopped=0
@@ -114,6 +123,7 @@ cat <<INFO
 
 Tollgate is running (database: $database_mode; limiter: $limiter_mode).
   gateway        http://127.0.0.1:$GATEWAY_PORT        (OpenAI-style base URL: http://127.0.0.1:$GATEWAY_PORT/v1)
+  dashboard      http://127.0.0.1:$CONTROL_PLANE_PORT/          (status page: /status)
   control plane  http://127.0.0.1:$CONTROL_PLANE_PORT/api/v1
   internal API   http://127.0.0.1:$CONTROL_PLANE_INTERNAL_PORT   (gateway only)
   mock upstream  http://127.0.0.1:$MOCK_UPSTREAM_PORT

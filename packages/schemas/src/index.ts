@@ -4,3 +4,4 @@ export * from './management-key.ts';
 export * from './money.ts';
 export * from './provider-credential.ts';
 export * from './quantity.ts';
+export * from './status.ts';

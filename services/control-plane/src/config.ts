@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { DEFAULT_PROVIDER_SECRET_PREFIX, ProviderSecretPrefix } from '@tollgate/schemas';
 import {
   blankToUndefined,
@@ -106,6 +107,16 @@ export const ControlPlaneEnv = z.object({
    */
   RESERVE_OVERRUN_COVER_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
 
+  // Status page: the gateway URL shown to customers, and how heartbeats and samples are read.
+  GATEWAY_PUBLIC_URL: withDefault(z.string().url(), 'http://127.0.0.1:8080'),
+  /** A gateway whose last heartbeat is older than this counts as down. */
+  STATUS_GATEWAY_STALE_SECONDS: withDefault(positiveInt, 30),
+  /** Provider outcomes of this many recent minutes decide a provider's current state. */
+  STATUS_PROVIDER_WINDOW_MINUTES: withDefault(positiveInt, 5),
+  STATUS_SAMPLE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
+  STATUS_HISTORY_DAYS: withDefault(positiveInt, 30),
+  /** Folder of the built dashboard served at / (default: services/dashboard/dist of this checkout). */
+  DASHBOARD_DIR: optional(z.string()),
   // Commerce: orders and payment providers.
   ORDER_TTL_MINUTES: withDefault(positiveInt, 60),
   /** Comma list of stripe, manual, development; the first is an order's default. */
@@ -198,6 +209,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: parsed.KEY_MAX_CONCURRENCY,
     },
     keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
+    status: {
+      gatewayPublicUrl: parsed.GATEWAY_PUBLIC_URL.replace(/\/+$/, ''),
+      gatewayStaleMs: parsed.STATUS_GATEWAY_STALE_SECONDS * 1000,
+      providerWindowMs: parsed.STATUS_PROVIDER_WINDOW_MINUTES * MINUTE,
+      sampleIntervalMs: parsed.STATUS_SAMPLE_INTERVAL_SECONDS * 1000,
+      historyDays: parsed.STATUS_HISTORY_DAYS,
+    },
     managementKeys: {
       rate: { limit: parsed.MANAGEMENT_KEY_REQUESTS_PER_MINUTE, windowMs: MINUTE },
       perResellerLimit: parsed.MANAGEMENT_KEYS_PER_RESELLER_LIMIT,
@@ -211,6 +229,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     /** The environment, for `${NAME}` references in the catalogue file. */
     env,
     smtpUrl: parsed.SMTP_URL,
+    dashboardDir: parsed.DASHBOARD_DIR ?? fileURLToPath(new URL('../../dashboard/dist', import.meta.url)),
     mailFrom: parsed.MAIL_FROM,
     commerce: commerceConfig(parsed),
   };

@@ -12,6 +12,7 @@ import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
 import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
+import { startStatusSampler } from './modules/status/status.service.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;
@@ -55,6 +56,7 @@ export async function startControlPlane(
     logger.info({ file: config.catalogFile }, 'catalogue synced');
   }
   const reconciler = startReconciler(deps);
+  const sampler = startStatusSampler(deps);
   const paymentReconciler = startPaymentReconciler(deps);
 
   const publicApp = createPublicApp(deps);
@@ -79,6 +81,7 @@ export async function startControlPlane(
     internalServer,
     async close() {
       reconciler.stop();
+      sampler.stop();
       paymentReconciler.stop();
       await Promise.all([publicServer.close(), internalServer.close()]);
       // Emails accepted before the stop still go out (they stay in the outbox either way).

@@ -59,6 +59,8 @@ export const GatewayEnv = z.object({
   /** Provider credentials are read only under names with this prefix (file or environment). */
   PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
   ...HttpServerEnv,
+  /** How often the gateway reports liveness and upstream outcomes for the status page. */
+  STATUS_HEARTBEAT_SECONDS: withDefault(positiveInt, 10),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -100,6 +102,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretsFile: parsed.SECRETS_FILE,
     inputEstimateMarginPercent: parsed.INPUT_ESTIMATE_MARGIN_PERCENT,
     providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
+    heartbeatIntervalMs: parsed.STATUS_HEARTBEAT_SECONDS * 1000,
     logLevel: parsed.LOG_LEVEL,
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
     env,

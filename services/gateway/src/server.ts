@@ -16,6 +16,7 @@ import { subscribeToInvalidations } from './events/invalidation-subscriber.ts';
 import { createGatewayApp } from './http/app.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
+import { createHeartbeat } from './status/heartbeat.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
 
 export interface RunningGateway {
@@ -92,13 +93,24 @@ export async function startGateway(
     ...(config.secretsFile ? { secretsFile: config.secretsFile } : {}),
   });
 
+  const heartbeat = createHeartbeat({
+    send: controlPlane.heartbeat,
+    providerOf: (alias) => catalog.alias(alias)?.providerId,
+    intervalMs: config.heartbeatIntervalMs,
+    redisUrl: config.redisUrl,
+    logger,
+  });
+
   const deps: GatewayDependencies = {
     config,
     logger,
     limiter,
     billing: {
       reserve: reserver.reserve,
-      finish: finishes.enqueue,
+      finish: (item) => {
+        heartbeat.record(item);
+        finishes.enqueue(item);
+      },
       settledFor: finishes.settledFor,
       keyStatus: controlPlane.keyStatus,
     },
@@ -120,12 +132,14 @@ export async function startGateway(
     config.http,
   );
   logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
+  heartbeat.start();
 
   return {
     deps,
     server,
     drainBilling: (deadlineMs) => finishes.drain(deadlineMs),
     async close() {
+      await heartbeat.stop();
       await server.close();
       const drained = await finishes.drain(config.billing.shutdownDrainMs);
       const left = finishes.stop();

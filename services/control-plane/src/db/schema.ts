@@ -18,6 +18,11 @@ import type {
 import type { OrdersTable } from '../modules/orders/orders.table.ts';
 import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
 import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
+import type {
+  StatusGatewaysTable,
+  StatusProviderOutcomesTable,
+  StatusSamplesTable,
+} from '../modules/status/status.table.ts';
 import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
 
 /** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
@@ -40,6 +45,9 @@ export interface Database {
   management_keys: ManagementKeysTable;
   reseller_grants: ResellerGrantsTable;
   audit_log: AuditLogTable;
+  status_gateways: StatusGatewaysTable;
+  status_provider_outcomes: StatusProviderOutcomesTable;
+  status_samples: StatusSamplesTable;
   promotions: PromotionsTable;
   promotion_redemptions: PromotionRedemptionsTable;
   orders: OrdersTable;

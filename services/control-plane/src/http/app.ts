@@ -20,8 +20,10 @@ import { promotionRoutes } from '../modules/promotions/promotions.routes.ts';
 import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
 import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
+import { statusRoutes } from '../modules/status/status.routes.ts';
 import { auditAdminWrites } from './audit-writes.ts';
 import { limitBodySize } from './body-limit.ts';
+import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
 import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
@@ -42,6 +44,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
     });
 
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.use('*', securityHeaders());
   app.use('*', requestContext(deps));
   app.use('*', refuseManagementKeysOutsideTheirArea());
   app.use(
@@ -81,12 +84,14 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());
   api.route('/', holdsRoutes());
+  api.route('/', statusRoutes());
   api.route('/', orderRoutes());
   api.route('/', adminOrderRoutes());
   api.route('/', promotionRoutes());
   api.route('/', paymentWebhookRoutes());
 
   app.route('/api/v1', api);
+  app.use('*', dashboardAssets(deps.config.dashboardDir));
   registerSecuritySchemes(app, deps.config);
   // Generated once, on first request, when every route is registered.
   let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;

@@ -3,6 +3,7 @@ import { AppError, renderControlPlaneError } from '@tollgate/errors';
 import type { z } from 'zod';
 import type { Dependencies } from '../deps.ts';
 import { billingInternalRoutes } from '../modules/billing/billing.internal-routes.ts';
+import { statusInternalRoutes } from '../modules/status/status.internal-routes.ts';
 import { fieldErrorsOf } from './errors.ts';
 import { createServiceTokenVerifier } from './service-token.ts';
 
@@ -34,7 +35,12 @@ const MAX_BODY_BYTES = 16 * 1024 * 1024;
  */
 export function createInternalApi(deps: Dependencies) {
   const verify = createServiceTokenVerifier(deps.config.internalTokenSecret);
-  const routes = new Map(billingInternalRoutes().map((route) => [`${route.method} ${route.path}`, route]));
+  const routes = new Map(
+    [...billingInternalRoutes(), ...statusInternalRoutes()].map((route) => [
+      `${route.method} ${route.path}`,
+      route,
+    ]),
+  );
 
   async function answer(
     method: string,

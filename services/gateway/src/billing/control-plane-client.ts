@@ -3,6 +3,8 @@ import {
   FinishBatchResponse,
   type FinishItem,
   GatewayCatalog,
+  type GatewayHeartbeat,
+  GatewayHeartbeatAnswer,
   KeyStatus,
   ReserveBatchResponse,
   type ReserveItem,
@@ -76,6 +78,7 @@ export function createControlPlaneClient(options: ControlPlaneClientOptions) {
     keyStatus: (keyDigest: string) => call('POST', '/keys/status', KeyStatus, { keyDigest }),
     reserve: (items: ReserveItem[]) => call('POST', '/reservations', ReserveBatchResponse, { items }),
     finish: (items: FinishItem[]) => call('POST', '/reservations/finish', FinishBatchResponse, { items }),
+    heartbeat: (beat: GatewayHeartbeat) => call('POST', '/status/heartbeat', GatewayHeartbeatAnswer, beat),
     close: () => pool.close(),
   };
 }

@@ -7,19 +7,11 @@ beforeAll(async () => {
 });
 afterAll(() => context.close());
 
-describe('GET /api/v1/health and /status', () => {
+describe('GET /api/v1/health', () => {
   it('reports liveness without a credential', async () => {
     const response = await context.publicApp.request('/api/v1/health');
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ data: { status: 'ok' } });
-  });
-
-  it('reports the database as operational', async () => {
-    const response = await context.publicApp.request('/api/v1/status');
-    expect(response.status).toBe(200);
-    const body = (await response.json()) as { data: { status: string; components: unknown[] } };
-    expect(body.data.status).toBe('operational');
-    expect(body.data.components).toContainEqual({ name: 'database', status: 'operational' });
   });
 
   it('answers unknown routes with the control-plane not_found body', async () => {

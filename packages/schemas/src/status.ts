@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+/**
+ * A gateway's heartbeat to the control plane's internal API (POST /internal/v1/status/heartbeat).
+ * It proves the gateway is alive and carries the upstream outcomes seen since its last beat,
+ * per provider, so the status page can say when a provider fails.
+ */
+export const ProviderOutcomeCounts = z.object({
+  providerId: z.string().min(1).max(200),
+  /** Calls the provider answered (any valid response, including its own 4xx refusals). */
+  successes: z.number().int().min(0).max(1_000_000_000),
+  /** Calls the provider failed: unreachable, timed out, 5xx or an unreadable body. */
+  failures: z.number().int().min(0).max(1_000_000_000),
+});
+export type ProviderOutcomeCounts = z.infer<typeof ProviderOutcomeCounts>;
+
+export const GatewayHeartbeat = z.object({
+  /** Random per process start: a restarted gateway is a new instance. */
+  gatewayId: z.string().uuid(),
+  startedAt: z.string().datetime({ offset: true }),
+  /** The gateway's Redis (limits, key events): reachable, failing, or not used (in-process limiter). */
+  redis: z.enum(['ok', 'failing', 'not_configured']),
+  providers: z.array(ProviderOutcomeCounts).max(1000),
+});
+export type GatewayHeartbeat = z.infer<typeof GatewayHeartbeat>;
+
+export const GatewayHeartbeatAnswer = z.object({ accepted: z.literal(true) });
+export type GatewayHeartbeatAnswer = z.infer<typeof GatewayHeartbeatAnswer>;

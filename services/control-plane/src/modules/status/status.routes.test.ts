@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import type { GatewayHeartbeat } from '@tollgate/schemas';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../../testing.ts';
+import { internalApi, seedCatalog } from '../billing/billing.test-support.ts';
+import { sampleOnce } from './status.service.ts';
+
+interface Component {
+  name: string;
+  kind: string;
+  status: string;
+  detail: string;
+  history: { day: string; status: string; samples: number; operational: number }[];
+}
+interface StatusBody {
+  data: { status: string; gatewayUrl: string; components: Component[] };
+}
+
+let context: TestContext;
+beforeAll(async () => {
+  context = await createTestContext('status', {
+    STATUS_GATEWAY_STALE_SECONDS: '30',
+    STATUS_PROVIDER_WINDOW_MINUTES: '5',
+    STATUS_HISTORY_DAYS: '7',
+    GATEWAY_PUBLIC_URL: 'https://gateway.example.test/',
+  });
+  await seedCatalog(context);
+});
+afterAll(() => context.close());
+
+async function readStatus(): Promise<StatusBody['data']> {
+  const response = await context.publicApp.request('/api/v1/status');
+  expect(response.status).toBe(200);
+  return ((await response.json()) as StatusBody).data;
+}
+
+function component(status: StatusBody['data'], name: string): Component {
+  const found = status.components.find((item) => item.name === name);
+  if (!found) throw new Error(`no component ${name} in ${JSON.stringify(status.components)}`);
+  return found;
+}
+
+function beat(gatewayId: string, providers: GatewayHeartbeat['providers'] = []): GatewayHeartbeat {
+  return { gatewayId, startedAt: new Date().toISOString(), redis: 'ok', providers };
+}
+
+describe('GET /api/v1/status', () => {
+  it('does not say operational while no gateway has reported', async () => {
+    const status = await readStatus();
+    expect(status.status).toBe('down');
+    expect(component(status, 'gateway')).toMatchObject({ status: 'down' });
+    expect(component(status, 'control-plane').status).toBe('operational');
+    expect(component(status, 'database').status).toBe('operational');
+    expect(component(status, 'redis').status).toBe('unknown');
+    // Every provider of the catalogue is listed, without its upstream address.
+    expect(status.components.filter((item) => item.kind === 'provider').map((item) => item.name)).toEqual([
+      'provider:up-anthropic',
+      'provider:up-openai',
+    ]);
+    expect(JSON.stringify(status)).not.toContain('127.0.0.1:9');
+    expect(status.gatewayUrl).toBe('https://gateway.example.test');
+  });
+
+  it('is operational while a gateway beats, and down again once its heartbeats stop', async () => {
+    const api = internalApi(context);
+    const answer = await api.call('/status/heartbeat', beat(randomUUID()));
+    expect(answer).toEqual({ status: 200, body: { accepted: true } });
+    let status = await readStatus();
+    expect(component(status, 'gateway')).toMatchObject({ status: 'operational', detail: '1 gateway up.' });
+    expect(component(status, 'redis').status).toBe('operational');
+    expect(status.status).toBe('operational');
+
+    context.clock.advance(31_000);
+    status = await readStatus();
+    expect(component(status, 'gateway').status).toBe('down');
+    expect(status.status).toBe('down');
+  });
+
+  it('marks a provider down when every recent call failed, degraded when many did', async () => {
+    const api = internalApi(context);
+    const gatewayId = randomUUID();
+    await api.call(
+      '/status/heartbeat',
+      beat(gatewayId, [
+        { providerId: 'up-openai', successes: 0, failures: 4 },
+        { providerId: 'up-anthropic', successes: 6, failures: 3 },
+      ]),
+    );
+    const status = await readStatus();
+    expect(component(status, 'provider:up-openai')).toMatchObject({
+      status: 'down',
+      detail: '4 of 4 calls failed in the last 5 minutes.',
+    });
+    expect(component(status, 'provider:up-anthropic').status).toBe('degraded');
+    expect(status.status).toBe('degraded');
+
+    // Outcomes older than the window no longer count.
+    context.clock.advance(6 * 60_000);
+    await api.call(
+      '/status/heartbeat',
+      beat(gatewayId, [{ providerId: 'up-openai', successes: 9, failures: 0 }]),
+    );
+    const later = await readStatus();
+    expect(component(later, 'provider:up-openai').status).toBe('operational');
+    expect(component(later, 'provider:up-anthropic')).toMatchObject({ status: 'operational' });
+  });
+
+  it('reports Redis down when every gateway fails to reach it', async () => {
+    const api = internalApi(context);
+    context.clock.advance(60_000);
+    await api.call('/status/heartbeat', { ...beat(randomUUID()), redis: 'failing' });
+    const status = await readStatus();
+    expect(component(status, 'redis').status).toBe('down');
+    expect(status.status).toBe('degraded');
+  });
+
+  it('keeps a daily history from stored samples', async () => {
+    await sampleOnce(context.deps);
+    const status = await readStatus();
+    const gateway = component(status, 'gateway');
+    expect(gateway.history).toHaveLength(7);
+    const today = gateway.history.at(-1);
+    expect(today?.samples).toBeGreaterThanOrEqual(1);
+    expect(today?.status).toBe('operational');
+    expect(component(status, 'redis').history.at(-1)?.status).toBe('down');
+    expect(gateway.history[0]).toMatchObject({ status: 'unknown', samples: 0 });
+  });
+
+  it('refuses a heartbeat without a service token or with a malformed body', async () => {
+    const anonymous = await context.internalApp.request('/internal/v1/status/heartbeat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(beat(randomUUID())),
+    });
+    expect(anonymous.status).toBe(401);
+    const malformed = await internalApi(context).call<{ code: string }>('/status/heartbeat', {
+      gatewayId: 'not-a-uuid',
+      providers: [],
+    });
+    expect(malformed.status).toBe(422);
+    expect(malformed.body.code).toBe('validation_failed');
+  });
+});
+
+describe('the dashboard pages', () => {
+  it('serve the app with security headers on every page path, and leave /api to the API', async () => {
+    for (const path of ['/', '/status', '/keys']) {
+      const response = await context.publicApp.request(path);
+      expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(response.headers.get('content-security-policy')).not.toContain('unsafe-inline');
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(response.headers.get('content-type')).toMatch(/text\/html/);
+    }
+    const api = await context.publicApp.request('/api/v1/no-such-route');
+    expect(api.status).toBe(404);
+    expect(await api.json()).toEqual({ message: 'Not found.', code: 'not_found' });
+    expect(api.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+});

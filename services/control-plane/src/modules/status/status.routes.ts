@@ -1,0 +1,51 @@
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
+import type { AppEnv } from '../../http/env.ts';
+import { validationHook } from '../../http/errors.ts';
+import { dataOf, jsonContent } from '../../http/openapi.ts';
+import { readStatus } from './status.service.ts';
+
+const ComponentState = z.enum(['operational', 'degraded', 'down', 'unknown']);
+
+const Status = z
+  .object({
+    status: z.enum(['operational', 'degraded', 'down']),
+    checkedAt: z.string(),
+    gatewayUrl: z.string().openapi({ description: 'Base URL of the inference gateway for clients.' }),
+    components: z.array(
+      z.object({
+        name: z.string().openapi({ example: 'gateway' }),
+        kind: z.enum(['service', 'provider']),
+        status: ComponentState,
+        detail: z.string(),
+        history: z.array(
+          z.object({
+            day: z.string().openapi({ example: '2026-11-23' }),
+            status: ComponentState,
+            samples: z.number().int(),
+            operational: z.number().int(),
+          }),
+        ),
+      }),
+    ),
+  })
+  .openapi('ServiceStatus');
+
+const statusRoute = createRoute({
+  method: 'get',
+  path: '/status',
+  tags: ['public'],
+  summary: 'Service status for the status page',
+  description:
+    'Gateway, control plane, database, Redis and each provider: the state now (gateways report ' +
+    'liveness and upstream outcomes by heartbeat) and a daily history from stored samples.',
+  responses: { 200: jsonContent(dataOf(Status), 'Status of each component.') },
+});
+
+export function statusRoutes() {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.openapi(statusRoute, async (c) => {
+    c.header('Cache-Control', 'no-store');
+    return c.json({ data: await readStatus(c.get('deps')) }, 200);
+  });
+  return app;
+}

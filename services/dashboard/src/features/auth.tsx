@@ -1,0 +1,258 @@
+import { type FormEvent, useState } from 'react';
+import { api } from '../lib/api.ts';
+import { useAction } from '../lib/query.ts';
+import { Link, navigate, useLocation } from '../lib/router.tsx';
+import { type Account, useSession } from '../lib/session.tsx';
+import { Button, ErrorMessage, Field, Page } from '../lib/ui.tsx';
+
+/** Only same-site paths are followed after login, never another origin. */
+function safeNext(value: string | null): string {
+  return value?.startsWith('/') && !value.startsWith('//') ? value : '/';
+}
+
+export function LoginScreen() {
+  const { search } = useLocation();
+  const { setAccount } = useSession();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const login = useAction(async () => {
+    const result = await api<{ account: Account }>('POST', '/auth/login', { email, password });
+    setAccount(result.account);
+    navigate(safeNext(search.get('next')));
+  });
+  function submit(event: FormEvent) {
+    event.preventDefault();
+    void login.execute();
+  }
+  return (
+    <Page title="Log in">
+      <form className="card narrow" onSubmit={submit} noValidate>
+        {search.get('registered') ? (
+          <p className="alert success" role="status">
+            Your account is ready. Log in with your email and password.
+          </p>
+        ) : null}
+        {search.get('reset') ? (
+          <p className="alert success" role="status">
+            Your password is changed and every session was ended. Log in with the new password.
+          </p>
+        ) : null}
+        <ErrorMessage error={login.error} fields={['email', 'password']} />
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          autoComplete="email"
+          value={email}
+          onChange={setEmail}
+          error={login.error}
+          required
+        />
+        <Field
+          label="Password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onChange={setPassword}
+          error={login.error}
+          required
+        />
+        <Button type="submit" kind="primary" pending={login.pending}>
+          Log in
+        </Button>
+        <p className="links">
+          <Link to="/forgot-password">Forgot your password?</Link> ·{' '}
+          <Link to="/signup">Create an account</Link>
+        </p>
+      </form>
+    </Page>
+  );
+}
+
+export function SignUpScreen() {
+  const [email, setEmail] = useState('');
+  const [code, setCode] = useState('');
+  const [password, setPassword] = useState('');
+  const [displayName, setDisplayName] = useState('');
+  const [codeSent, setCodeSent] = useState(false);
+  const sendCode = useAction(async () => {
+    await api('POST', '/auth/register/code', { email });
+    setCodeSent(true);
+  });
+  const register = useAction(async () => {
+    await api('POST', '/auth/register', {
+      email,
+      code,
+      password,
+      ...(displayName.trim() ? { displayName: displayName.trim() } : {}),
+    });
+    navigate('/login?registered=1');
+  });
+  return (
+    <Page title="Create an account">
+      <form
+        className="card narrow"
+        noValidate
+        onSubmit={(event) => {
+          event.preventDefault();
+          void (codeSent ? register.execute() : sendCode.execute());
+        }}
+      >
+        <ErrorMessage error={sendCode.error} fields={['email']} />
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          autoComplete="email"
+          value={email}
+          onChange={setEmail}
+          error={sendCode.error ?? register.error}
+          required
+        />
+        {codeSent ? (
+          <>
+            <p className="alert success" role="status">
+              We sent a 6-digit code to {email}. Enter it below with the password you want.
+            </p>
+            <ErrorMessage error={register.error} fields={['email', 'code', 'password', 'displayName']} />
+            <Field
+              label="Code from the email"
+              name="code"
+              inputMode="numeric"
+              autoComplete="one-time-code"
+              value={code}
+              onChange={setCode}
+              error={register.error}
+              required
+            />
+            <Field
+              label="Password"
+              name="password"
+              type="password"
+              autoComplete="new-password"
+              value={password}
+              onChange={setPassword}
+              error={register.error}
+              hint="At least 8 characters."
+              required
+            />
+            <Field
+              label="Name (optional)"
+              name="displayName"
+              autoComplete="name"
+              value={displayName}
+              onChange={setDisplayName}
+              error={register.error}
+            />
+            <div className="row">
+              <Button type="submit" kind="primary" pending={register.pending}>
+                Create account
+              </Button>
+              <Button onClick={() => void sendCode.execute()} pending={sendCode.pending}>
+                Send a new code
+              </Button>
+            </div>
+          </>
+        ) : (
+          <Button type="submit" kind="primary" pending={sendCode.pending}>
+            Email me a code
+          </Button>
+        )}
+        <p className="links">
+          Already have an account? <Link to="/login">Log in</Link>
+        </p>
+      </form>
+    </Page>
+  );
+}
+
+export function ForgotPasswordScreen() {
+  const [email, setEmail] = useState('');
+  const [sent, setSent] = useState(false);
+  const forgot = useAction(async () => {
+    await api('POST', '/auth/forgot-password', { email });
+    setSent(true);
+  });
+  return (
+    <Page title="Reset your password">
+      <form
+        className="card narrow"
+        noValidate
+        onSubmit={(event) => {
+          event.preventDefault();
+          void forgot.execute();
+        }}
+      >
+        {sent ? (
+          <p className="alert success" role="status">
+            If an account uses {email}, we sent it a reset token. Open the link in the email, or{' '}
+            <Link to="/reset-password">enter the token here</Link>.
+          </p>
+        ) : null}
+        <ErrorMessage error={forgot.error} fields={['email']} />
+        <Field
+          label="Email"
+          name="email"
+          type="email"
+          autoComplete="email"
+          value={email}
+          onChange={setEmail}
+          error={forgot.error}
+          required
+        />
+        <Button type="submit" kind="primary" pending={forgot.pending}>
+          Send reset token
+        </Button>
+      </form>
+    </Page>
+  );
+}
+
+export function ResetPasswordScreen() {
+  // The emailed link carries the token in the fragment, which never reaches a server or a log.
+  const [token, setToken] = useState(() => new URLSearchParams(location.hash.slice(1)).get('token') ?? '');
+  const [password, setPassword] = useState('');
+  const reset = useAction(async () => {
+    await api('POST', '/auth/reset-password', { token, password });
+    history.replaceState(null, '', '/reset-password');
+    navigate('/login?reset=1');
+  });
+  return (
+    <Page title="Choose a new password">
+      <form
+        className="card narrow"
+        noValidate
+        onSubmit={(event) => {
+          event.preventDefault();
+          void reset.execute();
+        }}
+      >
+        <ErrorMessage error={reset.error} fields={['token', 'password']} />
+        <Field
+          label="Reset token"
+          name="token"
+          value={token}
+          onChange={setToken}
+          error={reset.error}
+          autoComplete="off"
+          required
+        />
+        <Field
+          label="New password"
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          value={password}
+          onChange={setPassword}
+          error={reset.error}
+          hint="At least 8 characters. Every session is ended."
+          required
+        />
+        <Button type="submit" kind="primary" pending={reset.pending}>
+          Set password
+        </Button>
+      </form>
+    </Page>
+  );
+}

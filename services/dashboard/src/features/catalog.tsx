@@ -1,0 +1,91 @@
+import { formatMoney, groupDigits } from '../lib/format.ts';
+import { useApi } from '../lib/query.ts';
+import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
+
+interface Model {
+  alias: string;
+  protocols: string[];
+  price: { input: string; output: string } | null;
+  maxOutputTokens: number;
+  defaultMaxOutputTokens: number;
+}
+
+export interface CatalogPackage {
+  id: string;
+  name: string;
+  tokens: string;
+  validityDays: number | null;
+  aliases: string[] | null;
+  ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
+  price: { amount: string; currency: string; exponent: number };
+}
+
+export function CatalogScreen() {
+  const models = useApi<Model[]>('/catalog/models');
+  const packages = useApi<CatalogPackage[]>('/catalog/packages');
+  return (
+    <Page title="Models and pricing">
+      <Card title="Models">
+        <ErrorMessage error={models.error} />
+        {models.loading && !models.data ? <Loading /> : null}
+        {models.data && models.data.length === 0 ? (
+          <Empty title="No models are published yet">The operator has not published any model alias.</Empty>
+        ) : null}
+        {models.data && models.data.length > 0 ? (
+          <div className="table-wrap">
+            <table>
+              <caption className="sr-only">Published model aliases</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Alias</th>
+                  <th scope="col">APIs</th>
+                  <th scope="col">Credits per input token</th>
+                  <th scope="col">Credits per output token</th>
+                  <th scope="col">Max output</th>
+                </tr>
+              </thead>
+              <tbody>
+                {models.data.map((model) => (
+                  <tr key={model.alias}>
+                    <th scope="row">
+                      <code>{model.alias}</code>
+                    </th>
+                    <td>{model.protocols.join(', ')}</td>
+                    <td>{model.price ? groupDigits(model.price.input) : 'packages only'}</td>
+                    <td>{model.price ? groupDigits(model.price.output) : 'packages only'}</td>
+                    <td>{groupDigits(model.maxOutputTokens)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : null}
+      </Card>
+      <Card title="Token packages">
+        <ErrorMessage error={packages.error} />
+        {packages.loading && !packages.data ? <Loading /> : null}
+        {packages.data && packages.data.length === 0 ? (
+          <Empty title="No packages on sale">Credit can still be granted by the operator.</Empty>
+        ) : null}
+        <ul className="packages">
+          {packages.data?.map((pack) => (
+            <li key={pack.id} className="package">
+              <h3>{pack.name}</h3>
+              <p className="price">{formatMoney(pack.price)}</p>
+              <p>
+                {groupDigits(pack.tokens)} tokens
+                {pack.validityDays ? `, valid ${pack.validityDays} days` : ', no expiry'}
+              </p>
+              <p className="muted">{pack.aliases ? `For ${pack.aliases.join(', ')}` : 'For every model'}</p>
+              {pack.ceilings.requestsPerMinute ? (
+                <p className="muted">
+                  Up to {groupDigits(pack.ceilings.requestsPerMinute)} requests per minute
+                </p>
+              ) : null}
+            </li>
+          ))}
+        </ul>
+      </Card>
+    </Page>
+  );
+}

@@ -1,0 +1,228 @@
+import { useState } from 'react';
+import { ApiError, api } from '../lib/api.ts';
+import { formatDate, groupDigits } from '../lib/format.ts';
+import { useAction, useApi } from '../lib/query.ts';
+import { Link } from '../lib/router.tsx';
+import { Button, Confirm, Empty, ErrorMessage, Loading, Page, SecretBox, StateBadge } from '../lib/ui.tsx';
+import { ActivityTable } from './activity.tsx';
+import { CreateKeyForm } from './key-form.tsx';
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  mask: string;
+  state: 'active' | 'disabled' | 'revoked' | 'expired';
+  scope: string[] | null;
+  expiresAt: string | null;
+  limits: {
+    maxRequestBytes: number;
+    maxOutputTokens: number;
+    requestsPerMinute: number;
+    concurrency: number;
+  };
+  revealable: boolean;
+  createdAt: string;
+  rotatedAt: string | null;
+}
+
+interface KeyStatus {
+  state: string;
+  scope: string[] | null;
+  remaining: { tokens: string; credits: string };
+  reserved: { tokens: string; credits: string };
+}
+
+export function KeysScreen() {
+  const keys = useApi<ApiKey[]>('/me/api-keys');
+  const models = useApi<{ alias: string }[]>('/catalog/models');
+  const [creating, setCreating] = useState(false);
+  const [shown, setShown] = useState<{ label: string; secret: string } | null>(null);
+
+  return (
+    <Page
+      title="API keys"
+      actions={
+        creating ? null : (
+          <Button kind="primary" onClick={() => setCreating(true)}>
+            Create key
+          </Button>
+        )
+      }
+    >
+      {shown ? <SecretBox label={shown.label} secret={shown.secret} onDone={() => setShown(null)} /> : null}
+      {creating ? (
+        <CreateKeyForm
+          models={models.data?.map((model) => model.alias) ?? []}
+          onCancel={() => setCreating(false)}
+          onCreated={(created) => {
+            setCreating(false);
+            setShown({ label: `New key "${created.key.name}"`, secret: created.secret });
+            void keys.reload();
+          }}
+        />
+      ) : null}
+      <ErrorMessage error={keys.error} />
+      {keys.loading && !keys.data ? <Loading label="Loading keys…" /> : null}
+      {keys.data && keys.data.length === 0 && !creating ? (
+        <Empty title="You have no API keys yet">
+          Create one with <strong>Create key</strong>, then see <Link to="/use-key">how to use it</Link>.
+        </Empty>
+      ) : null}
+      <ul className="keys">
+        {keys.data?.map((key) => (
+          <KeyItem key={key.id} apiKey={key} onChanged={() => void keys.reload()} onSecret={setShown} />
+        ))}
+      </ul>
+    </Page>
+  );
+}
+
+function KeyItem(props: {
+  apiKey: ApiKey;
+  onChanged: () => void;
+  onSecret: (shown: { label: string; secret: string }) => void;
+}) {
+  const key = props.apiKey;
+  const [status, setStatus] = useState<KeyStatus | null>(null);
+  const [confirming, setConfirming] = useState<'revoke' | 'rotate' | null>(null);
+  const [showActivity, setShowActivity] = useState(false);
+  const [throttled, setThrottled] = useState<string | null>(null);
+
+  const copy = useAction(async () => {
+    setThrottled(null);
+    try {
+      const revealed = await api<{ secret: string }>('POST', `/me/api-keys/${key.id}/reveal`);
+      props.onSecret({ label: `Key "${key.name}"`, secret: revealed.secret });
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 429) {
+        setThrottled(
+          `Copy key is limited to protect your keys. Try again${error.retryAfter ? ` in ${error.retryAfter} seconds` : ' later'}.`,
+        );
+        return;
+      }
+      throw error;
+    }
+  });
+  const validate = useAction(async () =>
+    setStatus(await api<KeyStatus>('GET', `/me/api-keys/${key.id}/status`)),
+  );
+  const changeState = useAction(async (next: 'active' | 'disabled' | 'revoked') => {
+    await api('PATCH', `/me/api-keys/${key.id}/status`, { status: next });
+    setConfirming(null);
+    props.onChanged();
+  });
+  const rotate = useAction(async () => {
+    const rotated = await api<{ key: ApiKey; secret: string }>('POST', `/me/api-keys/${key.id}/rotate`);
+    setConfirming(null);
+    props.onSecret({ label: `New secret of "${key.name}"`, secret: rotated.secret });
+    props.onChanged();
+  });
+  const live = key.state === 'active' || key.state === 'disabled';
+  const error = copy.error ?? validate.error ?? (confirming ? null : changeState.error);
+
+  return (
+    <li className="card key" data-testid={`key-${key.name}`}>
+      <div className="key-head">
+        <h2>{key.name}</h2>
+        <StateBadge state={key.state} />
+      </div>
+      <p>
+        <span className="sr-only">Masked key: </span>
+        <code>{key.mask}</code>
+      </p>
+      <dl className="facts">
+        <div>
+          <dt>Models</dt>
+          <dd>{key.scope ? key.scope.join(', ') : 'all'}</dd>
+        </div>
+        <div>
+          <dt>Expires</dt>
+          <dd>{formatDate(key.expiresAt)}</dd>
+        </div>
+        <div>
+          <dt>Ceilings</dt>
+          <dd>
+            {groupDigits(key.limits.maxOutputTokens)} output tokens,{' '}
+            {groupDigits(key.limits.requestsPerMinute)}/min, {key.limits.concurrency} at once
+          </dd>
+        </div>
+        <div>
+          <dt>Created</dt>
+          <dd>{formatDate(key.createdAt)}</dd>
+        </div>
+      </dl>
+      <ErrorMessage error={error} />
+      {throttled ? (
+        <p className="alert warning" role="alert">
+          {throttled}
+        </p>
+      ) : null}
+      {!key.revealable && live ? (
+        <p className="hint">
+          This key was created before Copy key existed; rotate it once to make it copyable.
+        </p>
+      ) : null}
+      {status ? (
+        <p className="alert success" role="status" data-testid="key-status">
+          Valid: {status.state}; {groupDigits(status.remaining.tokens)} tokens and{' '}
+          {groupDigits(status.remaining.credits)} credits usable; models:{' '}
+          {status.scope ? status.scope.join(', ') : 'all'}.
+        </p>
+      ) : null}
+      <div className="row wrap">
+        {live && key.revealable ? (
+          <Button onClick={() => void copy.execute()} pending={copy.pending}>
+            Copy key
+          </Button>
+        ) : null}
+        <Button onClick={() => void validate.execute()} pending={validate.pending}>
+          Validate
+        </Button>
+        {live ? <Button onClick={() => setConfirming('rotate')}>Rotate</Button> : null}
+        {key.state === 'active' ? (
+          <Button onClick={() => void changeState.execute('disabled')} pending={changeState.pending}>
+            Disable
+          </Button>
+        ) : null}
+        {key.state === 'disabled' ? (
+          <Button onClick={() => void changeState.execute('active')} pending={changeState.pending}>
+            Enable
+          </Button>
+        ) : null}
+        {live ? (
+          <Button kind="danger" onClick={() => setConfirming('revoke')}>
+            Revoke
+          </Button>
+        ) : null}
+        <Button onClick={() => setShowActivity(!showActivity)}>
+          {showActivity ? 'Hide activity' : 'Activity'}
+        </Button>
+      </div>
+      {showActivity ? <ActivityTable keyId={key.id} caption={`Calls made with ${key.name}`} /> : null}
+      {confirming === 'revoke' ? (
+        <Confirm
+          title={`Revoke "${key.name}"?`}
+          confirmLabel="Revoke key"
+          pending={changeState.pending}
+          error={changeState.error}
+          onCancel={() => setConfirming(null)}
+          onConfirm={() => void changeState.execute('revoked')}
+        >
+          <p>Every call with this key fails from now on. This cannot be undone.</p>
+        </Confirm>
+      ) : null}
+      {confirming === 'rotate' ? (
+        <Confirm
+          title={`Rotate "${key.name}"?`}
+          confirmLabel="Rotate key"
+          pending={rotate.pending}
+          error={rotate.error}
+          onCancel={() => setConfirming(null)}
+          onConfirm={() => void rotate.execute()}
+        >
+          <p>A new secret is issued and the current one stops working at once.</p>
+        </Confirm>
+      ) : null}
+    </li>
+  );
+}

@@ -1,0 +1,36 @@
+export interface Money {
+  amount: string;
+  currency: string;
+  exponent: number;
+}
+
+export interface Payment {
+  provider: 'stripe' | 'manual' | 'development';
+  status: 'pending' | 'succeeded' | 'failed' | 'refunded';
+  nextStep: 'redirect' | 'verify' | 'wait';
+  redirectUrl: string | null;
+  instructions: string | null;
+  reference: string;
+  amount: Money;
+  failureReason: string | null;
+}
+
+export interface Order {
+  id: string;
+  status: 'pending' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'refunded';
+  packageId: string;
+  provider: 'stripe' | 'manual' | 'development';
+  reference: string;
+  listPrice: Money;
+  discount: Money;
+  price: Money;
+  grants: { tokens: string; bonusTokens: string; bonusCredits: string };
+  promotionCode: string | null;
+  refunded: { tokens: string; credits: string } | null;
+  accountId: string;
+  expiresAt: string;
+  paidAt: string | null;
+  closedAt: string | null;
+  createdAt: string;
+  payment: Payment | null;
+}

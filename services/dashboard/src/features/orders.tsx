@@ -1,0 +1,211 @@
+import { useEffect, useRef } from 'react';
+import { api } from '../lib/api.ts';
+import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
+import { useAction, useApi } from '../lib/query.ts';
+import { Link, useLocation } from '../lib/router.tsx';
+import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge } from '../lib/ui.tsx';
+import type { Order } from './orders-types.ts';
+
+export function OrdersScreen() {
+  const orders = useApi<{ items: Order[] }>('/orders?limit=100');
+  const items = orders.data?.items ?? [];
+  return (
+    <Page title="Orders" actions={<Link to="/buy">Buy tokens</Link>}>
+      <ErrorMessage error={orders.error} />
+      {orders.loading && !orders.data ? <Loading /> : null}
+      {orders.data && items.length === 0 ? (
+        <Empty title="No orders yet">
+          <Link to="/buy">Buy a token package</Link> to get started.
+        </Empty>
+      ) : null}
+      {items.length > 0 ? (
+        <Card>
+          <div className="table-wrap">
+            <table data-testid="orders">
+              <caption className="sr-only">Your orders, newest first</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Date</th>
+                  <th scope="col">Package</th>
+                  <th scope="col">Price</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Reference</th>
+                </tr>
+              </thead>
+              <tbody>
+                {items.map((order) => (
+                  <tr key={order.id}>
+                    <td>{formatDate(order.createdAt)}</td>
+                    <td>{order.packageId}</td>
+                    <td>{formatMoney(order.price)}</td>
+                    <td>
+                      <StateBadge state={order.status} />
+                    </td>
+                    <td>
+                      <Link to={`/orders/${order.id}`}>
+                        {order.status === 'paid' || order.status === 'refunded' ? 'Receipt' : 'Details'}{' '}
+                        <span className="sr-only">of order </span>
+                        {order.reference}
+                      </Link>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </Card>
+      ) : null}
+    </Page>
+  );
+}
+
+/** One order: pay it (and retry a failed payment), follow its status, read its receipt. */
+export function OrderScreen(props: { id: string }) {
+  const { search } = useLocation();
+  const order = useApi<Order>(`/orders/${encodeURIComponent(props.id)}`);
+  const pay = useAction(async () => {
+    const started = await api<Order>('POST', `/orders/${props.id}/payment`);
+    if (started.payment?.nextStep === 'redirect' && started.payment.redirectUrl) {
+      location.assign(started.payment.redirectUrl);
+      return;
+    }
+    await order.reload();
+  });
+  const verify = useAction(async () => {
+    await api<Order>('POST', `/orders/${props.id}/payment/verify`);
+    await order.reload();
+  });
+  const cancel = useAction(async () => {
+    await api<Order>('POST', `/orders/${props.id}/cancel`);
+    await order.reload();
+  });
+  const data = order.data;
+  const payment = data?.payment ?? null;
+  // Back from the provider's checkout: ask once whether the payment went through.
+  const checkedReturn = useRef(false);
+  const returned =
+    search.get('payment') === 'done' && data?.status === 'pending' && payment?.status === 'pending';
+  const { execute: verifyNow } = verify;
+  useEffect(() => {
+    if (!returned || checkedReturn.current) return;
+    checkedReturn.current = true;
+    void verifyNow();
+  }, [returned, verifyNow]);
+  const error = pay.error ?? verify.error ?? cancel.error;
+
+  return (
+    <Page
+      title={data?.status === 'paid' || data?.status === 'refunded' ? 'Receipt' : 'Order'}
+      actions={<Link to="/orders">All orders</Link>}
+    >
+      <ErrorMessage error={order.error} />
+      {order.loading && !data ? <Loading /> : null}
+      {search.get('payment') === 'cancelled' && data?.status === 'pending' ? (
+        <p className="alert warning" role="status">
+          The payment was cancelled at the provider. You can try again.
+        </p>
+      ) : null}
+      {data ? (
+        <Card className="receipt">
+          <div className="key-head">
+            <h2>
+              {data.packageId} <span className="muted">· {data.reference}</span>
+            </h2>
+            <StateBadge state={data.status} />
+          </div>
+          <dl className="facts" data-testid="order-facts">
+            <div>
+              <dt>List price</dt>
+              <dd>{formatMoney(data.listPrice)}</dd>
+            </div>
+            <div>
+              <dt>Discount{data.promotionCode ? ` (${data.promotionCode})` : ''}</dt>
+              <dd>{formatMoney(data.discount)}</dd>
+            </div>
+            <div>
+              <dt>Price</dt>
+              <dd data-testid="order-price">{formatMoney(data.price)}</dd>
+            </div>
+            <div>
+              <dt>Tokens</dt>
+              <dd>
+                {groupDigits(data.grants.tokens)}
+                {data.grants.bonusTokens !== '0' ? ` (${groupDigits(data.grants.bonusTokens)} bonus)` : ''}
+                {data.grants.bonusCredits !== '0'
+                  ? `, ${groupDigits(data.grants.bonusCredits)} bonus credits`
+                  : ''}
+              </dd>
+            </div>
+            <div>
+              <dt>Ordered</dt>
+              <dd>{formatDate(data.createdAt)}</dd>
+            </div>
+            <div>
+              <dt>{data.paidAt ? 'Paid' : 'Pay before'}</dt>
+              <dd>{formatDate(data.paidAt ?? data.expiresAt)}</dd>
+            </div>
+            <div>
+              <dt>Payment</dt>
+              <dd>
+                {data.provider}
+                {payment ? ` · ${payment.status}` : ' · not started'}
+              </dd>
+            </div>
+            {data.refunded ? (
+              <div>
+                <dt>Refund took back</dt>
+                <dd>
+                  {groupDigits(data.refunded.tokens)} tokens, {groupDigits(data.refunded.credits)} credits
+                </dd>
+              </div>
+            ) : null}
+          </dl>
+          <ErrorMessage error={error} />
+          {payment?.status === 'failed' ? (
+            <p className="alert error" role="alert">
+              The payment failed{payment.failureReason ? `: ${payment.failureReason}` : ''}. You can try
+              again.
+            </p>
+          ) : null}
+          {data.status === 'pending' && payment?.nextStep === 'wait' && payment.instructions ? (
+            <p className="alert warning" role="status">
+              {payment.instructions} Reference: <strong>{payment.reference}</strong>.
+            </p>
+          ) : null}
+          <div className="row wrap no-print">
+            {data.status === 'pending' && (!payment || payment.status === 'failed') ? (
+              <Button kind="primary" onClick={() => void pay.execute()} pending={pay.pending}>
+                {payment ? 'Try again' : 'Pay now'}
+              </Button>
+            ) : null}
+            {data.status === 'pending' &&
+            payment?.status === 'pending' &&
+            payment.nextStep === 'redirect' &&
+            payment.redirectUrl ? (
+              <Button kind="primary" onClick={() => location.assign(payment.redirectUrl ?? '')}>
+                Continue to payment
+              </Button>
+            ) : null}
+            {data.status === 'pending' && payment?.status === 'pending' && payment.nextStep !== 'wait' ? (
+              <Button
+                kind={payment.nextStep === 'verify' ? 'primary' : 'secondary'}
+                onClick={() => void verify.execute()}
+                pending={verify.pending}
+              >
+                {payment.provider === 'development' ? 'Complete payment' : 'Check payment'}
+              </Button>
+            ) : null}
+            {data.status === 'pending' ? (
+              <Button onClick={() => void cancel.execute()} pending={cancel.pending}>
+                Cancel order
+              </Button>
+            ) : null}
+            {data.status === 'paid' || data.status === 'refunded' ? (
+              <Button onClick={() => window.print()}>Print receipt</Button>
+            ) : null}
+          </div>
+        </Card>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,99 @@
+import { daysBetween, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { formatDate, groupDigits, utcDay } from '../lib/format.ts';
+import { useApi } from '../lib/query.ts';
+import { Link } from '../lib/router.tsx';
+import { useSession } from '../lib/session.tsx';
+import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
+import { ActivityTable } from './activity.tsx';
+
+interface Balance {
+  remaining: { tokens: string; credits: string };
+  reserved: { tokens: string; credits: string };
+}
+
+interface Entitlement {
+  id: string;
+  packageId: string | null;
+  granted: string;
+  remaining: string;
+  reserved: string;
+  expiresAt: string | null;
+  expired: boolean;
+  aliases: string[] | null;
+}
+
+export function OverviewScreen() {
+  const { account } = useSession();
+  const balance = useApi<Balance>('/me/balance');
+  const entitlements = useApi<Entitlement[]>('/me/entitlements');
+  const from = utcDay(13);
+  const to = utcDay(0);
+  const usage = useApi<UsageRow[]>(`/me/usage/summary?from=${from}&to=${to}`);
+  return (
+    <Page title={`Welcome${account?.displayName ? `, ${account.displayName}` : ''}`}>
+      <div className="grid">
+        <Card title="Balance">
+          <ErrorMessage error={balance.error} />
+          {balance.data ? (
+            <dl className="stats">
+              <div>
+                <dt>Tokens left</dt>
+                <dd data-testid="tokens-left">{groupDigits(balance.data.remaining.tokens)}</dd>
+              </div>
+              <div>
+                <dt>Credit</dt>
+                <dd data-testid="credits-left">{groupDigits(balance.data.remaining.credits)}</dd>
+              </div>
+              <div>
+                <dt>Held by calls in flight</dt>
+                <dd>
+                  {groupDigits(balance.data.reserved.tokens)} tokens,{' '}
+                  {groupDigits(balance.data.reserved.credits)} credits
+                </dd>
+              </div>
+            </dl>
+          ) : (
+            <Loading />
+          )}
+        </Card>
+        <Card title="Entitlements">
+          <ErrorMessage error={entitlements.error} />
+          {entitlements.data && entitlements.data.length === 0 ? (
+            <Empty title="No token packages yet">
+              Look at the <Link to="/models">packages on offer</Link>; the operator can also grant credit.
+            </Empty>
+          ) : null}
+          <ul className="entitlements">
+            {entitlements.data?.map((entitlement) => (
+              <li key={entitlement.id}>
+                <strong>{entitlement.packageId ?? 'Grant'}</strong>: {groupDigits(entitlement.remaining)} of{' '}
+                {groupDigits(entitlement.granted)} tokens left
+                <meter
+                  min={0}
+                  max={Number(entitlement.granted)}
+                  value={Number(entitlement.remaining)}
+                  aria-label="Share left"
+                />
+                <span className="muted">
+                  {entitlement.expired ? 'expired ' : 'expires '}
+                  {entitlement.expiresAt ? formatDate(entitlement.expiresAt) : 'never'}
+                  {entitlement.aliases ? ` · ${entitlement.aliases.join(', ')}` : ' · every model'}
+                </span>
+              </li>
+            ))}
+          </ul>
+        </Card>
+      </div>
+      <Card title="Tokens per day, last 14 days">
+        <ErrorMessage error={usage.error} />
+        {usage.data ? <UsageChart rows={usage.data} days={daysBetween(from, to)} /> : <Loading />}
+        <p>
+          <Link to="/usage">Usage details and CSV export</Link>
+        </p>
+      </Card>
+      <Card title="Recent activity">
+        <ActivityTable limit={10} caption="Recent calls" />
+      </Card>
+    </Page>
+  );
+}

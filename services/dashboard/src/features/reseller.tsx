@@ -1,0 +1,275 @@
+import { useState } from 'react';
+import { api } from '../lib/api.ts';
+import { formatDate, groupDigits } from '../lib/format.ts';
+import { useAction, useApi } from '../lib/query.ts';
+import { Link } from '../lib/router.tsx';
+import type { Account } from '../lib/session.tsx';
+import {
+  Button,
+  Card,
+  Confirm,
+  Empty,
+  ErrorMessage,
+  Field,
+  Loading,
+  Page,
+  SecretBox,
+  StateBadge,
+} from '../lib/ui.tsx';
+import type { ApiKey } from './keys.tsx';
+
+interface Usage {
+  balance: { remaining: { tokens: string; credits: string } };
+  days: { day: string; alias: string; requests: number; inputTokens: string; outputTokens: string }[];
+}
+
+export function ResellerCustomersScreen() {
+  const customers = useApi<{ items: Account[] }>('/reseller/customers?limit=200');
+  const [email, setEmail] = useState('');
+  const [created, setCreated] = useState<string | null>(null);
+  const create = useAction(async () => {
+    const customer = await api<Account>('POST', '/reseller/customers', { email });
+    setCreated(customer.email);
+    setEmail('');
+    await customers.reload();
+  });
+  const items = customers.data?.items ?? [];
+  return (
+    <Page title="Customers">
+      <form
+        className="card"
+        noValidate
+        onSubmit={(event) => {
+          event.preventDefault();
+          void create.execute();
+        }}
+      >
+        <h2>Add a customer</h2>
+        <ErrorMessage error={create.error} fields={['email']} />
+        <div className="row wrap align-end">
+          <Field
+            label="Email"
+            name="email"
+            type="email"
+            value={email}
+            onChange={setEmail}
+            error={create.error}
+          />
+          <Button type="submit" kind="primary" pending={create.pending}>
+            Add customer
+          </Button>
+        </div>
+        {created ? (
+          <p className="alert success" role="status">
+            {created} was added and emailed a link to choose a password.
+          </p>
+        ) : null}
+      </form>
+      <ErrorMessage error={customers.error} />
+      {customers.loading && !customers.data ? <Loading /> : null}
+      {customers.data && items.length === 0 ? (
+        <Empty title="No customers yet">
+          Add one above, then grant it tokens or credit from your own holdings.
+        </Empty>
+      ) : null}
+      {items.length > 0 ? (
+        <Card>
+          <div className="table-wrap">
+            <table data-testid="customers">
+              <caption className="sr-only">Your customers</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Email</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Since</th>
+                </tr>
+              </thead>
+              <tbody>
+                {items.map((customer) => (
+                  <tr key={customer.id}>
+                    <td>
+                      <Link to={`/reseller/customers/${customer.id}`}>{customer.email}</Link>
+                    </td>
+                    <td>
+                      <StateBadge state={customer.status} />
+                    </td>
+                    <td>{formatDate(customer.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </Card>
+      ) : null}
+    </Page>
+  );
+}
+
+/** One customer of the reseller: grants from its own holdings, usage and keys. */
+export function ResellerCustomerScreen(props: { id: string }) {
+  const base = `/reseller/customers/${encodeURIComponent(props.id)}`;
+  const customer = useApi<Account>(base);
+  const usage = useApi<Usage>(`${base}/usage`);
+  const keys = useApi<ApiKey[]>(`${base}/api-keys`);
+  const [grantKind, setGrantKind] = useState<'credits' | 'package'>('credits');
+  const [amount, setAmount] = useState('');
+  const [packageId, setPackageId] = useState('');
+  const [granted, setGranted] = useState<string | null>(null);
+  const [keyName, setKeyName] = useState('');
+  const [secret, setSecret] = useState<string | null>(null);
+  const grant = useAction(async () => {
+    setGranted(null);
+    const body =
+      grantKind === 'credits'
+        ? { credits: amount.trim() }
+        : { packageId: packageId.trim(), ...(amount.trim() ? { tokens: amount.trim() } : {}) };
+    await api('POST', `${base}/grants`, body);
+    setGranted(
+      grantKind === 'credits' ? `${groupDigits(amount.trim())} credits granted.` : 'Package tokens granted.',
+    );
+    setAmount('');
+    await usage.reload();
+  });
+  const createKey = useAction(async () => {
+    const created = await api<{ secret: string }>('POST', `${base}/api-keys`, { name: keyName });
+    setSecret(created.secret);
+    setKeyName('');
+    await keys.reload();
+  });
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const setState = useAction(async (keyId: string, status: 'active' | 'disabled' | 'revoked') => {
+    await api('PATCH', `${base}/api-keys/${keyId}/status`, { status });
+    setRevoking(null);
+    await keys.reload();
+  });
+  return (
+    <Page title={customer.data?.email ?? 'Customer'} actions={<Link to="/reseller">All customers</Link>}>
+      <ErrorMessage error={customer.error} />
+      <div className="grid">
+        <Card title="Balance">
+          {usage.data ? (
+            <dl className="stats">
+              <div>
+                <dt>Tokens left</dt>
+                <dd>{groupDigits(usage.data.balance.remaining.tokens)}</dd>
+              </div>
+              <div>
+                <dt>Credit</dt>
+                <dd data-testid="customer-credits">{groupDigits(usage.data.balance.remaining.credits)}</dd>
+              </div>
+            </dl>
+          ) : (
+            <Loading />
+          )}
+        </Card>
+        <form
+          className="card"
+          noValidate
+          onSubmit={(event) => {
+            event.preventDefault();
+            void grant.execute();
+          }}
+        >
+          <h2>Grant from your holdings</h2>
+          <ErrorMessage error={grant.error} fields={['credits', 'packageId', 'tokens']} />
+          <div className="field">
+            <label htmlFor="grant-kind">What</label>
+            <select
+              id="grant-kind"
+              value={grantKind}
+              onChange={(event) => setGrantKind(event.target.value as 'credits' | 'package')}
+            >
+              <option value="credits">Credit</option>
+              <option value="package">Tokens of a package</option>
+            </select>
+          </div>
+          {grantKind === 'package' ? (
+            <Field
+              label="Package id"
+              name="packageId"
+              value={packageId}
+              onChange={setPackageId}
+              error={grant.error}
+            />
+          ) : null}
+          <Field
+            label={grantKind === 'credits' ? 'Credits' : 'Tokens (empty: one whole package)'}
+            name={grantKind === 'credits' ? 'credits' : 'tokens'}
+            inputMode="numeric"
+            value={amount}
+            onChange={setAmount}
+            error={grant.error}
+          />
+          {granted ? <p role="status">{granted}</p> : null}
+          <Button type="submit" kind="primary" pending={grant.pending}>
+            Grant
+          </Button>
+        </form>
+      </div>
+      <Card title="Usage, last 30 days">
+        {usage.data && usage.data.days.length === 0 ? <p className="muted">No settled usage yet.</p> : null}
+        <ul>
+          {usage.data?.days.map((row) => (
+            <li key={`${row.day}-${row.alias}`}>
+              {row.day} · <code>{row.alias}</code>: {row.requests} requests, {groupDigits(row.inputTokens)}{' '}
+              in, {groupDigits(row.outputTokens)} out
+            </li>
+          ))}
+        </ul>
+      </Card>
+      <Card title="API keys">
+        {secret ? (
+          <SecretBox label="The customer's new key" secret={secret} onDone={() => setSecret(null)} />
+        ) : null}
+        <ErrorMessage error={keys.error ?? setState.error} />
+        <form
+          noValidate
+          className="row wrap align-end"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void createKey.execute();
+          }}
+        >
+          <Field label="Key name" name="name" value={keyName} onChange={setKeyName} error={createKey.error} />
+          <Button type="submit" pending={createKey.pending}>
+            Create key
+          </Button>
+        </form>
+        <ul className="sessions">
+          {keys.data?.map((key) => (
+            <li key={key.id}>
+              <div>
+                <strong>{key.name}</strong> <StateBadge state={key.state} /> <code>{key.mask}</code>
+              </div>
+              <div className="row">
+                {key.state === 'active' ? (
+                  <Button onClick={() => void setState.execute(key.id, 'disabled')}>Disable</Button>
+                ) : null}
+                {key.state === 'disabled' ? (
+                  <Button onClick={() => void setState.execute(key.id, 'active')}>Enable</Button>
+                ) : null}
+                {key.state === 'active' || key.state === 'disabled' ? (
+                  <Button kind="danger" onClick={() => setRevoking(key)} label={`Revoke ${key.name}`}>
+                    Revoke
+                  </Button>
+                ) : null}
+              </div>
+            </li>
+          ))}
+        </ul>
+      </Card>
+      {revoking ? (
+        <Confirm
+          title={`Revoke "${revoking.name}"?`}
+          confirmLabel="Revoke key"
+          pending={setState.pending}
+          error={setState.error}
+          onCancel={() => setRevoking(null)}
+          onConfirm={() => void setState.execute(revoking.id, 'revoked')}
+        >
+          <p>Every call with this key fails from now on. This cannot be undone.</p>
+        </Confirm>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,126 @@
+import { useState } from 'react';
+import { daysBetween, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { groupDigits, utcDay } from '../lib/format.ts';
+import { useApi } from '../lib/query.ts';
+import { Button, Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
+
+interface SummaryRow extends UsageRow {
+  charged: { tokens: string; credits: string };
+}
+
+function toCsv(rows: SummaryRow[]): string {
+  const header = 'day,alias,requests,input_tokens,output_tokens,charged_tokens,charged_credits';
+  const lines = rows.map((row) =>
+    [
+      row.day,
+      row.alias,
+      row.requests,
+      row.inputTokens,
+      row.outputTokens,
+      row.charged.tokens,
+      row.charged.credits,
+    ].join(','),
+  );
+  return `${[header, ...lines].join('\n')}\n`;
+}
+
+export function UsageScreen() {
+  const [from, setFrom] = useState(utcDay(29));
+  const [to, setTo] = useState(utcDay(0));
+  const valid = /^\d{4}-\d{2}-\d{2}$/.test(from) && /^\d{4}-\d{2}-\d{2}$/.test(to) && from <= to;
+  const usage = useApi<SummaryRow[]>(valid ? `/me/usage/summary?from=${from}&to=${to}` : null);
+
+  function exportCsv() {
+    if (!usage.data) return;
+    const url = URL.createObjectURL(new Blob([toCsv(usage.data)], { type: 'text/csv' }));
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = `usage-${from}-to-${to}.csv`;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1_000);
+  }
+
+  return (
+    <Page
+      title="Usage"
+      actions={
+        <Button onClick={exportCsv} disabled={!usage.data || usage.data.length === 0}>
+          Export CSV
+        </Button>
+      }
+    >
+      <form className="card row wrap" onSubmit={(event) => event.preventDefault()}>
+        <div className="field">
+          <label htmlFor="usage-from">From (UTC)</label>
+          <input
+            id="usage-from"
+            type="date"
+            value={from}
+            max={to}
+            onChange={(event) => setFrom(event.target.value)}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor="usage-to">To (UTC)</label>
+          <input
+            id="usage-to"
+            type="date"
+            value={to}
+            min={from}
+            onChange={(event) => setTo(event.target.value)}
+          />
+        </div>
+        {!valid ? (
+          <p className="field-error" role="alert">
+            Choose a start date on or before the end date.
+          </p>
+        ) : null}
+      </form>
+      <Card title="Tokens per day">
+        <ErrorMessage error={usage.error} />
+        {usage.loading && !usage.data ? <Loading /> : null}
+        {usage.data && valid ? <UsageChart rows={usage.data} days={daysBetween(from, to)} /> : null}
+      </Card>
+      <Card title="Per day and model">
+        {usage.data && usage.data.length === 0 ? (
+          <Empty title="No settled usage in this period">
+            Pick a wider range, or make a call with one of your keys.
+          </Empty>
+        ) : null}
+        {usage.data && usage.data.length > 0 ? (
+          <div className="table-wrap">
+            <table data-testid="usage-table">
+              <caption className="sr-only">Usage per day and model alias</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Day (UTC)</th>
+                  <th scope="col">Model</th>
+                  <th scope="col">Requests</th>
+                  <th scope="col">Input tokens</th>
+                  <th scope="col">Output tokens</th>
+                  <th scope="col">Charged tokens</th>
+                  <th scope="col">Charged credits</th>
+                </tr>
+              </thead>
+              <tbody>
+                {usage.data.map((row) => (
+                  <tr key={`${row.day}-${row.alias}`}>
+                    <td>{row.day}</td>
+                    <td>
+                      <code>{row.alias}</code>
+                    </td>
+                    <td>{groupDigits(row.requests)}</td>
+                    <td>{groupDigits(row.inputTokens)}</td>
+                    <td>{groupDigits(row.outputTokens)}</td>
+                    <td>{groupDigits(row.charged.tokens)}</td>
+                    <td>{groupDigits(row.charged.credits)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : null}
+      </Card>
+    </Page>
+  );
+}

@@ -1,0 +1,82 @@
+/**
+ * The one API client: every call goes to our own /api/v1 with the session cookie (sent by the
+ * browser) and, on state-changing requests, the CSRF token read from the readable cookie.
+ */
+
+export type FieldErrors = Record<string, string[]>;
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly fieldErrors: FieldErrors;
+  readonly retryAfter: number | null;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    fieldErrors: FieldErrors,
+    retryAfter: number | null,
+  ) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.fieldErrors = fieldErrors;
+    this.retryAfter = retryAfter;
+  }
+}
+
+function csrfToken(): string | null {
+  for (const part of document.cookie.split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === 'tollgate_csrf' || name === '__Host-tollgate_csrf')
+      return decodeURIComponent(rest.join('='));
+  }
+  return null;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') {
+    const token = csrfToken();
+    if (token) headers['x-csrf-token'] = token;
+  }
+  let response: Response;
+  try {
+    response = await fetch(`/api/v1${path}`, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      cache: 'no-store',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(
+      0,
+      'network_unreachable',
+      'The service could not be reached. Check your connection and try again.',
+      {},
+      null,
+    );
+  }
+  const text = await response.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!response.ok) {
+    const error = (parsed ?? {}) as { message?: string; code?: string; errors?: FieldErrors };
+    const retry = Number(response.headers.get('retry-after'));
+    throw new ApiError(
+      response.status,
+      error.code ?? 'unknown_error',
+      error.message ?? `The request failed (${response.status}).`,
+      error.errors ?? {},
+      Number.isFinite(retry) && retry > 0 ? retry : null,
+    );
+  }
+  return ((parsed as { data?: T } | null)?.data ?? null) as T;
+}

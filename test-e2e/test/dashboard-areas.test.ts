@@ -1,0 +1,183 @@
+/**
+ * The buying, reseller and admin screens in Chromium against the real services: an admin creates
+ * a promotion; a customer buys the example package with it through the development payment
+ * provider and reads the receipt; the admin walks accounts, orders and operations; a reseller adds
+ * a customer, grants it credit from its own balance, creates it a key and a management key.
+ * Every screen passes axe and the main ones are photographed for the README.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessibilityViolations, ensureDashboardBuilt, launchChromium, screenshot } from '../src/browser.ts';
+import { closeCheckingLedger } from '../src/ledger.ts';
+import { type E2EStack, startStack } from '../src/stack.ts';
+
+let stack: E2EStack;
+let browser: Browser;
+let base: string;
+const code = `WELCOME${randomBytes(3).toString('hex').toUpperCase()}`;
+
+interface Person {
+  email: string;
+  password: string;
+  page: Page;
+}
+
+/** An account made by the operator CLI, signed in to the dashboard in its own browser context. */
+async function person(label: string, role?: 'admin' | 'reseller'): Promise<Person> {
+  const email = `${label}-${randomBytes(4).toString('hex')}@example.test`;
+  const password = `correct horse ${randomBytes(5).toString('hex')}`;
+  await stack.admin('create-account', email, '--password', password);
+  if (role) await stack.admin('set-role', email, role);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.goto(`${base}/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('heading', { name: /Welcome/ }).waitFor();
+  return { email, password, page };
+}
+
+async function expectAccessible(page: Page, screen: string): Promise<void> {
+  expect(await accessibilityViolations(page), `axe on ${screen}`).toEqual([]);
+}
+
+let admin: Person;
+let customer: Person;
+
+beforeAll(async () => {
+  await ensureDashboardBuilt();
+  stack = await startStack('dashboard-areas');
+  base = stack.controlPlaneUrl;
+  browser = await launchChromium();
+  admin = await person('admin', 'admin');
+  customer = await person('buyer');
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (stack) await closeCheckingLedger(stack);
+});
+
+describe('buying in the dashboard', () => {
+  it('an admin creates a promotion code on the promotions screen', async () => {
+    const { page } = admin;
+    await page.getByRole('navigation').getByRole('link', { name: 'Promotions' }).click();
+    await page.getByRole('heading', { name: 'Promotions' }).waitFor();
+    await page.getByLabel('Code').fill(code);
+    await page.getByLabel('Percent off').fill('10');
+    await page.getByLabel('Packages (comma list; empty: all)').fill('e2e-tokens');
+    await page.getByRole('button', { name: 'Create promotion' }).click();
+    await page.getByTestId('promotions').getByText(code).waitFor();
+    await expectAccessible(page, 'admin promotions');
+  });
+
+  it('a customer previews the code, orders, pays through the development provider and reads the receipt', async () => {
+    const { page } = customer;
+    await page.getByRole('navigation').getByRole('link', { name: 'Buy' }).click();
+    await page.getByRole('radio', { name: /E2E tokens/ }).check();
+    await page.getByLabel('Code').fill('NOSUCHCODE');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.getByLabel('Code').fill(code);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByTestId('promotion-preview').getByText('USD 8.10').waitFor();
+    await expectAccessible(page, 'buy');
+    await screenshot(page, 'buy');
+
+    await page.getByRole('button', { name: 'Place order' }).click();
+    await page.getByTestId('order-price').getByText('USD 8.10').waitFor();
+    await expectAccessible(page, 'order');
+    await page.getByRole('button', { name: 'Pay now' }).click();
+    await page.getByRole('button', { name: 'Complete payment' }).click();
+    await page.getByRole('heading', { name: 'Receipt' }).waitFor();
+    await page.getByText('paid', { exact: true }).waitFor();
+    await expectAccessible(page, 'receipt');
+    await screenshot(page, 'receipt');
+
+    await page.getByRole('link', { name: 'All orders' }).click();
+    await page.getByTestId('orders').getByText('USD 8.10').waitFor();
+    await expectAccessible(page, 'orders');
+    await page.getByRole('navigation').getByRole('link', { name: 'Overview' }).click();
+    await page.getByTestId('tokens-left').getByText('50,000').waitFor();
+  });
+});
+
+describe('the admin area', () => {
+  it('finds the customer, grants credit with a note, and sees orders and the audit log', async () => {
+    const { page } = admin;
+    await page.getByRole('navigation').getByRole('link', { name: 'Accounts' }).click();
+    await page.getByLabel('Search by email').fill(customer.email);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByRole('link', { name: customer.email }).click();
+    await page.getByRole('heading', { name: customer.email }).waitFor();
+    await page.getByLabel('Credits').fill('2500');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('.field-error').first().waitFor();
+    await page.getByLabel('Note (required)').fill('goodwill');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('Granted.').waitFor();
+    await page.getByText('credit 2,500').waitFor();
+    await expectAccessible(page, 'admin account');
+    await screenshot(page, 'admin-account');
+
+    await page.getByRole('navigation').getByRole('link', { name: 'All orders' }).click();
+    await page.getByTestId('admin-orders').getByText('USD 8.10').waitFor();
+    await expectAccessible(page, 'admin orders');
+    await page.getByRole('navigation').getByRole('link', { name: 'Operations' }).click();
+    await page.getByTestId('audit').waitFor();
+    await page.getByRole('heading', { name: 'Held reservations' }).waitFor();
+    await expectAccessible(page, 'admin operations');
+    await screenshot(page, 'admin-operations');
+  });
+});
+
+describe('the reseller area', () => {
+  it('adds a customer, grants it credit, creates it a key and a management key', async () => {
+    const reseller = await person('reseller', 'reseller');
+    await stack.admin('grant-credit', reseller.email, '10000');
+    const { page } = reseller;
+    await page.getByRole('navigation').getByRole('link', { name: 'Customers' }).click();
+    await page.getByText('No customers yet').waitFor();
+    const customerEmail = `sold-${randomBytes(4).toString('hex')}@example.test`;
+    await page.getByLabel('Email').fill(customerEmail);
+    await page.getByRole('button', { name: 'Add customer' }).click();
+    await page.getByTestId('customers').getByRole('link', { name: customerEmail }).click();
+    await page.getByRole('heading', { name: customerEmail }).waitFor();
+
+    await page.getByLabel('Credits').fill('20000');
+    await page.getByRole('button', { name: 'Grant' }).click();
+    await page
+      .getByRole('alert')
+      .getByText(/insufficient|not enough|holds/i)
+      .waitFor();
+    await page.getByLabel('Credits').fill('500');
+    await page.getByRole('button', { name: 'Grant' }).click();
+    await page.getByTestId('customer-credits').getByText('500').waitFor();
+    await page.getByLabel('Key name').fill('shop');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk-tg-/);
+    await page.getByRole('button', { name: 'Hide' }).click();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('disabled', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Revoke shop' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByText('revoked', { exact: true }).waitFor();
+    await expectAccessible(page, 'reseller customer');
+    await screenshot(page, 'reseller-customer');
+
+    await page.getByRole('navigation').getByRole('link', { name: 'Management keys' }).click();
+    await page.getByLabel('Name').fill('billing system');
+    await page.getByRole('checkbox', { name: 'customers:read' }).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    expect(await page.getByTestId('secret-value').textContent()).toMatch(/^mk-tg-/);
+    await page.getByRole('button', { name: 'Hide' }).click();
+    await page.getByTestId('management-keys').getByText('billing system').waitFor();
+    await expectAccessible(page, 'management keys');
+    await page.getByRole('button', { name: 'Revoke billing system' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByTestId('management-keys').getByText('revoked', { exact: true }).waitFor();
+  });
+});

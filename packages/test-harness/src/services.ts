@@ -139,6 +139,12 @@ export async function startTestServices(
   let images: TestServices['images'] = {};
 
   if (engine) {
+    // testcontainers' reaper (Ryuk) is one more image to pull; without a registry it cannot come,
+    // and the harness stops its containers itself. An image named in RYUK_CONTAINER_IMAGE is used.
+    const reaper = env.RYUK_CONTAINER_IMAGE ?? 'testcontainers/ryuk:0.14.0';
+    if (!env.TESTCONTAINERS_RYUK_DISABLED && !(await engine.hasImage(reaper))) {
+      process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+    }
     try {
       if (!env.TEST_DATABASE_URL) {
         const image = await pickImage(engine, 'postgres', env.TEST_POSTGRES_IMAGE);

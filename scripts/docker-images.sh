@@ -43,12 +43,23 @@ build() { # tag dockerfile [build args...]
   local tag="$1" file="$2"
   shift 2
   step "$tag"
-  docker build -q -f "$file" --build-arg "DEBIAN_IMAGE=$DEBIAN_IMAGE" --build-arg "NPM_REGISTRY=$NPM_REGISTRY" "$@" -t "$tag" . >/dev/null
+  local log
+  log="$(mktemp)"
+  if ! docker build -q -f "$file" --build-arg "DEBIAN_IMAGE=$DEBIAN_IMAGE" --build-arg "NPM_REGISTRY=$NPM_REGISTRY" \
+    "$@" -t "$tag" . >"$log" 2>&1; then
+    # The legacy builder's deprecation banner is noise; the rest says what failed.
+    grep -v -e DEPRECATED -e 'buildx component' -e 'docs.docker.com/go/buildx' "$log" >&2
+    rm -f "$log"
+    echo "docker-images: building $tag failed" >&2
+    exit 1
+  fi
+  rm -f "$log"
 }
 
 have_image "$NODE_IMAGE" || build "$NODE_IMAGE" deploy/docker/node.Dockerfile
 have_image "$PREFIX/postgres:local" || build "$PREFIX/postgres:local" deploy/docker/postgres.Dockerfile
 have_image "$PREFIX/redis:local" || build "$PREFIX/redis:local" deploy/docker/redis.Dockerfile
+have_image "$PREFIX/nginx:local" || build "$PREFIX/nginx:local" deploy/docker/nginx.Dockerfile
 for service in gateway control-plane mock-upstream; do
   build "$PREFIX/$service:$TAG" deploy/Dockerfile --build-arg "BASE_IMAGE=$NODE_IMAGE" --build-arg "SERVICE=$service"
 done

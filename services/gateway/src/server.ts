@@ -8,6 +8,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDependencies } from './deps.ts';
 import { subscribeToInvalidations } from './events/invalidation-subscriber.ts';
 import { createGatewayApp } from './http/app.ts';
+import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
@@ -98,7 +99,12 @@ export async function startGateway(
     .catch((error: unknown) => logger.warn({ err: error }, 'catalogue not loaded yet; will retry'));
   catalog.start();
 
-  const app = createGatewayApp(deps);
+  const readiness = createReadiness({
+    controlPlaneUrl: config.controlPlaneUrl,
+    redisUrl: config.redisUrl,
+    logger,
+  });
+  const app = createGatewayApp(deps, { readiness });
   const server = await listen(createAdaptorServer({ fetch: app.fetch }) as never, config.port, config.host);
   logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
 
@@ -114,6 +120,7 @@ export async function startGateway(
       catalog.stop();
       await subscription?.close();
       await limiter.close();
+      await readiness.close();
       await upstream.close();
       await controlPlane.close();
     },

@@ -30,6 +30,9 @@ export const ControlPlaneEnv = z.object({
     .string({ error: 'is required' })
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters'),
   CATALOG_FILE: optional(z.string()),
+  /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
+  METRICS_PORT: optional(port),
+  METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
   PUBLIC_URL: optional(z.string().url()),
@@ -95,6 +98,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyEncryptionKey: Buffer.from(parsed.KEY_ENCRYPTION_KEY, 'hex'),
     catalogFile: parsed.CATALOG_FILE,
     logLevel: parsed.LOG_LEVEL,
+    metrics:
+      parsed.METRICS_PORT === undefined
+        ? undefined
+        : { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST },
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
     sessions: {

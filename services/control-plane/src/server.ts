@@ -8,6 +8,8 @@ import { assembleDependencies, type Dependencies } from './deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
+import { createControlPlaneMetrics } from './metrics/metrics.ts';
+import { serveMetrics } from './metrics/metrics-server.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
@@ -56,7 +58,18 @@ export async function startControlPlane(
     config.port,
     config.host,
   );
-  const internalServer = await listen(internalApi.listener, config.internalPort, config.internalHost);
+  const metrics = config.metrics ? createControlPlaneMetrics() : undefined;
+  if (metrics && database.pool) metrics.watchPool(database.pool);
+  const internalServer = await listen(
+    metrics ? metrics.measureInternal(internalApi.listener) : internalApi.listener,
+    config.internalPort,
+    config.internalHost,
+  );
+  const metricsServer =
+    metrics && config.metrics
+      ? await serveMetrics(metrics.registry, config.metrics.port, config.metrics.host)
+      : null;
+  if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');
   logger.info({ url: publicServer.url }, 'control plane listening');
   logger.info({ url: internalServer.url }, 'internal billing API listening');
 
@@ -66,7 +79,7 @@ export async function startControlPlane(
     internalServer,
     async close() {
       reconciler.stop();
-      await Promise.all([publicServer.close(), internalServer.close()]);
+      await Promise.all([publicServer.close(), internalServer.close(), metricsServer?.close()]);
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();
       await events.close();

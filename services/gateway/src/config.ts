@@ -42,6 +42,9 @@ export const GatewayEnv = z.object({
   CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
   /** JSON object of provider credentials by name, read at start (alternative to env variables). */
   SECRETS_FILE: optional(z.string()),
+  /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
+  METRICS_PORT: optional(port),
+  METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -77,6 +80,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     secretsFile: parsed.SECRETS_FILE,
     logLevel: parsed.LOG_LEVEL,
+    metrics:
+      parsed.METRICS_PORT === undefined
+        ? undefined
+        : { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST },
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
     env,
   };

@@ -11,6 +11,8 @@ import { createGatewayApp } from './http/app.ts';
 import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
+import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
+import { serveMetrics } from './metrics/metrics-server.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
 
 export interface RunningGateway {
@@ -33,11 +35,12 @@ export async function startGateway(
     timeoutMs: config.billing.timeoutMs,
     connections: config.billing.connections,
   });
-  const reserver = createReserveBatcher(controlPlane.reserve, {
+  const metrics = config.metrics ? createGatewayMetrics() : undefined;
+  const reserver = createReserveBatcher(measuredBatch(metrics, 'reserve', controlPlane.reserve), {
     maxInFlight: config.billing.reserveMaxInFlight,
     maxBatch: 100,
   });
-  const finishes = createFinishQueue(controlPlane.finish, {
+  const finishes = createFinishQueue(measuredBatch(metrics, 'finish', controlPlane.finish), {
     flushIntervalMs: config.billing.finishFlushMs,
     maxBatch: 200,
     maxInFlight: 2,
@@ -93,7 +96,9 @@ export async function startGateway(
     catalog,
     credentials,
     upstream,
+    ...(metrics ? { metrics } : {}),
   };
+  metrics?.watchPending(() => finishes.pending());
   catalog
     .ready()
     .catch((error: unknown) => logger.warn({ err: error }, 'catalogue not loaded yet; will retry'));
@@ -107,6 +112,11 @@ export async function startGateway(
   const app = createGatewayApp(deps, { readiness });
   const server = await listen(createAdaptorServer({ fetch: app.fetch }) as never, config.port, config.host);
   logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
+  const metricsServer =
+    metrics && config.metrics
+      ? await serveMetrics(metrics.registry, config.metrics.port, config.metrics.host)
+      : null;
+  if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');
 
   return {
     deps,
@@ -114,6 +124,7 @@ export async function startGateway(
     drainBilling: (deadlineMs) => finishes.drain(deadlineMs),
     async close() {
       await server.close();
+      await metricsServer?.close();
       const drained = await finishes.drain(10_000);
       if (!drained)
         logger.error({ pending: finishes.pending() }, 'stopped with settlements not yet delivered');

@@ -27,6 +27,8 @@ export interface DatabaseHandle {
   prepared: PreparedQueries;
   /** 'postgres' with DATABASE_URL, 'embedded' on PGlite in the data folder. */
   mode: 'postgres' | 'embedded';
+  /** The connection pool with DATABASE_URL (for metrics); absent on the embedded database. */
+  pool?: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -52,7 +54,7 @@ export async function openDatabase(options: {
   if (options.databaseUrl) {
     const pool = createPool(options.databaseUrl, options.poolSize);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, prepared: preparedOn(pool), mode: 'postgres', close: () => db.destroy() };
+    return { db, prepared: preparedOn(pool), mode: 'postgres', pool, close: () => db.destroy() };
   }
   return openEmbedded(options.dataDir);
 }

@@ -35,6 +35,7 @@ function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
     }
     response.headers.set('x-request-id', log.requestId);
     log.ms = Math.round((performance.now() - started) * 10) / 10;
+    deps.metrics?.request(log.path, log.alias, response.status, code, log.ms);
     deps.logger.info({ ...log, status: response.status, ...(code ? { code } : {}) }, 'request');
     return response;
   };

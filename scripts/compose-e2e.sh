@@ -46,11 +46,19 @@ compose ps
 email="compose-e2e-$(date +%s)@example.com"
 admin create-account "$email" >/dev/null
 admin grant-credit "$email" 100000000 --note "compose e2e" >/dev/null
-key="$(admin create-key "$email" --name compose-e2e | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).secret))')"
+key="$(admin create-key "$email" --name compose-e2e --concurrency 64 --requests-per-minute 100000 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).secret))')"
 
 echo "== official clients through nginx"
 E2E_DEPLOYED_GATEWAY_URL="$gateway_url" E2E_DEPLOYED_API_KEY="$key" \
   pnpm vitest run --project e2e test/deployed.test.ts
+
+echo "== /metrics of gateway-1 (scraped on the compose network's metrics port)"
+compose exec -T gateway-1 node -e '
+  fetch("http://127.0.0.1:9464/metrics").then((r) => r.text()).then((text) => {
+    const lines = text.split("\n").filter((line) => line.startsWith("tollgate_gateway_requests_total"));
+    if (lines.length === 0) process.exit(1);
+    console.log(lines.join("\n"));
+  }, () => process.exit(1));'
 
 echo "== verify-ledger"
 ledger="$(admin verify-ledger)"

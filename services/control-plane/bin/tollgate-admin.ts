@@ -3,13 +3,14 @@
 // embedded data folder, KEY_PEPPER, ...). Prints one JSON document per command.
 import { parseArgs } from 'node:util';
 import { ConfigError, createLogger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+
 import { COMMANDS, describeFailure, UsageError } from '../src/cli/commands.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { assembleDependencies } from '../src/deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from '../src/events.ts';
+import { connectRedis } from '../src/redis-connection.ts';
 
 function usage(): string {
   return [
@@ -54,7 +55,9 @@ try {
     poolSize: 2,
     dataDir: config.dataDir,
   });
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1 }) : null;
+  const redis = config.redisUrl
+    ? connectRedis({ url: config.redisUrl, cluster: config.redisCluster }, { maxRetriesPerRequest: 1 })
+    : null;
   const events = redis ? createRedisPublisher(redis, config.redisKeyPrefix, logger) : createMemoryPublisher();
   try {
     if (name !== 'migrate') await migrateToLatest(database.db);

@@ -23,6 +23,8 @@ export const ControlPlaneEnv = z.object({
   DATABASE_POOL_SIZE: withDefault(positiveInt, 10),
   DATA_DIR: withDefault(z.string(), '.data'),
   REDIS_URL: optional(z.string().url()),
+  /** REDIS_URL names one node of a Redis Cluster; the others are discovered. */
+  REDIS_CLUSTER: withDefault(bool, 'false'),
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
   INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
   KEY_PEPPER: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
@@ -92,6 +94,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databasePoolSize: parsed.DATABASE_POOL_SIZE,
     dataDir: parsed.DATA_DIR,
     redisUrl: parsed.REDIS_URL,
+    redisCluster: parsed.REDIS_CLUSTER,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     internalTokenSecret: parsed.INTERNAL_TOKEN_SECRET,
     keyPepper: parsed.KEY_PEPPER,

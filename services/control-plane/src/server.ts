@@ -1,6 +1,6 @@
 import { createAdaptorServer } from '@hono/node-server';
 import { createLogger, type Listening, type Logger, listen } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -13,6 +13,7 @@ import { serveMetrics } from './metrics/metrics-server.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
+import { connectRedis } from './redis-connection.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;
@@ -37,7 +38,7 @@ export async function startControlPlane(
 
   const events = config.redisUrl
     ? createRedisPublisher(
-        new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 }),
+        connectRedis({ url: config.redisUrl, cluster: config.redisCluster }, { maxRetriesPerRequest: 1 }),
         config.redisKeyPrefix,
         logger,
       )

@@ -4,6 +4,7 @@ import { z } from 'zod';
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
 const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
   z.preprocess(blankToUndefined, schema.default(fallback as never));
+const bool = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
@@ -17,6 +18,8 @@ export const GatewayEnv = z.object({
   CONTROL_PLANE_INTERNAL_URL: withDefault(z.string().url(), 'http://127.0.0.1:8082'),
   INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
   REDIS_URL: optional(z.string().url()),
+  /** REDIS_URL names one node of a Redis Cluster; the others are discovered. */
+  REDIS_CLUSTER: withDefault(bool, 'false'),
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
   /** Service-wide request body ceiling; each key may set a lower one. */
   GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
@@ -58,6 +61,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     controlPlaneUrl: parsed.CONTROL_PLANE_INTERNAL_URL.replace(/\/+$/, ''),
     internalTokenSecret: parsed.INTERNAL_TOKEN_SECRET,
     redisUrl: parsed.REDIS_URL,
+    redisCluster: parsed.REDIS_CLUSTER,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
     upstream: {

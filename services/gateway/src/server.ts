@@ -55,7 +55,7 @@ export async function startGateway(
   });
   const subscription = config.redisUrl
     ? subscribeToInvalidations(
-        config.redisUrl,
+        { url: config.redisUrl, cluster: config.redisCluster },
         config.redisKeyPrefix,
         {
           keyChanged: (keyId) => keys.dropKey(keyId),
@@ -73,6 +73,7 @@ export async function startGateway(
     : null;
   const limiter = createLimiter({
     redisUrl: config.redisUrl,
+    redisCluster: config.redisCluster,
     redisKeyPrefix: config.redisKeyPrefix,
     settings: config.limits,
     logger,
@@ -106,7 +107,7 @@ export async function startGateway(
 
   const readiness = createReadiness({
     controlPlaneUrl: config.controlPlaneUrl,
-    redisUrl: config.redisUrl,
+    redisUrl: config.redisUrl ? { url: config.redisUrl, cluster: config.redisCluster } : undefined,
     logger,
   });
   const app = createGatewayApp(deps, { readiness });

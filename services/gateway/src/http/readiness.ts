@@ -1,5 +1,5 @@
 import type { Logger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisTarget } from '../redis-connection.ts';
 
 export type CheckStatus = 'ok' | 'failing';
 
@@ -23,13 +23,13 @@ const CACHE_MS = 1_000;
  */
 export function createReadiness(options: {
   controlPlaneUrl: string;
-  redisUrl: string | undefined;
+  redisUrl: string | RedisTarget | undefined;
   timeoutMs?: number;
   logger: Logger;
 }): Readiness {
   const timeoutMs = options.timeoutMs ?? 1_500;
   const redis = options.redisUrl
-    ? new Redis(options.redisUrl, {
+    ? connectRedis(options.redisUrl, {
         lazyConnect: true,
         enableOfflineQueue: false,
         maxRetriesPerRequest: 0,

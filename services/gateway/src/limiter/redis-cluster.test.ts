@@ -98,9 +98,13 @@ function limiters(count: number, options: Partial<LimiterSettings> = {}): Limite
   return made;
 }
 
+/** Accounts of the keys below (keys of one account share a hash slot). */
+const accountOf = new Map<string, string>();
+
 function request(keyId: string, overrides: Partial<LimitRequest> = {}): LimitRequest {
   return {
     keyId,
+    accountId: accountOf.get(keyId) ?? 'acct-default',
     keyRequestsPerMinute: 1000,
     keyConcurrency: 100,
     plan: null,
@@ -112,9 +116,10 @@ function request(keyId: string, overrides: Partial<LimitRequest> = {}): LimitReq
 describe('redis limiter on a three-node Redis Cluster', () => {
   it('admits R per window in total from two limiters, for keys spread over every node', async () => {
     const [a, b] = limiters(2);
-    // Twelve keys: their hash slots fall on all three nodes.
+    // Twelve keys of twelve accounts: their hash slots fall on all three nodes.
     for (let key = 0; key < 12; key += 1) {
       const keyId = randomUUID();
+      accountOf.set(keyId, randomUUID());
       const decisions = await Promise.all(
         Array.from({ length: 8 }, (_, index) =>
           (index % 2 ? a! : b!).acquire(request(keyId, { keyRequestsPerMinute: 5, keyConcurrency: null })),
@@ -124,9 +129,24 @@ describe('redis limiter on a three-node Redis Cluster', () => {
     }
   });
 
+  it('counts a key once whichever package its calls draw from', async () => {
+    const [a, b] = limiters(2);
+    const keyId = randomUUID();
+    accountOf.set(keyId, randomUUID());
+    const plan = { id: `${accountOf.get(keyId)}:pkg`, requestsPerMinute: 100, concurrency: null };
+    const decisions = await Promise.all(
+      Array.from({ length: 8 }, (_, index) =>
+        (index % 2 ? a! : b!).acquire(
+          request(keyId, { keyRequestsPerMinute: 5, keyConcurrency: null, plan: index % 3 ? plan : null }),
+        ),
+      ),
+    );
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+  });
+
   it('applies package ceilings across keys of the same package, atomically with the key checks', async () => {
     const [a, b] = limiters(2);
-    const plan = { id: randomUUID(), requestsPerMinute: 4, concurrency: 2 };
+    const plan = { id: 'acct-default:pkg', requestsPerMinute: 4, concurrency: 2 };
     const first = await a!.acquire(request(randomUUID(), { plan }));
     const second = await b!.acquire(request(randomUUID(), { plan }));
     expect([first.allowed, second.allowed]).toEqual([true, true]);

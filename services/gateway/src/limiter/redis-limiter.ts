@@ -140,7 +140,7 @@ export function createRedisLimiter(
     kind: 'redis',
     async acquire(request: LimitRequest): Promise<LimitDecision> {
       const plan = request.plan;
-      const names = limiterKeys(prefix, request.keyId, plan?.id);
+      const names = limiterKeys(prefix, request.keyId, plan?.id, request.accountId);
       const { keyLeases, planLeases } = names;
       if (redis.status !== 'ready' && !(await connected(CONNECT_WAIT_MS))) {
         throw new AppError('rate_limiter_unavailable');

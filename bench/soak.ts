@@ -22,6 +22,7 @@ const rate = Number(process.env.SOAK_RATE ?? 20);
 const INTERVALS = 10;
 const work = mkdtempSync(path.join(tmpdir(), 'tollgate-soak-'));
 const databaseName = `tollgate_soak_${randomBytes(4).toString('hex')}`;
+const services = new Map<string, Service>();
 
 interface Outcome {
   at: number;
@@ -120,7 +121,6 @@ async function main(): Promise<void> {
     LEASE_TTL_SECONDS: '5',
     LOG_LEVEL: 'warn',
   };
-  const services = new Map<string, Service>();
   const start = async (name: string, dir: string, extra: Record<string, string>, health: string) => {
     const service = startService(name, dir, { ...env, ...extra }, work);
     services.set(name, service);

@@ -19,7 +19,8 @@ command -v docker-compose >/dev/null || missing+=(docker-compose)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "docker step: installing ${missing[*]}"
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+  # RUNLEVEL=1: the packages must not start services themselves; this step starts and stops dockerd.
+  if ! { apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
     skip "could not install ${missing[*]}"
   fi
 fi

@@ -218,9 +218,12 @@ async function main(): Promise<void> {
     })
       .then(async (response) => {
         const text = await response.text();
+        // The catalogue code: `code` in OpenAI-style bodies; Anthropic-style bodies carry it in `type`.
         const code = response.ok
           ? 'ok'
-          : (/"(?:code|type)":\s*"([a-z_]+)"/.exec(text)?.[1] ?? String(response.status));
+          : (/"code":\s*"([a-z_]+)"/.exec(text)?.[1] ??
+            /"type":\s*"([a-z_]+)"/.exec(text.replace(/"type":\s*"error"/, ''))?.[1] ??
+            String(response.status));
         outcomes.push({
           at: Date.now(),
           ms: performance.now() - started,

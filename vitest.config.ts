@@ -15,6 +15,7 @@ export default defineConfig({
       { test: { name: 'errors', root: 'packages/errors' } },
       { test: { name: 'schemas', root: 'packages/schemas' } },
       { test: { name: 'service-kit', root: 'packages/service-kit' } },
+      { test: { name: 'test-harness', root: 'packages/test-harness', testTimeout: 30_000 } },
       { test: { name: 'mock-upstream', root: 'services/mock-upstream' } },
       { test: { name: 'dashboard', root: 'services/dashboard' } },
       {

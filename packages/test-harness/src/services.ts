@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
-import { request } from 'node:http';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { type DockerEngine, findDockerEngine } from './docker-engine.ts';
 
 export interface TestServices {
   /** Admin connection to a Postgres server; each test file creates its own database on it. */
@@ -9,6 +8,10 @@ export interface TestServices {
   redisUrl: string;
   /** Where each came from, for the run's log. */
   sources: { postgres: ServiceSource; redis: ServiceSource };
+  /** The container images used, when testcontainers provided the service. */
+  images: { postgres?: string; redis?: string };
+  /** Why the run did not use the Docker engine that answered (unset when it did, or none answered). */
+  dockerFallback?: string;
 }
 
 export type ServiceSource = 'env' | 'testcontainers' | 'localhost';
@@ -16,10 +19,15 @@ export type ServiceSource = 'env' | 'testcontainers' | 'localhost';
 const LOCAL_POSTGRES = 'postgres://postgres@127.0.0.1:5432/postgres';
 const LOCAL_REDIS = 'redis://127.0.0.1:6379';
 
+/** Images built here by scripts/docker-images.sh; preferred when the engine already has them. */
+export const LOCAL_IMAGES = { postgres: 'tollgate/postgres:local', redis: 'tollgate/redis:local' };
+export const PUBLIC_IMAGES = { postgres: 'postgres:17-alpine', redis: 'redis:7-alpine' };
+
 const HOW_TO_PROVIDE = [
   'Tests need a real Postgres and Redis. Provide them in one of these ways:',
   '  - set TEST_DATABASE_URL (a Postgres URL whose user may CREATE DATABASE) and TEST_REDIS_URL;',
-  '  - run a Docker engine, so testcontainers can start postgres:17-alpine and redis:7-alpine;',
+  `  - run a Docker engine that has (or can pull) ${LOCAL_IMAGES.postgres} / ${PUBLIC_IMAGES.postgres} and ${LOCAL_IMAGES.redis} / ${PUBLIC_IMAGES.redis}`,
+  '    (TEST_POSTGRES_IMAGE / TEST_REDIS_IMAGE name others; scripts/docker-images.sh builds the local ones);',
   '  - run Postgres on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379.',
 ].join('\n');
 
@@ -43,6 +51,8 @@ async function redisAnswers(url: string): Promise<boolean> {
     connectTimeout: 2_000,
     retryStrategy: () => null,
   });
+  // The refusal is reported by connect(); the event would only repeat it as noise.
+  redis.on('error', () => {});
   try {
     await redis.connect();
     return (await redis.ping()) === 'PONG';
@@ -53,92 +63,145 @@ async function redisAnswers(url: string): Promise<boolean> {
   }
 }
 
-/** A Docker engine is reachable when its API answers /_ping. */
-async function dockerEngineReachable(): Promise<boolean> {
-  const host = process.env.DOCKER_HOST;
-  const socketPath = host?.startsWith('unix://')
-    ? host.slice('unix://'.length)
-    : host
-      ? undefined
-      : '/var/run/docker.sock';
-  if (host && !socketPath) return true; // tcp:// engines: let testcontainers try.
-  if (!socketPath || !existsSync(socketPath)) return false;
-  return new Promise((resolve) => {
-    const probe = request({ socketPath, path: '/_ping', timeout: 2_000 }, (response) => {
-      response.resume();
-      resolve(response.statusCode === 200);
-    });
-    probe.on('error', () => resolve(false));
-    probe.on('timeout', () => {
-      probe.destroy();
-      resolve(false);
-    });
-    probe.end();
-  });
+interface Started {
+  url: string;
+  stop(): Promise<unknown>;
+}
+
+/** How containers are started; replaced in tests by starters that fail like an offline engine. */
+export interface ContainerStarters {
+  postgres(image: string): Promise<Started>;
+  redis(image: string): Promise<Started>;
+}
+
+const testcontainersStarters: ContainerStarters = {
+  async postgres(image) {
+    const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+    const container = await new PostgreSqlContainer(image).start();
+    return { url: container.getConnectionUri(), stop: () => container.stop() };
+  },
+  async redis(image) {
+    const { RedisContainer } = await import('@testcontainers/redis');
+    const container = await new RedisContainer(image).start();
+    return { url: container.getConnectionUrl(), stop: () => container.stop() };
+  },
+};
+
+async function pickImage(
+  engine: DockerEngine,
+  service: 'postgres' | 'redis',
+  configured: string | undefined,
+): Promise<string> {
+  if (configured) return configured;
+  return (await engine.hasImage(LOCAL_IMAGES[service])) ? LOCAL_IMAGES[service] : PUBLIC_IMAGES[service];
+}
+
+/** The first line of an error, without the noise a pull failure carries. */
+function shortReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split('\n')[0] ?? '').slice(0, 200);
 }
 
 export interface StartedServices extends TestServices {
   stop(): Promise<void>;
 }
 
+export interface StartOptions {
+  /** Overrides for tests: the engine probe and the container starters. */
+  findEngine?: typeof findDockerEngine;
+  starters?: ContainerStarters;
+  /** Where the one-line fallback notice goes. */
+  notice?: (line: string) => void;
+}
+
 /**
  * Finds Postgres and Redis for a test run: TEST_DATABASE_URL / TEST_REDIS_URL if set; else
- * testcontainers when a Docker engine answers; else 127.0.0.1. Fails (never skips) when none works.
+ * testcontainers when a Docker engine answers (local images first); else 127.0.0.1. An engine that
+ * answers but cannot provide the images (offline, no registry) falls back to 127.0.0.1 with a
+ * notice. Fails (never skips) when nothing answers.
  */
 export async function startTestServices(
   env: Record<string, string | undefined> = process.env,
+  options: StartOptions = {},
 ): Promise<StartedServices> {
+  const starters = options.starters ?? testcontainersStarters;
+  const notice = options.notice ?? ((line: string) => console.warn(line));
   const stops: Array<() => Promise<unknown>> = [];
-  const docker = !env.TEST_DATABASE_URL || !env.TEST_REDIS_URL ? await dockerEngineReachable() : false;
+  const stopAll = () => Promise.all(stops.splice(0).map((stop) => stop().catch(() => {})));
+  const needContainers = !env.TEST_DATABASE_URL || !env.TEST_REDIS_URL;
+  const engine = needContainers ? await (options.findEngine ?? findDockerEngine)(env) : undefined;
 
-  let postgresUrl: string;
-  let postgresSource: ServiceSource;
-  if (env.TEST_DATABASE_URL) {
-    postgresUrl = env.TEST_DATABASE_URL;
-    postgresSource = 'env';
-  } else if (docker) {
-    const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-    const container = await new PostgreSqlContainer('postgres:17-alpine').start();
-    stops.push(() => container.stop());
-    postgresUrl = container.getConnectionUri();
-    postgresSource = 'testcontainers';
-  } else {
-    postgresUrl = LOCAL_POSTGRES;
-    postgresSource = 'localhost';
-  }
+  let postgresUrl = env.TEST_DATABASE_URL ?? LOCAL_POSTGRES;
+  let redisUrl = env.TEST_REDIS_URL ?? LOCAL_REDIS;
+  let postgresSource: ServiceSource = env.TEST_DATABASE_URL ? 'env' : 'localhost';
+  let redisSource: ServiceSource = env.TEST_REDIS_URL ? 'env' : 'localhost';
+  let dockerFallback: string | undefined;
+  let images: TestServices['images'] = {};
 
-  let redisUrl: string;
-  let redisSource: ServiceSource;
-  if (env.TEST_REDIS_URL) {
-    redisUrl = env.TEST_REDIS_URL;
-    redisSource = 'env';
-  } else if (docker) {
-    const { RedisContainer } = await import('@testcontainers/redis');
-    const container = await new RedisContainer('redis:7-alpine').start();
-    stops.push(() => container.stop());
-    redisUrl = container.getConnectionUrl();
-    redisSource = 'testcontainers';
-  } else {
-    redisUrl = LOCAL_REDIS;
-    redisSource = 'localhost';
+  if (engine) {
+    // testcontainers' reaper (Ryuk) is one more image to pull; without a registry it cannot come,
+    // and the harness stops its containers itself. An image named in RYUK_CONTAINER_IMAGE is used.
+    const reaper = env.RYUK_CONTAINER_IMAGE ?? 'testcontainers/ryuk:0.14.0';
+    if (!env.TESTCONTAINERS_RYUK_DISABLED && !(await engine.hasImage(reaper))) {
+      process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
+    }
+    try {
+      if (!env.TEST_DATABASE_URL) {
+        const image = await pickImage(engine, 'postgres', env.TEST_POSTGRES_IMAGE);
+        const started = await starters.postgres(image).catch((error: unknown) => {
+          throw new Error(`could not start ${image}: ${shortReason(error)}`);
+        });
+        stops.push(started.stop);
+        postgresUrl = started.url;
+        postgresSource = 'testcontainers';
+        images.postgres = image;
+      }
+      if (!env.TEST_REDIS_URL) {
+        const image = await pickImage(engine, 'redis', env.TEST_REDIS_IMAGE);
+        const started = await starters.redis(image).catch((error: unknown) => {
+          throw new Error(`could not start ${image}: ${shortReason(error)}`);
+        });
+        stops.push(started.stop);
+        redisUrl = started.url;
+        redisSource = 'testcontainers';
+        images.redis = image;
+      }
+    } catch (error) {
+      // Half a container setup is no use: drop it and take the 127.0.0.1 path for both.
+      await stopAll();
+      dockerFallback = shortReason(error);
+      images = {};
+      postgresUrl = env.TEST_DATABASE_URL ?? LOCAL_POSTGRES;
+      redisUrl = env.TEST_REDIS_URL ?? LOCAL_REDIS;
+      postgresSource = env.TEST_DATABASE_URL ? 'env' : 'localhost';
+      redisSource = env.TEST_REDIS_URL ? 'env' : 'localhost';
+      notice(`test services: a Docker engine answers but ${dockerFallback}; using 127.0.0.1 instead`);
+    }
   }
 
   const [postgresOk, redisOk] = await Promise.all([postgresAnswers(postgresUrl), redisAnswers(redisUrl)]);
   if (!postgresOk || !redisOk) {
-    await Promise.all(stops.map((stop) => stop()));
+    await stopAll();
     const missing = [
-      postgresOk ? null : `Postgres (${postgresSource}) did not answer`,
-      redisOk ? null : `Redis (${redisSource}) did not answer`,
+      postgresOk
+        ? null
+        : `Postgres (${postgresSource}${postgresSource === 'env' ? ': TEST_DATABASE_URL' : ''}) did not answer`,
+      redisOk
+        ? null
+        : `Redis (${redisSource}${redisSource === 'env' ? ': TEST_REDIS_URL' : ''}) did not answer`,
     ].filter(Boolean);
-    throw new Error(`${missing.join('; ')}.\n${HOW_TO_PROVIDE}`);
+    const because = dockerFallback ? ` (Docker engine not used: ${dockerFallback})` : '';
+    throw new Error(`${missing.join('; ')}${because}.\n${HOW_TO_PROVIDE}`);
   }
 
   return {
     postgresUrl,
     redisUrl,
     sources: { postgres: postgresSource, redis: redisSource },
+    images,
+    ...(dockerFallback ? { dockerFallback } : {}),
     async stop() {
-      await Promise.all(stops.map((stop) => stop()));
+      await stopAll();
     },
   };
 }

@@ -3,7 +3,6 @@
 // embedded data folder, KEY_PEPPER, ...). Prints one JSON document per command on stdout; which
 // database it works on, and any failure as one line, on stderr (never a stack trace).
 import { ConfigError, createLogger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
 import { parseArguments, UsageError } from '../src/cli/arguments.ts';
 import { COMMANDS, describeDatabase, describeFailure } from '../src/cli/commands.ts';
 import { loadConfig } from '../src/config.ts';
@@ -11,6 +10,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { assembleDependencies } from '../src/deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from '../src/events.ts';
+import { connectRedis } from '../src/redis-connection.ts';
 
 function usage(): string {
   return [
@@ -43,7 +43,9 @@ async function main(argv: string[]): Promise<number> {
       poolSize: 2,
       dataDir: config.dataDir,
     });
-    const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1 }) : null;
+    const redis = config.redisUrl
+      ? connectRedis({ url: config.redisUrl, cluster: config.redisCluster }, { maxRetriesPerRequest: 1 })
+      : null;
     const events = redis
       ? createRedisPublisher(redis, config.redisKeyPrefix, logger)
       : createMemoryPublisher();

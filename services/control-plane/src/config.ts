@@ -11,7 +11,7 @@ import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
 const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
-  z.preprocess(blankToUndefined, schema.default(fallback as never));
+  z.preprocess(blankToUndefined, schema.prefault(fallback as never));
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const MINUTE = 60_000;
@@ -33,6 +33,8 @@ export const ControlPlaneEnv = z.object({
   DATABASE_IDLE_TIMEOUT_SECONDS: withDefault(positiveInt, 10),
   DATA_DIR: withDefault(z.string(), '.data'),
   REDIS_URL: optional(z.string().url()),
+  /** REDIS_URL names one node of a Redis Cluster; the others are discovered. */
+  REDIS_CLUSTER: withDefault(bool, 'false'),
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
   INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
   KEY_PEPPER: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
@@ -43,6 +45,9 @@ export const ControlPlaneEnv = z.object({
   PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
   CATALOG_FILE: optional(z.string()),
   ...HttpServerEnv,
+  /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
+  METRICS_PORT: optional(port),
+  METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
   PUBLIC_URL: optional(z.string().url()),
@@ -151,6 +156,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseIdleTimeoutMs: parsed.DATABASE_IDLE_TIMEOUT_SECONDS * 1000,
     dataDir: parsed.DATA_DIR,
     redisUrl: parsed.REDIS_URL,
+    redisCluster: parsed.REDIS_CLUSTER,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     internalTokenSecret: parsed.INTERNAL_TOKEN_SECRET,
     keyPepper: parsed.KEY_PEPPER,
@@ -159,6 +165,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
     logLevel: parsed.LOG_LEVEL,
     http: serverLimitsOf(parsed),
+    metrics:
+      parsed.METRICS_PORT === undefined
+        ? undefined
+        : { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST },
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
     bodyLimits: {

@@ -1,6 +1,6 @@
 import { INVALIDATION_CHANNEL, type InvalidationEvent } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './redis-connection.ts';
 
 /** Tells gateways that cached keys, accounts or the catalogue changed. */
 export interface EventPublisher {
@@ -8,7 +8,7 @@ export interface EventPublisher {
   close(): Promise<void>;
 }
 
-export function createRedisPublisher(redis: Redis, prefix: string, logger: Logger): EventPublisher {
+export function createRedisPublisher(redis: RedisConnection, prefix: string, logger: Logger): EventPublisher {
   const channel = `${prefix}${INVALIDATION_CHANNEL}`;
   return {
     async publish(event) {

@@ -1,6 +1,5 @@
 import { createAdaptorServer } from '@hono/node-server';
 import { createLogger, type Listening, type Logger, listen, serverOptions } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -8,11 +7,14 @@ import { assembleDependencies, type Dependencies } from './deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
+import { createControlPlaneMetrics } from './metrics/metrics.ts';
+import { serveMetrics } from './metrics/metrics-server.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
 import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
 import { startStatusSampler } from './modules/status/status.service.ts';
+import { connectRedis } from './redis-connection.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;
@@ -40,7 +42,7 @@ export async function startControlPlane(
 
   const events = config.redisUrl
     ? createRedisPublisher(
-        new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 }),
+        connectRedis({ url: config.redisUrl, cluster: config.redisCluster }, { maxRetriesPerRequest: 1 }),
         config.redisKeyPrefix,
         logger,
       )
@@ -67,11 +69,20 @@ export async function startControlPlane(
     config.host,
     config.http,
   );
-  const internalServer = await listen(internalApi.listener, config.internalPort, config.internalHost, {
-    ...config.http,
+  const metrics = config.metrics ? createControlPlaneMetrics() : undefined;
+  if (metrics && database.pool) metrics.watchPool(database.pool);
+  const internalServer = await listen(
+    metrics ? metrics.measureInternal(internalApi.listener) : internalApi.listener,
+    config.internalPort,
+    config.internalHost,
     // The gateways share a few addresses and keep pools of connections: never capped.
-    maxConnectionsPerAddress: 0,
-  });
+    { ...config.http, maxConnectionsPerAddress: 0 },
+  );
+  const metricsServer =
+    metrics && config.metrics
+      ? await serveMetrics(metrics.registry, config.metrics.port, config.metrics.host)
+      : null;
+  if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');
   logger.info({ url: publicServer.url }, 'control plane listening');
   logger.info({ url: internalServer.url }, 'internal billing API listening');
 
@@ -83,7 +94,7 @@ export async function startControlPlane(
       reconciler.stop();
       sampler.stop();
       paymentReconciler.stop();
-      await Promise.all([publicServer.close(), internalServer.close()]);
+      await Promise.all([publicServer.close(), internalServer.close(), metricsServer?.close()]);
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();
       await events.close();

@@ -4,7 +4,8 @@ import { z } from 'zod';
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blankToUndefined, schema.optional());
 const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
-  z.preprocess(blankToUndefined, schema.default(fallback as never));
+  z.preprocess(blankToUndefined, schema.prefault(fallback as never));
+const bool = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
@@ -18,6 +19,8 @@ export const GatewayEnv = z.object({
   CONTROL_PLANE_INTERNAL_URL: withDefault(z.string().url(), 'http://127.0.0.1:8082'),
   INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
   REDIS_URL: optional(z.string().url()),
+  /** REDIS_URL names one node of a Redis Cluster; the others are discovered. */
+  REDIS_CLUSTER: withDefault(bool, 'false'),
   REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
   /** Service-wide request body ceiling; each key may set a lower one. */
   GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
@@ -61,6 +64,9 @@ export const GatewayEnv = z.object({
   ...HttpServerEnv,
   /** How often the gateway reports liveness and upstream outcomes for the status page. */
   STATUS_HEARTBEAT_SECONDS: withDefault(positiveInt, 10),
+  /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
+  METRICS_PORT: optional(port),
+  METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -74,6 +80,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     controlPlaneUrl: parsed.CONTROL_PLANE_INTERNAL_URL.replace(/\/+$/, ''),
     internalTokenSecret: parsed.INTERNAL_TOKEN_SECRET,
     redisUrl: parsed.REDIS_URL,
+    redisCluster: parsed.REDIS_CLUSTER,
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
     maxJsonDepth: parsed.GATEWAY_MAX_JSON_DEPTH,
@@ -104,6 +111,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     providerSecretPrefix: parsed.PROVIDER_SECRET_PREFIX,
     heartbeatIntervalMs: parsed.STATUS_HEARTBEAT_SECONDS * 1000,
     logLevel: parsed.LOG_LEVEL,
+    metrics:
+      parsed.METRICS_PORT === undefined
+        ? undefined
+        : { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST },
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
     env,
   };

@@ -4,6 +4,7 @@ import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { KeyCache } from './keys/key-cache.ts';
 import type { Limiter } from './limiter/limiter.ts';
+import type { GatewayMetrics } from './metrics/metrics.ts';
 import type { CredentialStore, UpstreamClient } from './upstream/index.ts';
 
 /** What the gateway asks of the control plane (batched and queued behind this interface). */
@@ -29,4 +30,6 @@ export interface GatewayDependencies {
   catalog: CatalogCache;
   credentials: CredentialStore;
   upstream: UpstreamClient;
+  /** Prometheus metrics, when METRICS_PORT is set. */
+  metrics?: GatewayMetrics;
 }

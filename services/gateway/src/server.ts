@@ -14,8 +14,11 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDependencies } from './deps.ts';
 import { subscribeToInvalidations } from './events/invalidation-subscriber.ts';
 import { createGatewayApp } from './http/app.ts';
+import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
+import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
+import { serveMetrics } from './metrics/metrics-server.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
 
@@ -39,15 +42,20 @@ export async function startGateway(
     timeoutMs: config.billing.timeoutMs,
     connections: config.billing.connections,
   });
-  const reserver = createReserveBatcher(controlPlane.reserve, {
+  const metrics = config.metrics ? createGatewayMetrics() : undefined;
+  const reserver = createReserveBatcher(measuredBatch(metrics, 'reserve', controlPlane.reserve), {
     maxInFlight: config.billing.reserveMaxInFlight,
     maxBatch: 100,
     timeoutMs: config.billing.timeoutMs,
   });
   const pending = config.redisUrl
-    ? createRedisPendingStore(config.redisUrl, config.redisKeyPrefix, logger)
+    ? createRedisPendingStore(
+        { url: config.redisUrl, cluster: config.redisCluster },
+        config.redisKeyPrefix,
+        logger,
+      )
     : createFilePendingStore(config.dataDir, logger);
-  const finishes = createFinishQueue(controlPlane.finish, {
+  const finishes = createFinishQueue(measuredBatch(metrics, 'finish', controlPlane.finish), {
     flushIntervalMs: config.billing.finishFlushMs,
     maxBatch: 200,
     maxInFlight: 2,
@@ -64,7 +72,7 @@ export async function startGateway(
   });
   const subscription = config.redisUrl
     ? subscribeToInvalidations(
-        config.redisUrl,
+        { url: config.redisUrl, cluster: config.redisCluster },
         config.redisKeyPrefix,
         {
           keyChanged: (keyId) => keys.dropKey(keyId),
@@ -82,6 +90,7 @@ export async function startGateway(
     : null;
   const limiter = createLimiter({
     redisUrl: config.redisUrl,
+    redisCluster: config.redisCluster,
     redisKeyPrefix: config.redisKeyPrefix,
     settings: config.limits,
     logger,
@@ -118,13 +127,20 @@ export async function startGateway(
     catalog,
     credentials,
     upstream,
+    ...(metrics ? { metrics } : {}),
   };
+  metrics?.watchPending(() => finishes.pending());
   catalog
     .ready()
     .catch((error: unknown) => logger.warn({ err: error }, 'catalogue not loaded yet; will retry'));
   catalog.start();
 
-  const app = createGatewayApp(deps);
+  const readiness = createReadiness({
+    controlPlaneUrl: config.controlPlaneUrl,
+    redisUrl: config.redisUrl ? { url: config.redisUrl, cluster: config.redisCluster } : undefined,
+    logger,
+  });
+  const app = createGatewayApp(deps, { readiness });
   const server = await listen(
     createAdaptorServer({ fetch: app.fetch, serverOptions: serverOptions(config.http) }) as never,
     config.port,
@@ -133,6 +149,11 @@ export async function startGateway(
   );
   logger.info({ url: server.url, limiter: limiter.kind }, 'gateway listening');
   heartbeat.start();
+  const metricsServer =
+    metrics && config.metrics
+      ? await serveMetrics(metrics.registry, config.metrics.port, config.metrics.host)
+      : null;
+  if (metricsServer) logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');
 
   return {
     deps,
@@ -141,6 +162,7 @@ export async function startGateway(
     async close() {
       await heartbeat.stop();
       await server.close();
+      await metricsServer?.close();
       const drained = await finishes.drain(config.billing.shutdownDrainMs);
       const left = finishes.stop();
       if (!drained && left.length > 0) await keep(pending, left, logger);
@@ -148,6 +170,7 @@ export async function startGateway(
       catalog.stop();
       await subscription?.close();
       await limiter.close();
+      await readiness.close();
       await upstream.close();
       await controlPlane.close();
     },

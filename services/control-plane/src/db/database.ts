@@ -29,6 +29,8 @@ export interface DatabaseHandle {
   prepared: PreparedQueries;
   /** 'postgres' with DATABASE_URL, 'embedded' on PGlite in the data folder. */
   mode: 'postgres' | 'embedded';
+  /** The connection pool with DATABASE_URL (for metrics); absent on the embedded database. */
+  pool?: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -69,7 +71,7 @@ export async function openDatabase(options: {
   if (options.databaseUrl) {
     const pool = createPool(options.databaseUrl, options.poolSize, options.idleTimeoutMs);
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { db, prepared: preparedOn(pool, true), mode: 'postgres', close: () => db.destroy() };
+    return { db, prepared: preparedOn(pool, true), mode: 'postgres', pool, close: () => db.destroy() };
   }
   // One connection: the socket server runs one query at a time on one session anyway.
   const embedded = await openEmbeddedPool(

@@ -3,7 +3,7 @@ import { appendFile, mkdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { FinishItem } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisTarget } from '../redis-connection.ts';
 
 /**
  * Where settlements the control plane has not acknowledged are kept when the gateway must stop
@@ -36,8 +36,16 @@ function parseItems(lines: string[], logger: Logger): FinishItem[] {
   return items;
 }
 
-export function createRedisPendingStore(redisUrl: string, prefix: string, logger: Logger): PendingStore {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+export function createRedisPendingStore(
+  target: RedisTarget | string,
+  prefix: string,
+  logger: Logger,
+): PendingStore {
+  const redis = connectRedis(target, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 2,
+    enableOfflineQueue: true,
+  });
   redis.on('error', () => {}); // failures surface from the commands themselves
   const key = `${prefix}billing:pending-finishes`;
   return {

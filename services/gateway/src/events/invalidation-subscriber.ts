@@ -1,6 +1,6 @@
 import { INVALIDATION_CHANNEL, InvalidationEvent } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisTarget } from '../redis-connection.ts';
 
 export interface InvalidationHandlers {
   keyChanged(keyId: string): void;
@@ -12,13 +12,13 @@ export interface InvalidationHandlers {
 
 /** Listens for the control plane's invalidation events on Redis pub/sub. */
 export function subscribeToInvalidations(
-  redisUrl: string,
+  redisUrl: string | RedisTarget,
   prefix: string,
   handlers: InvalidationHandlers,
   logger: Logger,
 ): { close(): Promise<void> } {
   const channel = `${prefix}${INVALIDATION_CHANNEL}`;
-  const subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
+  const subscriber = connectRedis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: false });
   let connectedBefore = false;
   subscriber.on('ready', () => {
     if (connectedBefore) handlers.resync();

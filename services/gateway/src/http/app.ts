@@ -6,6 +6,7 @@ import type { GatewayDependencies } from '../deps.ts';
 import { handleMetered } from '../proxy/metered.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
 import { countTokens, keyStatus, listModels } from '../proxy/unmetered.ts';
+import type { Readiness } from './readiness.ts';
 
 type ErrorStyle = 'messages' | 'openai';
 type Handler = (deps: GatewayDependencies, request: Request, log: RequestLog) => Promise<Response>;
@@ -34,6 +35,7 @@ function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
     }
     response.headers.set('x-request-id', log.requestId);
     log.ms = Math.round((performance.now() - started) * 10) / 10;
+    deps.metrics?.request(log.path, log.alias, response.status, code, log.ms);
     deps.logger.info({ ...log, status: response.status, ...(code ? { code } : {}) }, 'request');
     return response;
   };
@@ -44,11 +46,22 @@ function metered(surface: MeteredSurface): Handler {
 }
 
 /** The gateway's HTTP surface. */
-export function createGatewayApp(deps: GatewayDependencies) {
+export function createGatewayApp(deps: GatewayDependencies, options: { readiness?: Readiness } = {}) {
   const app = new Hono();
 
   // No credential; says only that this process is up.
   app.get('/health', (c) => c.json({ status: 'ok' }));
+  // Liveness: restart only a process that cannot answer at all.
+  app.get('/livez', (c) => c.json({ status: 'ok' }));
+  // Readiness: take the gateway out of rotation while it cannot reach the control plane or Redis.
+  app.get('/readyz', async (c) => {
+    if (!options.readiness) return c.json({ status: 'ready', checks: {} });
+    const report = await options.readiness.check();
+    return c.json(
+      { status: report.ready ? 'ready' : 'not_ready', checks: report.checks },
+      report.ready ? 200 : 503,
+    );
+  });
 
   app.post('/v1/messages', run(deps, 'messages', metered('messages')));
   app.post('/v1/messages/count_tokens', run(deps, 'messages', countTokens));

@@ -5,6 +5,8 @@ import { createRedisLimiter } from './redis-limiter.ts';
 
 export function createLimiter(options: {
   redisUrl: string | undefined;
+  /** REDIS_URL is a seed node of a Redis Cluster. */
+  redisCluster?: boolean;
   redisKeyPrefix: string;
   settings: LimiterSettings;
   logger: Logger;
@@ -14,5 +16,6 @@ export function createLimiter(options: {
     return createMemoryLimiter(options.settings);
   }
   options.logger.info('limits shared through Redis');
-  return createRedisLimiter(options.redisUrl, options.redisKeyPrefix, options.settings, options.logger);
+  const target = { url: options.redisUrl, cluster: options.redisCluster ?? false };
+  return createRedisLimiter(target, options.redisKeyPrefix, options.settings, options.logger);
 }

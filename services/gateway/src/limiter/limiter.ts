@@ -1,6 +1,8 @@
 /** One request's claim on the limits: per-key and per-package request rates and concurrency. */
 export interface LimitRequest {
   keyId: string;
+  /** The key's account: its limits share one hash slot on a Redis Cluster (see redis-keys.ts). */
+  accountId?: string;
   keyRequestsPerMinute: number;
   /** Null for calls that hold no concurrency slot (the GET endpoints, count_tokens). */
   keyConcurrency: number | null;

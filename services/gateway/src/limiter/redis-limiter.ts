@@ -1,6 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import type { Logger } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+import { connectRedis, type RedisConnection, type RedisTarget } from '../redis-connection.ts';
 import {
   type Lease,
   type LimitDecision,
@@ -9,6 +9,7 @@ import {
   type LimitRequest,
   renewIntervalMs,
 } from './limiter.ts';
+import { limiterKeys } from './redis-keys.ts';
 
 /**
  * All checks and all increments in one script, so a refused request changes nothing and several
@@ -76,15 +77,17 @@ return 0
 interface HeldLease {
   sets: string[];
   id: string;
+  /** The hash tag its sets share: one renew script per tag keeps each script in one slot. */
+  tag: string;
 }
 
 export function createRedisLimiter(
-  redisUrl: string,
+  redisUrl: string | RedisTarget,
   prefix: string,
   settings: LimiterSettings,
   logger: Logger,
 ): Limiter {
-  const redis = new Redis(redisUrl, {
+  const redis: RedisConnection = connectRedis(redisUrl, {
     // Fail at once while disconnected, and fast when Redis stalls: the request is refused.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -117,16 +120,23 @@ export function createRedisLimiter(
   const held = new Map<string, HeldLease>();
   const renewTimer = setInterval(() => {
     if (held.size === 0) return;
-    const leases = [...held.values()].flatMap((lease) => lease.sets.map((set) => ({ set, id: lease.id })));
-    redis
-      .eval(
-        RENEW,
-        leases.length,
-        ...leases.map((lease) => lease.set),
-        settings.leaseTtlMs,
-        ...leases.map((lease) => lease.id),
-      )
-      .catch((error: unknown) => logger.warn({ err: error }, 'limiter: could not renew leases'));
+    const byTag = new Map<string, Array<{ set: string; id: string }>>();
+    for (const lease of held.values()) {
+      const group = byTag.get(lease.tag) ?? [];
+      for (const set of lease.sets) group.push({ set, id: lease.id });
+      byTag.set(lease.tag, group);
+    }
+    for (const leases of byTag.values()) {
+      redis
+        .eval(
+          RENEW,
+          leases.length,
+          ...leases.map((lease) => lease.set),
+          settings.leaseTtlMs,
+          ...leases.map((lease) => lease.id),
+        )
+        .catch((error: unknown) => logger.warn({ err: error }, 'limiter: could not renew leases'));
+    }
   }, renewIntervalMs(settings.leaseTtlMs));
   renewTimer.unref();
 
@@ -134,8 +144,8 @@ export function createRedisLimiter(
     kind: 'redis',
     async acquire(request: LimitRequest): Promise<LimitDecision> {
       const plan = request.plan;
-      const keyLeases = `${prefix}cc:k:${request.keyId}`;
-      const planLeases = `${prefix}cc:p:${plan?.id ?? '-'}`;
+      const names = limiterKeys(prefix, request.keyId, plan?.id, request.accountId);
+      const { keyLeases, planLeases } = names;
       if (redis.status !== 'ready' && !(await connected(CONNECT_WAIT_MS))) {
         throw new AppError('rate_limiter_unavailable');
       }
@@ -143,8 +153,8 @@ export function createRedisLimiter(
       try {
         answer = (await scripts.tollgateAcquire(
           4,
-          `${prefix}rl:k:${request.keyId}:`,
-          `${prefix}rl:p:${plan?.id ?? '-'}:`,
+          names.keyRate,
+          names.planRate,
           keyLeases,
           planLeases,
           request.keyRequestsPerMinute,
@@ -175,7 +185,7 @@ export function createRedisLimiter(
       }
       if (request.keyConcurrency === null) return { allowed: true, lease: null };
       const sets = plan?.concurrency ? [keyLeases, planLeases] : [keyLeases];
-      held.set(request.leaseId, { sets, id: request.leaseId });
+      held.set(request.leaseId, { sets, id: request.leaseId, tag: names.tag });
       const lease: Lease = {
         async release() {
           if (!held.delete(request.leaseId)) return;

@@ -17,6 +17,7 @@ export async function takeLimits(
 ): Promise<Lease | null> {
   const decision = await deps.limiter.acquire({
     keyId: key.keyId,
+    accountId: key.accountId,
     keyRequestsPerMinute: key.limits.requestsPerMinute,
     keyConcurrency: options.holdsSlot ? key.limits.concurrency : null,
     plan: plan && {

@@ -1,0 +1,209 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { INVALIDATION_CHANNEL } from '@tollgate/schemas';
+import { createLogger } from '@tollgate/service-kit';
+import { createRedisNamespace, findFreePort, run } from '@tollgate/test-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { subscribeToInvalidations } from '../events/invalidation-subscriber.ts';
+import { connectRedis, type RedisTarget } from '../redis-connection.ts';
+import type { Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
+import { createRedisLimiter } from './redis-limiter.ts';
+
+// A three-node Redis Cluster from Debian's redis-server on free local ports, for this file only.
+const logger = createLogger({ name: 'cluster-test', level: 'silent' });
+const settings: LimiterSettings = {
+  windowMs: 3_600_000,
+  leaseTtlMs: 60_000,
+  concurrencyRetryAfterSeconds: 1,
+};
+const nodes: ChildProcess[] = [];
+const opened: Array<{ close(): Promise<void> }> = [];
+let folder: string;
+let target: RedisTarget;
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+beforeAll(async () => {
+  folder = await mkdtemp(path.join(tmpdir(), 'tollgate-cluster-'));
+  const ports = [await findFreePort(), await findFreePort(), await findFreePort()];
+  for (const port of ports) {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--dir',
+        folder,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
+    nodes.push(child);
+    await waitFor(
+      async () => (await run('redis-cli', ['-p', String(port), 'ping'])).trim() === 'PONG',
+      `node ${port}`,
+    );
+  }
+  await run('redis-cli', [
+    '--cluster',
+    'create',
+    ...ports.map((port) => `127.0.0.1:${port}`),
+    '--cluster-replicas',
+    '0',
+    '--cluster-yes',
+  ]);
+  for (const port of ports) {
+    await waitFor(
+      async () =>
+        (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).includes('cluster_state:ok'),
+      `cluster state on ${port}`,
+    );
+  }
+  target = { url: `redis://127.0.0.1:${ports[0]}`, cluster: true };
+}, 60_000);
+
+afterAll(async () => {
+  for (const item of opened.splice(0)) await item.close();
+  for (const node of nodes) node.kill('SIGTERM');
+  await Promise.all(
+    nodes.map((node) => (node.exitCode === null ? new Promise((r) => node.once('exit', r)) : null)),
+  );
+  if (folder) await rm(folder, { recursive: true, force: true });
+});
+
+function limiters(count: number, options: Partial<LimiterSettings> = {}): Limiter[] {
+  const prefix = createRedisNamespace('cluster');
+  const made = Array.from({ length: count }, () =>
+    createRedisLimiter(target, prefix, { ...settings, ...options }, logger),
+  );
+  opened.push(...made);
+  return made;
+}
+
+/** Accounts of the keys below (keys of one account share a hash slot). */
+const accountOf = new Map<string, string>();
+
+function request(keyId: string, overrides: Partial<LimitRequest> = {}): LimitRequest {
+  return {
+    keyId,
+    accountId: accountOf.get(keyId) ?? 'acct-default',
+    keyRequestsPerMinute: 1000,
+    keyConcurrency: 100,
+    plan: null,
+    leaseId: randomUUID(),
+    ...overrides,
+  };
+}
+
+describe('redis limiter on a three-node Redis Cluster', () => {
+  it('admits R per window in total from two limiters, for keys spread over every node', async () => {
+    const [a, b] = limiters(2);
+    // Twelve keys of twelve accounts: their hash slots fall on all three nodes.
+    for (let key = 0; key < 12; key += 1) {
+      const keyId = randomUUID();
+      accountOf.set(keyId, randomUUID());
+      const decisions = await Promise.all(
+        Array.from({ length: 8 }, (_, index) =>
+          (index % 2 ? a! : b!).acquire(request(keyId, { keyRequestsPerMinute: 5, keyConcurrency: null })),
+        ),
+      );
+      expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+    }
+  });
+
+  it('counts a key once whichever package its calls draw from', async () => {
+    const [a, b] = limiters(2);
+    const keyId = randomUUID();
+    accountOf.set(keyId, randomUUID());
+    const plan = { id: `${accountOf.get(keyId)}:pkg`, requestsPerMinute: 100, concurrency: null };
+    const decisions = await Promise.all(
+      Array.from({ length: 8 }, (_, index) =>
+        (index % 2 ? a! : b!).acquire(
+          request(keyId, { keyRequestsPerMinute: 5, keyConcurrency: null, plan: index % 3 ? plan : null }),
+        ),
+      ),
+    );
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
+  });
+
+  it('applies package ceilings across keys of the same package, atomically with the key checks', async () => {
+    const [a, b] = limiters(2);
+    const plan = { id: 'acct-default:pkg', requestsPerMinute: 4, concurrency: 2 };
+    const first = await a!.acquire(request(randomUUID(), { plan }));
+    const second = await b!.acquire(request(randomUUID(), { plan }));
+    expect([first.allowed, second.allowed]).toEqual([true, true]);
+    expect(await a!.acquire(request(randomUUID(), { plan }))).toMatchObject({
+      allowed: false,
+      code: 'concurrency_limit_exceeded',
+    });
+    if (first.allowed) await first.lease?.release();
+    const third = await b!.acquire(request(randomUUID(), { plan }));
+    expect(third.allowed).toBe(true);
+    if (second.allowed) await second.lease?.release();
+    if (third.allowed) await third.lease?.release();
+    // Three admitted of four per window; one more, then the package's rate is spent.
+    expect((await a!.acquire(request(randomUUID(), { plan }))).allowed).toBe(true);
+    expect(await b!.acquire(request(randomUUID(), { plan }))).toMatchObject({
+      allowed: false,
+      code: 'rate_limit_exceeded',
+    });
+  });
+
+  it('renews held leases, and frees the slot of a limiter that died once its lease expires', async () => {
+    const [survivor, victim] = limiters(2, { leaseTtlMs: 1_500 });
+    const keyId = randomUUID();
+    const held = await victim!.acquire(request(keyId, { keyConcurrency: 1 }));
+    expect(held.allowed).toBe(true);
+    // Renewal keeps it past its first TTL.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(await survivor!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: false });
+    await victim!.close();
+    await new Promise((resolve) => setTimeout(resolve, 1_800));
+    expect((await survivor!.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
+  });
+
+  it('delivers invalidation events through the cluster', async () => {
+    const prefix = createRedisNamespace('cluster-events');
+    const received: string[] = [];
+    const subscription = subscribeToInvalidations(
+      target,
+      prefix,
+      {
+        keyChanged: (keyId) => received.push(keyId),
+        accountChanged: () => {},
+        catalogChanged: () => {},
+        resync: () => {},
+      },
+      logger,
+    );
+    opened.push(subscription);
+    const publisher = connectRedis(target);
+    opened.push({ close: async () => publisher.disconnect() });
+    const keyId = randomUUID();
+    await waitFor(async () => {
+      await publisher.publish(
+        `${prefix}${INVALIDATION_CHANNEL}`,
+        JSON.stringify({ type: 'key.changed', keyId }),
+      );
+      return received.includes(keyId);
+    }, 'the event');
+  });
+});

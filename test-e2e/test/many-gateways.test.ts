@@ -1,0 +1,148 @@
+/**
+ * Three gateway processes behind Debian's nginx, sharing one control plane and one Redis: a key's
+ * request ceiling and concurrency hold across all of them, and `kill -9` of one gateway under
+ * load costs at most the calls that were in flight on it, while the others keep serving, its
+ * concurrency leases free themselves, and the ledger stays consistent.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openaiClient } from '../src/clients.ts';
+import { type Customer, signUpCustomer } from '../src/customer.ts';
+import { type RunningNginx, startNginx } from '../src/nginx.ts';
+import { type E2EStack, type RunningGatewayProcess, startStack } from '../src/stack.ts';
+
+// Short leases: a killed gateway's leases are back within seconds.
+const LEASE_TTL_SECONDS = 3;
+let stack: E2EStack;
+let customer: Customer;
+let gateways: RunningGatewayProcess[];
+let nginx: RunningNginx;
+let folder: string;
+
+beforeAll(async () => {
+  stack = await startStack('many-gateways');
+  customer = await signUpCustomer(stack, { credits: 100_000_000n });
+  gateways = [];
+  for (const name of ['a', 'b', 'c']) {
+    gateways.push(
+      await stack.startGateway(name, { LEASE_TTL_SECONDS: String(LEASE_TTL_SECONDS), LOG_LEVEL: 'warn' }),
+    );
+  }
+  folder = await mkdtemp(path.join(tmpdir(), 'tollgate-nginx-'));
+  nginx = await startNginx(
+    folder,
+    gateways.map((gateway) => gateway.url),
+  );
+});
+
+afterAll(async () => {
+  await nginx?.stop();
+  if (folder) await rm(folder, { recursive: true, force: true });
+  // Every reservation the killed gateway left behind must still add up.
+  if (stack) expect(await stack.admin('verify-ledger')).toEqual({ consistent: true, problems: [] });
+  await stack?.close();
+});
+
+/** One chat call through nginx; its HTTP status and error code (undefined on success). */
+async function call(client: OpenAI, content: string): Promise<{ status: number; code?: string }> {
+  try {
+    await client.chat.completions.create({
+      model: 'gpt-e2e',
+      max_tokens: 8,
+      messages: [{ role: 'user', content }],
+    });
+    return { status: 200 };
+  } catch (error) {
+    const failure = error as { status?: number; code?: string };
+    return { status: failure.status ?? 0, ...(failure.code ? { code: failure.code } : {}) };
+  }
+}
+
+const tally = (results: Array<{ status: number; code?: string }>) => {
+  const counts: Record<string, number> = {};
+  for (const result of results) {
+    const label = result.status === 200 ? 'ok' : `${result.status} ${result.code ?? ''}`.trim();
+    counts[label] = (counts[label] ?? 0) + 1;
+  }
+  return counts;
+};
+
+describe('three gateways behind nginx', () => {
+  it('admits exactly R requests of a key with a ceiling of R, across all gateways', async () => {
+    const { secret } = await customer.createKey({
+      name: 'ceiling',
+      limits: { requestsPerMinute: 10, concurrency: 30 },
+    });
+    const client = openaiClient(nginx.url, secret);
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, index) =>
+        call(client, `ceiling ${index} @mock(input_tokens=5,output_tokens=2)`),
+      ),
+    );
+    expect(tally(results)).toEqual({ ok: 10, '429 rate_limit_exceeded': 20 });
+  });
+
+  it('holds a key to its concurrency across all gateways', async () => {
+    const { secret } = await customer.createKey({ name: 'concurrency', limits: { concurrency: 2 } });
+    const client = openaiClient(nginx.url, secret);
+    const slow = (index: number) =>
+      call(client, `slow ${index} @mock(delay=1500,input_tokens=5,output_tokens=2)`);
+    const results = await Promise.all(Array.from({ length: 9 }, (_, index) => slow(index)));
+    expect(tally(results)).toEqual({ ok: 2, '429 concurrency_limit_exceeded': 7 });
+    // Finished calls gave their leases back.
+    expect(tally(await Promise.all([slow(10), slow(11)]))).toEqual({ ok: 2 });
+  });
+
+  it('survives kill -9 of one gateway under load; its leases free themselves', async () => {
+    const workers = 6;
+    // Room for every worker plus every lease the victim may take with it: during the load no call
+    // is refused for concurrency; after the lease TTL the full width must be usable again.
+    const width = workers * 2;
+    const { secret } = await customer.createKey({
+      name: 'kill',
+      limits: { concurrency: width, requestsPerMinute: 1_000_000 },
+    });
+    const client = openaiClient(nginx.url, secret);
+    const victim = gateways[1];
+    if (!victim) throw new Error('no gateway to kill');
+    const killAt = Date.now() + 1_500;
+    const stopAt = killAt + 3_000;
+    const results: Array<{ status: number; code?: string; endedAt: number }> = [];
+    const worker = async (id: number) => {
+      for (let round = 0; Date.now() < stopAt; round += 1) {
+        const result = await call(
+          client,
+          `load ${id}-${round} @mock(delay=150,input_tokens=5,output_tokens=2)`,
+        );
+        results.push({ ...result, endedAt: Date.now() });
+      }
+    };
+    const load = Promise.all(Array.from({ length: workers }, (_, id) => worker(id)));
+    await new Promise((resolve) => setTimeout(resolve, killAt - Date.now()));
+    victim.service.child.kill('SIGKILL');
+    await load;
+
+    const failed = results.filter((result) => result.status !== 200);
+    // Each worker has at most one call in flight, and only those on the victim can fail.
+    expect(failed.length, JSON.stringify(tally(failed))).toBeLessThanOrEqual(workers);
+    // The victim had calls in flight (so leases to lose), and they failed as the proxy's 502.
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.every((result) => result.status === 502)).toBe(true);
+    expect(failed.every((result) => result.endedAt >= killAt)).toBe(true);
+    // The other gateways kept serving after the kill.
+    const servedAfter = results.filter((result) => result.status === 200 && result.endedAt > killAt + 500);
+    expect(servedAfter.length).toBeGreaterThan(workers);
+
+    // The victim's leases expire: the key's whole concurrency is usable again.
+    await new Promise((resolve) => setTimeout(resolve, (LEASE_TTL_SECONDS + 1) * 1000));
+    const burst = await Promise.all(
+      Array.from({ length: workers }, (_, index) =>
+        call(client, `after ${index} @mock(delay=500,input_tokens=5,output_tokens=2)`),
+      ),
+    );
+    expect(tally(burst)).toEqual({ ok: workers });
+  });
+});

@@ -1,0 +1,66 @@
+/**
+ * Prometheus metrics of a gateway started with METRICS_PORT: scraped on their own port after real
+ * calls, and absent from the customer-facing port.
+ */
+import { findFreePort } from '@tollgate/test-harness';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatRequest, openaiClient, rejection } from '../src/clients.ts';
+import { signUpCustomer } from '../src/customer.ts';
+import { closeCheckingLedger } from '../src/ledger.ts';
+import { type E2EStack, type RunningGatewayProcess, startStack } from '../src/stack.ts';
+
+let stack: E2EStack;
+let gateway: RunningGatewayProcess;
+let metricsUrl: string;
+let secret: string;
+
+beforeAll(async () => {
+  stack = await startStack('metrics');
+  const port = await findFreePort();
+  gateway = await stack.startGateway('metrics', { METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' });
+  metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  const customer = await signUpCustomer(stack, { credits: 10_000_000n });
+  ({ secret } = await customer.createKey({ name: 'metrics', limits: { requestsPerMinute: 2 } }));
+});
+afterAll(() => closeCheckingLedger(stack));
+
+/** The value of one sample line (labels in any order), or undefined. */
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const wanted = Object.entries(labels).every(([label, value]) => line.includes(`${label}="${value}"`));
+    if (wanted) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+describe('gateway metrics', () => {
+  it('counts requests by route, alias and code, limiter refusals and billing batches', async () => {
+    const openai = openaiClient(gateway.url, secret);
+    await openai.chat.completions.create(chatRequest());
+    await openai.chat.completions.create(chatRequest());
+    await rejection(openai.chat.completions.create(chatRequest()));
+    const response = await fetch(metricsUrl);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const text = await response.text();
+    const route = '/v1/chat/completions';
+    expect(sample(text, 'tollgate_gateway_requests_total', { route, alias: 'gpt-e2e', code: 'ok' })).toBe(2);
+    expect(
+      sample(text, 'tollgate_gateway_requests_total', {
+        route,
+        alias: 'gpt-e2e',
+        code: 'rate_limit_exceeded',
+      }),
+    ).toBe(1);
+    expect(sample(text, 'tollgate_gateway_limiter_refusals_total', { code: 'rate_limit_exceeded' })).toBe(1);
+    expect(sample(text, 'tollgate_gateway_request_duration_seconds_count', { route })).toBe(3);
+    expect(sample(text, 'tollgate_gateway_billing_batch_items_sum', { kind: 'reserve' })).toBe(2);
+    expect(text).toMatch(/^tollgate_gateway_settlements_pending\{service="gateway"\} \d+$/m);
+    expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds\{service="gateway"\} /m);
+  });
+
+  it('are not served on the customer-facing port', async () => {
+    expect((await fetch(`${gateway.url}/metrics`)).status).toBe(404);
+  });
+});

@@ -23,7 +23,10 @@ let nginx: RunningNginx;
 let folder: string;
 
 beforeAll(async () => {
-  stack = await startStack('many-gateways');
+  // The keys below choose ceilings past the default account maxima (a load test's, not a customer's).
+  stack = await startStack('many-gateways', {
+    controlPlaneEnv: { KEY_MAX_CONCURRENCY: '64', KEY_MAX_REQUESTS_PER_MINUTE: '1000000' },
+  });
   customer = await signUpCustomer(stack, { credits: 100_000_000n });
   gateways = [];
   for (const name of ['a', 'b', 'c']) {

@@ -46,6 +46,8 @@ const mk = (scope: Scope, owned = true): Rule => ({ kind: 'management', scope, o
 /** The one table. Add one line per new route (unless a prefix default below fits). */
 const RULES: Record<string, Rule> = {
   'GET /health': PUBLIC,
+  'GET /livez': PUBLIC,
+  'GET /readyz': PUBLIC,
   'GET /status': PUBLIC,
   'GET /catalog/models': PUBLIC,
   'GET /catalog/packages': PUBLIC,

@@ -4,6 +4,7 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { AxeBuilder } from '@axe-core/playwright';
@@ -13,7 +14,14 @@ import type { E2EStack } from './stack.ts';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DASHBOARD = path.join(ROOT, 'services/dashboard');
-export const SCREENSHOTS = path.join(ROOT, 'docs/screenshots');
+/**
+ * The README's pictures are replaced only on request (UPDATE_SCREENSHOTS=1), so a test run leaves
+ * the checkout as it found it; otherwise the screenshots are still taken, into a temporary folder.
+ */
+export const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === '1'
+    ? path.join(ROOT, 'docs/screenshots')
+    : path.join(tmpdir(), 'tollgate-screenshots');
 
 function newestChange(entry: string): number {
   const stats = statSync(entry);

@@ -4,7 +4,9 @@ import {
   INTEGER_STRING,
   MoneyWireSchema,
   PROTOCOLS,
+  PROVIDER_KIND_SURFACES,
   PROVIDER_KINDS,
+  type ProviderKind,
   providerCredentialProblem,
 } from '@tollgate/schemas';
 import { parse } from 'yaml';
@@ -150,12 +152,10 @@ function checkReferences(catalog: CatalogFile, credentialPrefix: string): string
 
 /** Which protocols a provider kind can serve (count_tokens is answered locally, so any). */
 export function protocolProblems(alias: string, kind: string, protocols: readonly string[]): string[] {
-  const served: Record<string, readonly string[]> = {
-    anthropic: ['messages', 'count_tokens'],
-    openai: ['chat_completions', 'responses', 'count_tokens'],
-  };
+  const surfaces: readonly string[] | undefined = PROVIDER_KIND_SURFACES[kind as ProviderKind];
+  const served = surfaces ? [...surfaces, 'count_tokens'] : [];
   return protocols
-    .filter((protocol) => !served[kind]?.includes(protocol))
+    .filter((protocol) => !served.includes(protocol))
     .map((protocol) => `aliases.${alias}: a ${kind} provider cannot serve ${protocol}`);
 }
 

@@ -1,3 +1,4 @@
+import { PROVIDER_KIND_SURFACES } from '@tollgate/schemas';
 import { isRecord, looksLikeJsonObject, parseJson, readCount, readOptionalCount } from '../json-scan.ts';
 import type { SseEvent } from '../sse.ts';
 import type {
@@ -108,7 +109,7 @@ class MessagesUsageTracker implements StreamUsageTracker {
 /** Anthropic's messages protocol: `x-api-key`, `anthropic-version`, `anthropic-beta`. */
 export const anthropicAdapter: UpstreamAdapter = {
   kind: 'anthropic',
-  surfaces: ['messages'],
+  surfaces: PROVIDER_KIND_SURFACES.anthropic,
   buildRequest,
   extractUsage,
   createStreamUsageTracker(surface) {

@@ -1,3 +1,4 @@
+import { PROVIDER_KIND_SURFACES } from '@tollgate/schemas';
 import {
   findKeyValue,
   findLastKeyValue,
@@ -128,7 +129,7 @@ class ResponsesUsageTracker implements StreamUsageTracker {
 
 export const openaiAdapter: UpstreamAdapter = {
   kind: 'openai',
-  surfaces: ['chat_completions', 'responses'],
+  surfaces: PROVIDER_KIND_SURFACES.openai,
   buildRequest,
   extractUsage,
   createStreamUsageTracker(surface) {

@@ -1,0 +1,10 @@
+import type { MeteredSurface, ProviderKind } from './billing.ts';
+
+/**
+ * The metered surfaces each provider kind serves upstream: the gateway's adapters and the
+ * catalogue's checks both read this one list. count_tokens is answered locally, for any kind.
+ */
+export const PROVIDER_KIND_SURFACES: Record<ProviderKind, readonly MeteredSurface[]> = {
+  anthropic: ['messages'],
+  openai: ['chat_completions', 'responses'],
+};

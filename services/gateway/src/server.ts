@@ -17,6 +17,7 @@ import { createGatewayApp } from './http/app.ts';
 import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
+import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
 import { serveMetrics } from './metrics/metrics-server.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
@@ -95,7 +96,7 @@ export async function startGateway(
     settings: config.limits,
     logger,
   });
-  const upstream = createUpstreamClient(config.upstream);
+  const upstream = timedUpstream(metrics, createUpstreamClient(config.upstream));
   const credentials = loadCredentials({
     env: config.env,
     prefix: config.providerSecretPrefix,
@@ -115,7 +116,7 @@ export async function startGateway(
     logger,
     limiter,
     billing: {
-      reserve: reserver.reserve,
+      reserve: timedReserve(metrics, reserver.reserve),
       finish: (item) => {
         heartbeat.record(item);
         finishes.enqueue(item);

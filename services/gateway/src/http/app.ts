@@ -3,6 +3,7 @@ import { AppError, renderMessagesError, renderOpenAIError, toAppError } from '@t
 import type { MeteredSurface } from '@tollgate/schemas';
 import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
+import { timedFirstByte } from '../metrics/instrument.ts';
 import { handleMetered } from '../proxy/metered.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
 import { countTokens, keyStatus, listModels } from '../proxy/unmetered.ts';
@@ -36,6 +37,7 @@ function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
     response.headers.set('x-request-id', log.requestId);
     log.ms = Math.round((performance.now() - started) * 10) / 10;
     deps.metrics?.request(log.path, log.alias, response.status, code, log.ms);
+    response = timedFirstByte(deps.metrics, log.path, started, response);
     deps.logger.info({ ...log, status: response.status, ...(code ? { code } : {}) }, 'request');
     return response;
   };

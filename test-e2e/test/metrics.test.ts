@@ -3,10 +3,11 @@
  * calls, and absent from the customer-facing port.
  */
 import { findFreePort } from '@tollgate/test-harness';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatRequest, openaiClient, rejection } from '../src/clients.ts';
 import { signUpCustomer } from '../src/customer.ts';
-import { closeCheckingLedger } from '../src/ledger.ts';
+import { closeCheckingLedger, Meter } from '../src/ledger.ts';
 import { type E2EStack, type RunningGatewayProcess, startStack } from '../src/stack.ts';
 
 let stack: E2EStack;
@@ -85,6 +86,34 @@ describe('gateway metrics', () => {
         cause: 'provider_error',
       }),
     ).toBe(1);
+  });
+
+  it('time a stream the client leaves without changing how it is settled', async () => {
+    // The first-byte timing reads streams through a pass-through: a hang-up must still reach the relay.
+    const { secret: leaving } = await customer.createKey({ name: 'metrics-hang-up' });
+    const meter = new Meter(stack.db, customer.accountId);
+    await meter.mark();
+    const controller = new AbortController();
+    const stream = await openaiClient(gateway.url, leaving).chat.completions.create(
+      {
+        ...chatRequest('gpt-e2e', 'Hi @mock(words=20,chunk_delay=100,input_tokens=50,output_tokens=20)'),
+        stream: true,
+      },
+      { signal: controller.signal },
+    );
+    let chunks = 0;
+    try {
+      for await (const _chunk of stream) {
+        chunks += 1;
+        if (chunks === 2) controller.abort();
+      }
+    } catch (error) {
+      expect(error).toBeInstanceOf(OpenAI.APIUserAbortError);
+    }
+    expect(chunks).toBeLessThan(20);
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'settled', outcome: 'client_disconnected', httpStatus: 499 });
+    expect(row!.chargedCredits).toBeGreaterThan(0n);
   });
 
   it('are not served on the customer-facing port', async () => {

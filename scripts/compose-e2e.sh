@@ -2,7 +2,8 @@
 # The compose deployment end to end: builds the images (scripts/docker-images.sh, no registry
 # needed), `docker-compose up` (Postgres, Redis, migrations, control plane, three gateways behind
 # nginx, mock upstream), funds an account and creates a key with the operator CLI inside the
-# control-plane container, runs the official-client e2e file against nginx, checks the ledger,
+# control-plane container, runs the official-client e2e file against nginx, checks that the
+# control plane serves the dashboard built into its image at / and /status, checks the ledger,
 # and takes everything down. Needs a running Docker engine. Ports: free ones on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,18 @@ for _ in $(seq 1 120); do
 done
 [ "$ready" = 3 ] || { echo "compose-e2e: the gateways behind nginx did not become ready" >&2; compose ps; exit 1; }
 compose ps
+
+echo "== the dashboard, served by the control plane from its image"
+control_plane_url="http://127.0.0.1:$TOLLGATE_CONTROL_PLANE_PORT"
+for page in / /status; do
+  # The built app (its hashed bundle under /assets/), not the 503 "not built" page.
+  html="$(curl -fsS "$control_plane_url$page")" || { echo "compose-e2e: $page on the control plane did not answer 200" >&2; exit 1; }
+  echo "$html" | grep -q '<div id="root">' && echo "$html" | grep -Eq 'src="/assets/[^"]+\.js"' \
+    || { echo "compose-e2e: $page on the control plane is not the built dashboard" >&2; exit 1; }
+  asset="$(echo "$html" | grep -Eo '/assets/[^"]+\.js' | head -1)"
+  curl -fsS -o /dev/null "$control_plane_url$asset" || { echo "compose-e2e: $asset is not served" >&2; exit 1; }
+  echo "$page: dashboard HTML ($asset served)"
+done
 
 email="compose-e2e-$(date +%s)@example.com"
 admin create-account "$email" >/dev/null

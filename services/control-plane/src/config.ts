@@ -48,6 +48,8 @@ export const ControlPlaneEnv = z.object({
   /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
   METRICS_PORT: optional(port),
   METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
+  /** OTLP/HTTP base URL; when set, spans are exported to <url>/v1/traces. Unset: no export. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.string().url()),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
   PUBLIC_URL: optional(z.string().url()),
@@ -169,6 +171,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       parsed.METRICS_PORT === undefined
         ? undefined
         : { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST },
+    otlpEndpoint: parsed.OTEL_EXPORTER_OTLP_ENDPOINT,
     publicUrl: parsed.PUBLIC_URL,
     trustProxy: parsed.TRUST_PROXY,
     bodyLimits: {

@@ -1,5 +1,12 @@
 import { createAdaptorServer } from '@hono/node-server';
-import { createLogger, type Listening, type Logger, listen, serverOptions } from '@tollgate/service-kit';
+import {
+  createLogger,
+  createTracing,
+  type Listening,
+  type Logger,
+  listen,
+  serverOptions,
+} from '@tollgate/service-kit';
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
@@ -7,6 +14,7 @@ import { assembleDependencies, type Dependencies } from './deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
+import { tracedListener } from './http/tracing.ts';
 import { createControlPlaneMetrics } from './metrics/metrics.ts';
 import { serveMetrics } from './metrics/metrics-server.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
@@ -71,8 +79,14 @@ export async function startControlPlane(
   );
   const metrics = config.metrics ? createControlPlaneMetrics() : undefined;
   if (metrics && database.pool) metrics.watchPool(database.pool);
+  const tracing = await createTracing({
+    serviceName: 'tollgate-control-plane',
+    otlpEndpoint: config.otlpEndpoint,
+    logger,
+  });
+  const listener = tracedListener(tracing, internalApi.listener);
   const internalServer = await listen(
-    metrics ? metrics.measureInternal(internalApi.listener) : internalApi.listener,
+    metrics ? metrics.measureInternal(listener) : listener,
     config.internalPort,
     config.internalHost,
     // The gateways share a few addresses and keep pools of connections: never capped.
@@ -99,6 +113,7 @@ export async function startControlPlane(
       await publicApp.mailer.drain();
       await events.close();
       await database.close();
+      await tracing.close();
     },
   };
 }

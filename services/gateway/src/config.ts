@@ -67,6 +67,8 @@ export const GatewayEnv = z.object({
   /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
   METRICS_PORT: optional(port),
   METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
+  /** OTLP/HTTP base URL; when set, spans are exported to <url>/v1/traces. Unset: no export. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.string().url()),
   LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
 });
 
@@ -115,6 +117,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       parsed.METRICS_PORT === undefined
         ? undefined
         : { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST },
+    otlpEndpoint: parsed.OTEL_EXPORTER_OTLP_ENDPOINT,
     /** Provider credentials are looked up by name here (credentialRef in the catalogue). */
     env,
   };

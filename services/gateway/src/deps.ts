@@ -1,5 +1,5 @@
 import type { FinishItem, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
-import type { Logger } from '@tollgate/service-kit';
+import type { Logger, Tracing } from '@tollgate/service-kit';
 import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { KeyCache } from './keys/key-cache.ts';
@@ -32,4 +32,6 @@ export interface GatewayDependencies {
   upstream: UpstreamClient;
   /** Prometheus metrics, when METRICS_PORT is set. */
   metrics?: GatewayMetrics;
+  /** W3C trace context of each request (exported when OTEL_EXPORTER_OTLP_ENDPOINT is set). */
+  tracing?: Tracing;
 }

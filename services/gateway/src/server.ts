@@ -1,6 +1,13 @@
 import { createAdaptorServer } from '@hono/node-server';
 import type { FinishItem } from '@tollgate/schemas';
-import { createLogger, type Listening, type Logger, listen, serverOptions } from '@tollgate/service-kit';
+import {
+  createLogger,
+  createTracing,
+  type Listening,
+  type Logger,
+  listen,
+  serverOptions,
+} from '@tollgate/service-kit';
 import { createControlPlaneClient } from './billing/control-plane-client.ts';
 import { createFinishQueue } from './billing/finish-queue.ts';
 import {
@@ -17,9 +24,11 @@ import { createGatewayApp } from './http/app.ts';
 import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
+import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
 import { serveMetrics } from './metrics/metrics-server.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
+import { tracedUpstream } from './tracing/traced-upstream.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
 
 export interface RunningGateway {
@@ -36,7 +45,13 @@ export async function startGateway(
   options: { logger?: Logger } = {},
 ): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger({ name: 'gateway', level: config.logLevel });
+  const tracing = await createTracing({
+    serviceName: 'tollgate-gateway',
+    otlpEndpoint: config.otlpEndpoint,
+    logger,
+  });
   const controlPlane = createControlPlaneClient({
+    traceparent: tracing.outgoing,
     baseUrl: config.controlPlaneUrl,
     secret: config.internalTokenSecret,
     timeoutMs: config.billing.timeoutMs,
@@ -95,7 +110,7 @@ export async function startGateway(
     settings: config.limits,
     logger,
   });
-  const upstream = createUpstreamClient(config.upstream);
+  const upstream = tracedUpstream(tracing, timedUpstream(metrics, createUpstreamClient(config.upstream)));
   const credentials = loadCredentials({
     env: config.env,
     prefix: config.providerSecretPrefix,
@@ -115,7 +130,7 @@ export async function startGateway(
     logger,
     limiter,
     billing: {
-      reserve: reserver.reserve,
+      reserve: timedReserve(metrics, reserver.reserve),
       finish: (item) => {
         heartbeat.record(item);
         finishes.enqueue(item);
@@ -128,6 +143,7 @@ export async function startGateway(
     credentials,
     upstream,
     ...(metrics ? { metrics } : {}),
+    tracing,
   };
   metrics?.watchPending(() => finishes.pending());
   catalog
@@ -173,6 +189,7 @@ export async function startGateway(
       await readiness.close();
       await upstream.close();
       await controlPlane.close();
+      await tracing.close();
     },
   };
 }

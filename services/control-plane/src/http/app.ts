@@ -28,7 +28,7 @@ import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
 import { refuseManagementKeysOutsideTheirArea } from './management-key.ts';
-import { withOperationIds } from './openapi.ts';
+import { withBodyLimitResponses, withOperationIds } from './openapi.ts';
 import { registerSecuritySchemes } from './openapi-security.ts';
 import { requestContext } from './request-context.ts';
 
@@ -96,11 +96,13 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   // Generated once, on first request, when every route is registered.
   let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
   app.get('/api/v1/openapi.json', (c) => {
-    document ??= withOperationIds(
-      app.getOpenAPI31Document({
-        openapi: '3.1.0',
-        info: { title: 'Tollgate control plane', version: '1.0.0' },
-      }),
+    document ??= withBodyLimitResponses(
+      withOperationIds(
+        app.getOpenAPI31Document({
+          openapi: '3.1.0',
+          info: { title: 'Tollgate control plane', version: '1.0.0' },
+        }),
+      ),
     );
     return c.json(document);
   });

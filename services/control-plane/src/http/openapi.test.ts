@@ -56,3 +56,41 @@ describe('operationId', () => {
     expect(paths['/api/v1/c']?.get?.operationId).toBe('named');
   });
 });
+
+describe('the body limit in the document', () => {
+  it('documents 413 request_too_large on every operation that takes a body, and the limit answers it', async () => {
+    const response = await context.publicApp.request('/api/v1/openapi.json');
+    const document = (await response.json()) as {
+      components: { schemas: Record<string, unknown> };
+      paths: Record<
+        string,
+        Record<string, { requestBody?: unknown; responses?: Record<string, { content?: unknown }> }>
+      >;
+    };
+    expect(document.components.schemas.Error).toBeDefined();
+    let withBody = 0;
+    for (const [path, item] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (!METHODS.has(method)) continue;
+        if (operation.requestBody) {
+          withBody += 1;
+          expect(operation.responses?.['413']?.content, `${method} ${path}`).toEqual({
+            'application/json': { schema: { $ref: '#/components/schemas/Error' } },
+          });
+        } else if (method === 'get') {
+          expect(operation.responses?.['413'], `${method} ${path}`).toBeUndefined();
+        }
+      }
+    }
+    expect(withBody).toBeGreaterThan(10);
+    expect(document.paths['/api/v1/auth/login']?.post?.responses?.['413']).toBeDefined();
+    // What the document promises is what the route answers.
+    const tooLarge = await context.publicApp.request('/api/v1/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'a@example.com', password: 'x'.repeat(2_000_000) }),
+    });
+    expect(tooLarge.status).toBe(413);
+    expect(((await tooLarge.json()) as { code: string }).code).toBe('request_too_large');
+  });
+});

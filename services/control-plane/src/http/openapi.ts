@@ -69,3 +69,25 @@ export function withOperationIds<T extends { paths?: unknown }>(document: T): T 
   }
   return document;
 }
+
+/**
+ * The body limit (limitBodySize) answers 413 `request_too_large` before any route runs, so every
+ * operation that takes a body documents it here, in one place, rather than in each route.
+ */
+export function withBodyLimitResponses<T extends { paths?: unknown }>(document: T): T {
+  const paths = (document.paths ?? {}) as Record<string, Record<string, unknown>>;
+  for (const item of Object.values(paths)) {
+    for (const method of METHODS) {
+      const operation = item[method] as
+        | { requestBody?: unknown; responses?: Record<string, unknown> }
+        | undefined;
+      if (!operation?.requestBody) continue;
+      operation.responses ??= {};
+      operation.responses['413'] ??= {
+        description: 'Error (413): the request body is larger than the limit (request_too_large)',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
+    }
+  }
+  return document;
+}

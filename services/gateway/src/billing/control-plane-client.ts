@@ -20,6 +20,8 @@ export interface ControlPlaneClientOptions {
   /** Per-call deadline; past it the control plane counts as unreachable. */
   timeoutMs: number;
   connections: number;
+  /** The current request's `traceparent`, sent on each call (undefined outside a request). */
+  traceparent?: () => string | undefined;
 }
 
 /**
@@ -44,6 +46,7 @@ export function createControlPlaneClient(options: ControlPlaneClientOptions) {
     body?: unknown,
   ): Promise<z.infer<T>> {
     let response: Awaited<ReturnType<typeof pool.request>>;
+    const traceparent = options.traceparent?.();
     try {
       response = await pool.request({
         method,
@@ -51,6 +54,7 @@ export function createControlPlaneClient(options: ControlPlaneClientOptions) {
         headers: {
           authorization: `Bearer ${await tokens.token()}`,
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(traceparent ? { traceparent } : {}),
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         headersTimeout: options.timeoutMs,

@@ -3,6 +3,7 @@ import { AppError, renderMessagesError, renderOpenAIError, toAppError } from '@t
 import type { MeteredSurface } from '@tollgate/schemas';
 import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
+import { timedFirstByte } from '../metrics/instrument.ts';
 import { handleMetered } from '../proxy/metered.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
 import { countTokens, keyStatus, listModels } from '../proxy/unmetered.ts';
@@ -20,10 +21,15 @@ function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
   return async (c: { req: { raw: Request; path: string; method: string } }): Promise<Response> => {
     const started = performance.now();
     const log: RequestLog = { requestId: randomUUID(), method: c.req.method, path: c.req.path };
+    // The client's trace continues here (or one starts); calls made for it carry this span.
+    const span = deps.tracing?.start(`${c.req.method} ${c.req.path}`, c.req.raw.headers.get('traceparent'));
+    if (span) log.traceId = span.traceId;
     let response: Response;
     let code: string | undefined;
     try {
-      response = await handler(deps, c.req.raw, log);
+      response = await (span && deps.tracing
+        ? deps.tracing.run(span, () => handler(deps, c.req.raw, log))
+        : handler(deps, c.req.raw, log));
     } catch (error) {
       const appError = toAppError(error);
       code = appError.code;
@@ -36,6 +42,8 @@ function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
     response.headers.set('x-request-id', log.requestId);
     log.ms = Math.round((performance.now() - started) * 10) / 10;
     deps.metrics?.request(log.path, log.alias, response.status, code, log.ms);
+    response = timedFirstByte(deps.metrics, log.path, started, response);
+    span?.end({ 'http.response.status_code': response.status, ...(code ? { 'tollgate.code': code } : {}) });
     deps.logger.info({ ...log, status: response.status, ...(code ? { code } : {}) }, 'request');
     return response;
   };

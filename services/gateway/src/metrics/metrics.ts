@@ -24,6 +24,14 @@ export interface GatewayMetrics {
   billingCall(kind: 'reserve' | 'finish', items: number, ms: number, ok: boolean): void;
   /** Read at scrape time: settlements queued and not yet acknowledged by the control plane. */
   watchPending(read: () => number): void;
+  /** One failed provider call, by provider id and cause (the reason of the warn log line). */
+  upstreamFailure(providerId: string, cause: string): void;
+  /** How long one request waited for its reservation (queue and control plane), by result. */
+  reserve(ms: number, ok: boolean): void;
+  /** From sending a provider call to its response headers, by result. */
+  upstreamHeaders(ms: number, ok: boolean): void;
+  /** From a request's arrival to the first byte of its body handed to the client, by route. */
+  firstByte(route: string, ms: number): void;
 }
 
 /**
@@ -79,8 +87,48 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
   });
 
+  const upstreamFailures = new Counter({
+    name: 'tollgate_gateway_upstream_failures_total',
+    help: 'Failed provider calls by provider and cause (dns, connection_refused, credential_refused, ...)',
+    labelNames: ['provider', 'cause'] as const,
+    registers: [registry],
+  });
+  const reserveDuration = new Histogram({
+    name: 'tollgate_gateway_reserve_duration_seconds',
+    help: 'Time a request waits for its reservation (batch queue and control plane)',
+    labelNames: ['result'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const upstreamDuration = new Histogram({
+    name: 'tollgate_gateway_upstream_headers_seconds',
+    help: 'Time from sending a provider call to its response headers',
+    labelNames: ['result'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const firstByteDuration = new Histogram({
+    name: 'tollgate_gateway_time_to_first_byte_seconds',
+    help: 'Time from a request to the first byte of its body handed to the client, by route',
+    labelNames: ['route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+
   return {
     registry,
+    upstreamFailure(providerId, cause) {
+      upstreamFailures.inc({ provider: providerId, cause });
+    },
+    reserve(ms, ok) {
+      reserveDuration.observe({ result: ok ? 'ok' : 'error' }, ms / 1000);
+    },
+    upstreamHeaders(ms, ok) {
+      upstreamDuration.observe({ result: ok ? 'ok' : 'error' }, ms / 1000);
+    },
+    firstByte(route, ms) {
+      firstByteDuration.observe({ route }, ms / 1000);
+    },
     request(route, alias, status, code, ms) {
       const outcome = code ?? (status < 400 ? 'ok' : String(status));
       requests.inc({ route, alias: alias ?? 'none', code: outcome });

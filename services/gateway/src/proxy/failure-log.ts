@@ -1,5 +1,6 @@
 import type { AppError } from '@tollgate/errors';
 import type { Logger } from '@tollgate/service-kit';
+import type { GatewayMetrics } from '../metrics/metrics.ts';
 
 /** The transport error codes worth telling apart when a provider cannot be reached. */
 const TRANSPORT_REASONS: Array<[RegExp, string]> = [
@@ -45,21 +46,24 @@ function upstreamFailureReason(error: AppError, upstreamStatus?: number): string
 
 /**
  * One warn line per failed provider call with the provider id and the reason (wrong provider
- * key, DNS, refused, TLS, timeout, 5xx...). The client's body only ever carries the code.
+ * key, DNS, refused, TLS, timeout, 5xx...), counted by the same cause in the metrics. The
+ * client's body only ever carries the code.
  */
 export function logUpstreamFailure(
-  logger: Logger,
+  deps: { logger: Logger; metrics?: GatewayMetrics },
   providerId: string,
   error: AppError,
   upstreamStatus?: number,
   context: object = {},
 ): void {
-  logger.warn(
+  const reason = upstreamFailureReason(error, upstreamStatus);
+  deps.metrics?.upstreamFailure(providerId, reason);
+  deps.logger.warn(
     {
       ...context,
       providerId,
       code: error.code,
-      reason: upstreamFailureReason(error, upstreamStatus),
+      reason,
       ...(upstreamStatus === undefined ? {} : { upstreamStatus }),
     },
     'upstream call failed',

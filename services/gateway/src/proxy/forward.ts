@@ -78,7 +78,7 @@ async function forward(
   } catch (error) {
     const appError = toAppError(error);
     if (appError.code !== 'client_disconnected')
-      logUpstreamFailure(deps.logger, providerId, appError, undefined, input.log);
+      logUpstreamFailure(deps, providerId, appError, undefined, input.log);
     throw appError;
   }
   detach();
@@ -87,7 +87,7 @@ async function forward(
   if (input.stream) {
     const checked = await checkUpstreamResponse({ response, names, stream: true });
     if (!checked.ok) {
-      logUpstreamFailure(deps.logger, providerId, checked.error, response.status, input.log);
+      logUpstreamFailure(deps, providerId, checked.error, response.status, input.log);
       return failed(checked.error, decide.failed(checked.error, clientSignal.aborted));
     }
     const relayed = relayStream({
@@ -104,7 +104,7 @@ async function forward(
     const started = performance.now();
     const decision = relayed.outcome.then((outcome) => {
       if (outcome.kind === 'upstream_failed')
-        logUpstreamFailure(deps.logger, providerId, outcome.error, undefined, input.log);
+        logUpstreamFailure(deps, providerId, outcome.error, undefined, input.log);
       deps.logger.info(
         { ...input.log, outcome: outcome.kind, streamMs: Math.round(performance.now() - started) },
         'stream ended',
@@ -131,7 +131,7 @@ async function forward(
   const status = (error: AppError) => (gone ? CLIENT_GONE_STATUS : error.status);
   if (!result.ok) {
     if (result.error.code !== 'billing_settlement_pending')
-      logUpstreamFailure(deps.logger, providerId, result.error, response.status, input.log);
+      logUpstreamFailure(deps, providerId, result.error, response.status, input.log);
     const decision =
       result.settle === 'hold'
         ? decide.hold(outcome(result.error), status(result.error))

@@ -1,6 +1,8 @@
 /** What the access log line of one request says; filled in as the request goes. */
 export interface RequestLog {
   requestId: string;
+  /** W3C trace id: the client's traceparent's, or a new one. */
+  traceId?: string;
   method: string;
   path: string;
   keyId?: string;

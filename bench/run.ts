@@ -10,7 +10,9 @@
  * Environment: BENCH_DATABASE_URL (admin URL of a Postgres whose user may create databases;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL (redis://127.0.0.1:6379),
  * BENCH_SECONDS (per run, default 3; longer runs, e.g. 10, give steadier numbers),
- * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300).
+ * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300),
+ * BENCH_MODES ("json,stream"), BENCH_TARGETS ("direct,floor,portkey,gateway") to run a subset, and
+ * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,6 +42,10 @@ const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
 const ttfbCount = Number(process.env.BENCH_TTFB_COUNT ?? 300);
 const connectionLevels = (process.env.BENCH_CONNECTIONS ?? '1,10,50').split(',').map(Number);
+const modes = (process.env.BENCH_MODES ?? 'json,stream').split(',').map((mode) => mode === 'stream');
+const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway').split(',');
+/** When set, gateway and control plane write V8 CPU profiles there (node --cpu-prof). */
+const profileDir = process.env.BENCH_PROFILE_DIR;
 const PORTS = {
   gateway: 18180,
   controlPlane: 18181,
@@ -92,6 +98,7 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
     GATEWAY_HOST: '127.0.0.1',
     // Access logs at 5,000 lines/s would measure the terminal; errors and warnings still print.
     LOG_LEVEL: 'warn',
+    ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
   };
   services.push(startService('mock-upstream', 'services/mock-upstream', env, work));
   services.push(startService('control-plane', 'services/control-plane', env, work));
@@ -155,7 +162,9 @@ function chatBody(stream: boolean): string {
   });
 }
 
-const ROW_ORDER: Target[] = ['direct', 'floor', 'portkey', 'gateway'];
+const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway'] as Target[]).filter((target) =>
+  chosenTargets.includes(target),
+);
 
 /** A process the bench starts from a script of its own (the floor proxy, Portkey's node build). */
 function startScript(
@@ -243,7 +252,7 @@ async function main(): Promise<void> {
     },
   };
   const rows: Row[] = [];
-  for (const stream of [false, true]) {
+  for (const stream of modes) {
     for (const connections of connectionLevels) {
       // Interleaved: the four targets back to back at each level, so a noisy neighbour hits all alike.
       for (const target of ROW_ORDER) {

@@ -15,11 +15,9 @@
  * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway") to run a subset, and
  * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
@@ -35,6 +33,7 @@ import {
   type Target,
   type Ttfb,
 } from './src/report.ts';
+import { scriptChildren, startScript, waitListening } from './src/scripts.ts';
 import { measureTimeToFirstByte } from './src/ttfb.ts';
 import { runWrk } from './src/wrk.ts';
 
@@ -62,7 +61,6 @@ const work = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
 const databaseName = `tollgate_bench_${randomBytes(4).toString('hex')}`;
 const redisPrefix = `tollgate-bench:${randomBytes(4).toString('hex')}:`;
 const services: Service[] = [];
-const extraChildren: ChildProcess[] = [];
 
 async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl });
@@ -140,7 +138,7 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
 }
 
 async function stopStack(): Promise<void> {
-  for (const child of extraChildren) child.kill('SIGTERM');
+  for (const child of scriptChildren) child.kill('SIGTERM');
   for (const service of services.reverse()) await service.stop().catch(() => {});
   await withAdmin((client) => client.query(`drop database if exists "${databaseName}" with (force)`)).catch(
     () => {},
@@ -168,50 +166,17 @@ const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway'] as Target[]).filter
   chosenTargets.includes(target),
 );
 
-/** A process the bench starts from a script of its own (the floor proxy, Portkey's node build). */
-function startScript(
-  name: string,
-  cwd: string,
-  args: string[],
-  extraEnv: Record<string, string> = {},
-): ChildProcess {
-  const log = openSync(path.join(work, `${name}.log`), 'a');
-  const child = spawn(process.execPath, args, {
-    cwd,
-    env: { ...process.env, ...extraEnv },
-    stdio: ['ignore', log, log],
-  });
-  closeSync(log);
-  extraChildren.push(child);
-  return child;
-}
-
-async function waitListening(port: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, '127.0.0.1', () => {
-        socket.end();
-        resolve(true);
-      });
-      socket.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`nothing listens on port ${port}`);
-}
-
 async function main(): Promise<void> {
   const started = Date.now();
   const { env, key } = await startStack();
-  const floor = startScript('floor', path.join(ROOT, 'bench'), [
+  const floor = startScript(work, 'floor', path.join(ROOT, 'bench'), [
     'src/floor-proxy.ts',
     String(PORTS.floor),
     `http://127.0.0.1:${PORTS.mock}`,
   ]);
   // Portkey's published node build; --headless skips its log UI, production skips the console banner.
   const portkey = startScript(
+    work,
     'portkey',
     path.dirname(portkeyEntry),
     [portkeyEntry, `--port=${PORTS.portkey}`, '--headless'],

@@ -1,31 +1,61 @@
 /**
- * Latency and throughput benchmark: mock upstream, control plane and gateway as separate
- * processes on a real Postgres and Redis, driven by wrk. Measures (a) the mock upstream directly
- * and (b) the gateway with full metering (auth, limits in Redis, reserve, upstream call, settle),
- * non-streamed and streamed, at 1, 10 and 50 connections; then time to first streamed byte.
- * Prints requests/s, p50/p90/p99, the gateway's added latency, errors and CPU per request of each
- * process. Stops everything it started. Usage: `pnpm bench` (or `node bench/run.ts`).
+ * Side-by-side benchmark on one box, driven by wrk, targets interleaved at each level: the mock
+ * upstream directly, a minimal Node proxy (the floor, bench/src/floor-proxy.ts), Portkey's gateway
+ * (@portkey-ai/gateway, node build, same mock as a custom OpenAI host) and this gateway with full
+ * metering (auth, limits in Redis, reserve, upstream call, settle) on a real Postgres and Redis;
+ * non-streamed and streamed, at 1, 10 and 50 connections; then time to first streamed byte. Prints
+ * requests/s, p50/p99, added latency, ratios vs Portkey and the floor, CPU per call of each
+ * process, the issue's goal lines with pass/fail, and checks the ledger. Usage: `pnpm bench`.
  *
  * Environment: BENCH_DATABASE_URL (admin URL of a Postgres whose user may create databases;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL (redis://127.0.0.1:6379),
- * BENCH_SECONDS (per run, default 6), BENCH_CONNECTIONS (default "1,10,50").
+ * BENCH_SECONDS (per run, default 3; longer runs, e.g. 10, give steadier numbers),
+ * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300),
+ * BENCH_WARMUP_SECONDS (per target and mode before measuring, default 2), BENCH_MODES
+ * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway") to run a subset, and
+ * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { type CpuGroups, cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
+import {
+  format,
+  type Row,
+  renderGoals,
+  renderTable,
+  renderTtfb,
+  type Target,
+  type Ttfb,
+} from './src/report.ts';
+import { scriptChildren, startScript, waitListening } from './src/scripts.ts';
 import { measureTimeToFirstByte } from './src/ttfb.ts';
-import { runWrk, type WrkResult } from './src/wrk.ts';
+import { runWrk } from './src/wrk.ts';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const seconds = Number(process.env.BENCH_SECONDS ?? 6);
+const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+const ttfbCount = Number(process.env.BENCH_TTFB_COUNT ?? 300);
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const connectionLevels = (process.env.BENCH_CONNECTIONS ?? '1,10,50').split(',').map(Number);
-const PORTS = { gateway: 18180, controlPlane: 18181, internal: 18182, mock: 18190 };
+const modes = (process.env.BENCH_MODES ?? 'json,stream').split(',').map((mode) => mode === 'stream');
+const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway').split(',');
+/** When set, gateway and control plane write V8 CPU profiles there (node --cpu-prof). */
+const profileDir = process.env.BENCH_PROFILE_DIR;
+const PORTS = {
+  gateway: 18180,
+  controlPlane: 18181,
+  internal: 18182,
+  mock: 18190,
+  floor: 18191,
+  portkey: 18192,
+};
+const portkeyEntry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
 
 const work = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
 const databaseName = `tollgate_bench_${randomBytes(4).toString('hex')}`;
@@ -68,6 +98,7 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
     GATEWAY_HOST: '127.0.0.1',
     // Access logs at 5,000 lines/s would measure the terminal; errors and warnings still print.
     LOG_LEVEL: 'warn',
+    ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
   };
   services.push(startService('mock-upstream', 'services/mock-upstream', env, work));
   services.push(startService('control-plane', 'services/control-plane', env, work));
@@ -107,6 +138,7 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
 }
 
 async function stopStack(): Promise<void> {
+  for (const child of scriptChildren) child.kill('SIGTERM');
   for (const service of services.reverse()) await service.stop().catch(() => {});
   await withAdmin((client) => client.query(`drop database if exists "${databaseName}" with (force)`)).catch(
     () => {},
@@ -130,88 +162,86 @@ function chatBody(stream: boolean): string {
   });
 }
 
-interface Row {
-  target: 'direct' | 'gateway';
-  stream: boolean;
-  connections: number;
-  result: WrkResult;
-  cpuPerRequestUs: Record<string, number>;
-}
-
-const format = (value: number, digits = 2) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
-
-function printReport(
-  rows: Row[],
-  ttfb: Record<string, { p50: number; p90: number; errors: number }>,
-  settled: string,
-) {
-  const lines: string[] = [];
-  lines.push(
-    '',
-    `Tollgate benchmark: ${seconds}s per run, wrk, everything on one ${process.platform} box`,
-    '',
-  );
-  lines.push(
-    '| mode | conns | target | req/s | p50 ms | p90 ms | p99 ms | added p50 ms | added p99 ms | errors | CPU us/req: gateway | control plane | postgres | redis | mock |',
-  );
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const row of rows) {
-    const direct = rows.find(
-      (other) =>
-        other.target === 'direct' && other.stream === row.stream && other.connections === row.connections,
-    );
-    const added = row.target === 'gateway' && direct;
-    const cpu = row.cpuPerRequestUs;
-    lines.push(
-      `| ${row.stream ? 'stream' : 'json'} | ${row.connections} | ${row.target} | ${format(row.result.rps, 0)} | ${format(row.result.p50, 3)} | ${format(row.result.p90, 3)} | ${format(row.result.p99, 3)} | ${added ? format(row.result.p50 - direct.result.p50, 3) : ''} | ${added ? format(row.result.p99 - direct.result.p99, 3) : ''} | ${row.result.errors} | ${format(cpu.gateway ?? 0, 0)} | ${format(cpu.controlPlane ?? 0, 0)} | ${format(cpu.postgres ?? 0, 0)} | ${format(cpu.redis ?? 0, 0)} | ${format(cpu.mock ?? 0, 0)} |`,
-    );
-  }
-  lines.push('', 'Time to first streamed byte (sequential, one connection):');
-  for (const [target, value] of Object.entries(ttfb)) {
-    lines.push(
-      `  ${target}: p50 ${format(value.p50, 3)} ms, p90 ${format(value.p90, 3)} ms, errors ${value.errors}`,
-    );
-  }
-  if (ttfb.gateway && ttfb.direct)
-    lines.push(`  added p50: ${format(ttfb.gateway.p50 - ttfb.direct.p50, 3)} ms`);
-  lines.push('', settled, '');
-  console.log(lines.join('\n'));
-}
+const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway'] as Target[]).filter((target) =>
+  chosenTargets.includes(target),
+);
 
 async function main(): Promise<void> {
   const started = Date.now();
   const { env, key } = await startStack();
-  const gatewayPid = services.find((service) => service.name === 'gateway')!.child.pid!;
-  const controlPlanePid = services.find((service) => service.name === 'control-plane')!.child.pid!;
-  const mockPid = services.find((service) => service.name === 'mock-upstream')!.child.pid!;
+  const floor = startScript(work, 'floor', path.join(ROOT, 'bench'), [
+    'src/floor-proxy.ts',
+    String(PORTS.floor),
+    `http://127.0.0.1:${PORTS.mock}`,
+  ]);
+  // Portkey's published node build; --headless skips its log UI, production skips the console banner.
+  const portkey = startScript(
+    work,
+    'portkey',
+    path.dirname(portkeyEntry),
+    [portkeyEntry, `--port=${PORTS.portkey}`, '--headless'],
+    { NODE_ENV: 'production' },
+  );
+  await waitListening(PORTS.floor);
+  await waitListening(PORTS.portkey);
+  const pidOf = (name: string) => services.find((service) => service.name === name)!.child.pid!;
   const groups: CpuGroups = {
-    gateway: () => [gatewayPid],
-    controlPlane: () => [controlPlanePid],
+    gateway: () => [pidOf('gateway')],
+    controlPlane: () => [pidOf('control-plane')],
     postgres: () => pidsNamed('postgres'),
     redis: () => pidsNamed('redis-server'),
-    mock: () => [mockPid],
+    mock: () => [pidOf('mock-upstream')],
+    floor: () => [floor.pid!],
+    portkey: () => [portkey.pid!],
   };
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
-  const targets = {
-    direct: `http://127.0.0.1:${PORTS.mock}/v1/chat/completions`,
-    gateway: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,
+  const json = { 'content-type': 'application/json' };
+  const targets: Record<Target, { url: string; headers: Record<string, string> }> = {
+    direct: {
+      url: `http://127.0.0.1:${PORTS.mock}/v1/chat/completions`,
+      headers: { ...json, authorization: 'Bearer sk-direct' },
+    },
+    floor: {
+      url: `http://127.0.0.1:${PORTS.floor}/v1/chat/completions`,
+      headers: { ...json, authorization: 'Bearer sk-direct' },
+    },
+    portkey: {
+      url: `http://127.0.0.1:${PORTS.portkey}/v1/chat/completions`,
+      headers: {
+        ...json,
+        authorization: 'Bearer sk-direct',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `http://127.0.0.1:${PORTS.mock}/v1`,
+      },
+    },
+    gateway: {
+      url: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,
+      headers: { ...json, authorization: `Bearer ${key}` },
+    },
   };
+  // Warm-up of every target before anything is measured: the first calls load modules lazily and
+  // JIT-compile the hot path, which would otherwise be billed to the 1-connection rows.
+  for (const target of ROW_ORDER)
+    for (const stream of modes) {
+      const { url, headers } = targets[target];
+      await runWrk({
+        url,
+        body: chatBody(stream),
+        headers,
+        connections: 10,
+        seconds: warmupSeconds,
+        scriptDir: work,
+      });
+    }
   const rows: Row[] = [];
-  for (const stream of [false, true]) {
+  for (const stream of modes) {
     for (const connections of connectionLevels) {
-      for (const target of ['direct', 'gateway'] as const) {
+      // Interleaved: the four targets back to back at each level, so a noisy neighbour hits all alike.
+      for (const target of ROW_ORDER) {
         const body = chatBody(stream);
-        // Warm-up: connections, JIT, caches.
-        await runWrk({ url: targets[target], body, headers, connections, seconds: 1, scriptDir: work });
+        const { url, headers } = targets[target];
+        await runWrk({ url, body, headers, connections, seconds: 1, scriptDir: work });
         const before = snapshot(groups);
-        const result = await runWrk({
-          url: targets[target],
-          body,
-          headers,
-          connections,
-          seconds,
-          scriptDir: work,
-        });
+        const result = await runWrk({ url, body, headers, connections, seconds, scriptDir: work });
         const cpu = cpuSince(groups, before);
         const cpuPerRequestUs = Object.fromEntries(
           Object.entries(cpu).map(([name, ms]) => [
@@ -221,27 +251,22 @@ async function main(): Promise<void> {
         );
         rows.push({ target, stream, connections, result, cpuPerRequestUs });
         console.error(
-          `${stream ? 'stream' : 'json'} c=${connections} ${target}: ${format(result.rps, 0)} req/s, p50 ${format(result.p50, 3)} ms, errors ${result.errors}`,
+          `${stream ? 'stream' : 'json'} c=${connections} ${target}: ${format(result.rps, 0)} req/s, p50 ${format(result.p50, 3)} ms, p99 ${format(result.p99, 3)} ms, errors ${result.errors}`,
         );
       }
     }
   }
-  const ttfb = {
-    direct: await measureTimeToFirstByte({
-      origin: `http://127.0.0.1:${PORTS.mock}`,
-      path: '/v1/chat/completions',
+  const ttfb: Record<string, Ttfb> = {};
+  for (const target of ROW_ORDER) {
+    const url = new URL(targets[target].url);
+    ttfb[target] = await measureTimeToFirstByte({
+      origin: url.origin,
+      path: url.pathname,
       body: chatBody(true),
-      headers,
-      count: 500,
-    }),
-    gateway: await measureTimeToFirstByte({
-      origin: `http://127.0.0.1:${PORTS.gateway}`,
-      path: '/v1/chat/completions',
-      body: chatBody(true),
-      headers,
-      count: 500,
-    }),
-  };
+      headers: targets[target].headers,
+      count: ttfbCount,
+    });
+  }
   // Every metered call must have been settled exactly: the ledger check runs on the bench database.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const ledger = JSON.parse(
@@ -262,10 +287,21 @@ async function main(): Promise<void> {
       await client.end();
     }
   });
-  printReport(
-    rows,
-    ttfb,
-    `Metered calls recorded: ${counts}. Ledger consistent: ${ledger.consistent}${ledger.problems.length ? ` (${ledger.problems.slice(0, 3).join('; ')})` : ''}. Total time ${Math.round((Date.now() - started) / 1000)}s.`,
+  console.log(
+    [
+      '',
+      `Tollgate benchmark: ${seconds}s per run after 1s warm-up, wrk, everything on one box; interleaved targets`,
+      '',
+      ...renderTable(rows),
+      '',
+      ...renderTtfb(ttfb),
+      '',
+      'Goals (issue 14), judged on this run:',
+      ...renderGoals(rows, ttfb),
+      '',
+      `Metered calls recorded: ${counts}. Ledger consistent: ${ledger.consistent}${ledger.problems.length ? ` (${ledger.problems.slice(0, 3).join('; ')})` : ''}. Total time ${Math.round((Date.now() - started) / 1000)}s.`,
+      '',
+    ].join('\n'),
   );
 }
 

@@ -1,4 +1,6 @@
 export * from './config.ts';
 export * from './logger.ts';
+export * from './metrics-server.ts';
+export * from './redis-connection.ts';
 export * from './serve.ts';
 export * from './tracing.ts';

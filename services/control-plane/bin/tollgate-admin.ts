@@ -2,7 +2,7 @@
 // Operator CLI. Configured by the same environment as the control plane (DATABASE_URL or the
 // embedded data folder, KEY_PEPPER, ...). Prints one JSON document per command on stdout; which
 // database it works on, and any failure as one line, on stderr (never a stack trace).
-import { ConfigError, createLogger } from '@tollgate/service-kit';
+import { ConfigError, connectRedis, createLogger } from '@tollgate/service-kit';
 import { parseArguments, UsageError } from '../src/cli/arguments.ts';
 import { COMMANDS, describeDatabase, describeFailure } from '../src/cli/commands.ts';
 import { loadConfig } from '../src/config.ts';
@@ -10,7 +10,6 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { assembleDependencies } from '../src/deps.ts';
 import { createMemoryPublisher, createRedisPublisher } from '../src/events.ts';
-import { connectRedis } from '../src/redis-connection.ts';
 
 function usage(): string {
   return [

@@ -1,6 +1,5 @@
 import { INVALIDATION_CHANNEL, type InvalidationEvent } from '@tollgate/schemas';
-import type { Logger } from '@tollgate/service-kit';
-import type { RedisConnection } from './redis-connection.ts';
+import type { Logger, RedisConnection } from '@tollgate/service-kit';
 
 /** Tells gateways that cached keys, accounts or the catalogue changed. */
 export interface EventPublisher {

@@ -1,10 +1,12 @@
 import { createAdaptorServer } from '@hono/node-server';
 import {
+  connectRedis,
   createLogger,
   createTracing,
   type Listening,
   type Logger,
   listen,
+  serveMetrics,
   serverOptions,
 } from '@tollgate/service-kit';
 import type { ControlPlaneConfig } from './config.ts';
@@ -16,13 +18,11 @@ import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
 import { tracedListener } from './http/tracing.ts';
 import { createControlPlaneMetrics } from './metrics/metrics.ts';
-import { serveMetrics } from './metrics/metrics-server.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
 import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
 import { startStatusSampler } from './modules/status/status.service.ts';
-import { connectRedis } from './redis-connection.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;

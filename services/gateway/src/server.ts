@@ -6,6 +6,7 @@ import {
   type Listening,
   type Logger,
   listen,
+  serveMetrics,
   serverOptions,
 } from '@tollgate/service-kit';
 import { createControlPlaneClient } from './billing/control-plane-client.ts';
@@ -26,7 +27,6 @@ import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
-import { serveMetrics } from './metrics/metrics-server.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
 import { tracedUpstream } from './tracing/traced-upstream.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
+import { serveMetrics } from '@tollgate/service-kit';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createControlPlaneMetrics } from './metrics.ts';
-import { serveMetrics } from './metrics-server.ts';
 
 const pool = new pg.Pool({ connectionString: inject('testServices').postgresUrl, max: 2 });
 afterAll(() => pool.end());

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFile, mkdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { FinishItem } from '@tollgate/schemas';
-import type { Logger } from '@tollgate/service-kit';
-import { connectRedis, type RedisTarget } from '../redis-connection.ts';
+import { connectRedis, type Logger, type RedisTarget } from '@tollgate/service-kit';
 
 /**
  * Where settlements the control plane has not acknowledged are kept when the gateway must stop

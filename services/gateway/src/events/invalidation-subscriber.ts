@@ -1,6 +1,5 @@
 import { INVALIDATION_CHANNEL, InvalidationEvent } from '@tollgate/schemas';
-import type { Logger } from '@tollgate/service-kit';
-import { connectRedis, type RedisTarget } from '../redis-connection.ts';
+import { connectRedis, type Logger, type RedisTarget } from '@tollgate/service-kit';
 
 export interface InvalidationHandlers {
   keyChanged(keyId: string): void;

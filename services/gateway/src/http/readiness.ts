@@ -1,5 +1,4 @@
-import type { Logger } from '@tollgate/service-kit';
-import { connectRedis, type RedisTarget } from '../redis-connection.ts';
+import { connectRedis, type Logger, type RedisTarget } from '@tollgate/service-kit';
 
 export type CheckStatus = 'ok' | 'failing';
 

@@ -4,11 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { INVALIDATION_CHANNEL } from '@tollgate/schemas';
-import { createLogger } from '@tollgate/service-kit';
+import { connectRedis, createLogger, type RedisTarget } from '@tollgate/service-kit';
 import { createRedisNamespace, findFreePort, run } from '@tollgate/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribeToInvalidations } from '../events/invalidation-subscriber.ts';
-import { connectRedis, type RedisTarget } from '../redis-connection.ts';
 import type { Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
 import { createRedisLimiter } from './redis-limiter.ts';
 

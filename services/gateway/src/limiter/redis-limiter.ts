@@ -1,6 +1,5 @@
 import { AppError } from '@tollgate/errors';
-import type { Logger } from '@tollgate/service-kit';
-import { connectRedis, type RedisConnection, type RedisTarget } from '../redis-connection.ts';
+import { connectRedis, type Logger, type RedisConnection, type RedisTarget } from '@tollgate/service-kit';
 import {
   type Lease,
   type LimitDecision,

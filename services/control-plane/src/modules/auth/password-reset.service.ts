@@ -24,6 +24,32 @@ function resetTokenHash(pepper: string, token: string): Buffer {
   return hashEmailCode(pepper, 'password_reset', '', token);
 }
 
+/**
+ * A new single-use token for POST /auth/reset-password (earlier ones of the address voided), and
+ * the dashboard link that carries it in the URL fragment when PUBLIC_URL is known.
+ */
+async function issueResetToken(
+  deps: ResetDeps,
+  email: string,
+  ttlMs: number,
+): Promise<{ token: string; link: string }> {
+  const token = newResetToken();
+  const now = deps.clock.now();
+  await deps.db.transaction().execute(async (trx) => {
+    await voidEmailCodes(trx, 'password_reset', email, now);
+    await insertEmailCode(trx, {
+      purpose: 'password_reset',
+      email,
+      codeHash: resetTokenHash(deps.config.keyPepper, token),
+      expiresAt: new Date(now.getTime() + ttlMs),
+    });
+  });
+  const link = deps.config.publicUrl
+    ? `\n\n${new URL(`/reset-password#token=${token}`, deps.config.publicUrl)}`
+    : '';
+  return { token, link };
+}
+
 /** Emails a single-use reset token when the address has an account; answers alike when not. */
 export async function requestPasswordReset(
   deps: ResetDeps,
@@ -35,21 +61,8 @@ export async function requestPasswordReset(
   await enforceEmailThrottles(deps, 'password-reset', email, ip);
   const account = await findAccountByEmail(deps.db, email);
   if (!account) return;
-  const token = newResetToken();
-  const now = deps.clock.now();
   const ttlMs = deps.config.emailCodes.resetTtlMs;
-  await deps.db.transaction().execute(async (trx) => {
-    await voidEmailCodes(trx, 'password_reset', account.email, now);
-    await insertEmailCode(trx, {
-      purpose: 'password_reset',
-      email: account.email,
-      codeHash: resetTokenHash(deps.config.keyPepper, token),
-      expiresAt: new Date(now.getTime() + ttlMs),
-    });
-  });
-  const link = deps.config.publicUrl
-    ? `\n\n${new URL(`/reset-password#token=${token}`, deps.config.publicUrl)}`
-    : '';
+  const { token, link } = await issueResetToken(deps, account.email, ttlMs);
   await mailer.send({
     to: account.email,
     kind: 'password_reset',
@@ -100,21 +113,8 @@ export async function sendPasswordSetup(
   account: { email: string },
   invitedBy: string,
 ): Promise<void> {
-  const token = newResetToken();
-  const now = deps.clock.now();
   const ttlMs = deps.config.emailCodes.setupTtlMs;
-  await deps.db.transaction().execute(async (trx) => {
-    await voidEmailCodes(trx, 'password_reset', account.email, now);
-    await insertEmailCode(trx, {
-      purpose: 'password_reset',
-      email: account.email,
-      codeHash: resetTokenHash(deps.config.keyPepper, token),
-      expiresAt: new Date(now.getTime() + ttlMs),
-    });
-  });
-  const link = deps.config.publicUrl
-    ? `\n\n${new URL(`/reset-password#token=${token}`, deps.config.publicUrl)}`
-    : '';
+  const { token, link } = await issueResetToken(deps, account.email, ttlMs);
   await mailer.send({
     to: account.email,
     kind: 'password_setup',

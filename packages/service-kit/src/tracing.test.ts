@@ -54,4 +54,21 @@ describe('createTracing without an endpoint', () => {
     expect(fresh.traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(fresh.traceId).not.toBe(TRACE);
   });
+
+  it('gives every request fresh ids, also across refills of the id pool', async () => {
+    const tracing = await createTracing({
+      serviceName: 'test',
+      logger: createLogger({ name: 'test', level: 'silent' }),
+    });
+    const ids = new Set<string>();
+    // 1,000 requests use 24,000 random bytes: several refills of the 4,096-byte pool.
+    for (let index = 0; index < 1000; index += 1) {
+      const span = tracing.start('GET /', null);
+      expect(span.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(span.spanId).toMatch(/^[0-9a-f]{16}$/);
+      ids.add(span.traceId);
+      ids.add(span.spanId);
+    }
+    expect(ids.size).toBe(2000);
+  });
 });

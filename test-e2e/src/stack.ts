@@ -1,8 +1,11 @@
 /**
  * The e2e stack: mock upstream, control plane and gateway, each its own process started with
  * `node src/main.ts` exactly as an operator runs them, on a fresh database of the test Postgres,
- * a Redis key prefix of its own, random secrets and free ports on 127.0.0.1.
+ * a Redis key prefix of its own, random secrets and free ports on 127.0.0.1. When the run takes
+ * the images path (TOLLGATE_E2E_IMAGES=1, see the harness's containers.ts), stacks that ask for it
+ * (`fromImages`) run the three services as containers of the built images instead.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,7 +16,9 @@ import {
   ROOT,
   run,
   type Service,
+  type ServiceContainer,
   startService,
+  startServiceContainer,
   testSecrets,
   waitHealthy,
 } from '@tollgate/test-harness';
@@ -88,9 +93,18 @@ export interface StackOptions {
   embedded?: boolean;
   /** Extra control-plane environment, e.g. a short DATABASE_IDLE_TIMEOUT_SECONDS. */
   controlPlaneEnv?: Record<string, string>;
+  /**
+   * Run the services from the built images when the run takes the images path. Only for stacks
+   * that use no process-level control (startGateway, stopControlPlane, signals).
+   */
+  fromImages?: boolean;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<E2EStack> {
+  const underTest = inject('servicesUnderTest');
+  if (options.fromImages && underTest.mode === 'images' && !options.embedded) {
+    return startContainerStack(label, underTest, options);
+  }
   const services = inject('testServices');
   const folder = await mkdtemp(path.join(tmpdir(), `tollgate-e2e-${label}-`));
   const dataDir = path.join(folder, 'data');
@@ -230,6 +244,142 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         await controlPlane?.stop();
       },
       startControlPlane,
+      close,
+    };
+  } catch (error) {
+    await close().catch(() => {});
+    throw error;
+  }
+}
+
+/** In-container ports: fixed, since each service has its own network address. */
+const PORTS = { mock: 8090, public: 8081, internal: 8082, gateway: 8080 };
+
+/**
+ * The same stack from the built images: three containers on the network of the Postgres and
+ * Redis containers, reached by the tests through their published ports. The operator CLI runs
+ * inside the control-plane container, as in the compose deployment.
+ */
+async function startContainerStack(
+  label: string,
+  underTest: Extract<ReturnType<typeof inject<'servicesUnderTest'>>, { mode: 'images' }>,
+  options: StackOptions,
+): Promise<E2EStack> {
+  const services = inject('testServices');
+  const folder = await mkdtemp(path.join(tmpdir(), `tollgate-e2e-${label}-`));
+  const database = await createTestDatabase(services.postgresUrl, `e2e_${label}`);
+  const db = new pg.Pool({ connectionString: database.url, max: 2 });
+  db.on('error', () => {});
+  const running: ServiceContainer[] = [];
+  // Names on the shared network: unique per stack, so files never reach each other's services.
+  const suffix = `${label}-${randomBytes(3).toString('hex')}`;
+  const alias = { mock: `mock-${suffix}`, controlPlane: `cp-${suffix}`, gateway: `gw-${suffix}` };
+  const networkDatabaseUrl = new URL(underTest.postgresUrl);
+  networkDatabaseUrl.pathname = `/${database.name}`;
+
+  const secrets = testSecrets();
+  const shared = {
+    INTERNAL_TOKEN_SECRET: secrets.INTERNAL_TOKEN_SECRET,
+    REDIS_URL: underTest.redisUrl,
+    REDIS_KEY_PREFIX: createRedisNamespace(`e2e-${label}`),
+    LOG_LEVEL: 'info',
+  };
+
+  async function close(): Promise<void> {
+    for (const service of [...running].reverse()) await service.stop().catch(() => {});
+    await db.end();
+    await database.drop();
+    if (process.env.E2E_KEEP_LOGS) console.info(`e2e logs kept in ${folder}`);
+    else await rm(folder, { recursive: true, force: true });
+  }
+
+  try {
+    const mock = await startServiceContainer({
+      name: 'mock-upstream',
+      image: underTest.images.mockUpstream,
+      network: underTest.network,
+      alias: alias.mock,
+      env: {
+        MOCK_UPSTREAM_HOST: '0.0.0.0',
+        MOCK_UPSTREAM_PORT: String(PORTS.mock),
+        MOCK_UPSTREAM_API_KEY: PROVIDER_KEY,
+        LOG_LEVEL: 'warn',
+      },
+      health: [{ port: PORTS.mock, path: '/health' }],
+      logDir: folder,
+    });
+    running.push(mock);
+
+    const controlPlane = await startServiceContainer({
+      name: 'control-plane',
+      image: underTest.images.controlPlane,
+      network: underTest.network,
+      alias: alias.controlPlane,
+      env: {
+        ...shared,
+        KEY_PEPPER: secrets.KEY_PEPPER,
+        KEY_ENCRYPTION_KEY: secrets.KEY_ENCRYPTION_KEY,
+        DATABASE_URL: networkDatabaseUrl.toString(),
+        CATALOG_FILE: '/catalog/catalog.yaml',
+        CONTROL_PLANE_HOST: '0.0.0.0',
+        CONTROL_PLANE_PORT: String(PORTS.public),
+        CONTROL_PLANE_INTERNAL_HOST: '0.0.0.0',
+        CONTROL_PLANE_INTERNAL_PORT: String(PORTS.internal),
+        SMTP_URL: '',
+        PUBLIC_URL: '',
+        TRUST_PROXY: 'false',
+        ...options.controlPlaneEnv,
+      },
+      files: [{ content: catalogue(`http://${alias.mock}:${PORTS.mock}`), target: '/catalog/catalog.yaml' }],
+      health: [
+        { port: PORTS.public, path: '/api/v1/health' },
+        { port: PORTS.internal, path: '/internal/health' },
+      ],
+      logDir: folder,
+    });
+    running.push(controlPlane);
+
+    const gateway = await startServiceContainer({
+      name: 'gateway-1-main',
+      image: underTest.images.gateway,
+      network: underTest.network,
+      alias: alias.gateway,
+      env: {
+        ...shared,
+        GATEWAY_HOST: '0.0.0.0',
+        GATEWAY_PORT: String(PORTS.gateway),
+        CONTROL_PLANE_INTERNAL_URL: `http://${alias.controlPlane}:${PORTS.internal}`,
+        TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
+        LIMIT_WINDOW_SECONDS: '3600',
+        SECRETS_FILE: '',
+      },
+      health: [{ port: PORTS.gateway, path: '/health' }],
+      logDir: folder,
+    });
+    running.push(gateway);
+
+    const processOnly = (what: string) => () => {
+      throw new Error(`${what} needs the services as processes; this stack runs from images`);
+    };
+    return {
+      gatewayUrl: gateway.url(PORTS.gateway),
+      controlPlaneUrl: controlPlane.url(PORTS.public),
+      mockUrl: mock.url(PORTS.mock),
+      db,
+      async admin(...args) {
+        const result = await controlPlane.container.exec(['node', 'bin/tollgate-admin.ts', ...args], {
+          env: { LOG_LEVEL: 'warn' },
+        });
+        if (result.exitCode !== 0) {
+          throw new Error(
+            `tollgate-admin ${args.join(' ')} failed (${result.exitCode}): ${result.stderr.trim()}`,
+          );
+        }
+        return JSON.parse(result.stdout);
+      },
+      startGateway: processOnly('startGateway'),
+      stopControlPlane: processOnly('stopControlPlane'),
+      startControlPlane: processOnly('startControlPlane'),
       close,
     };
   } catch (error) {

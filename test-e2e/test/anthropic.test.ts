@@ -21,7 +21,7 @@ let withApiKey: Anthropic;
 let withAuthToken: Anthropic;
 
 beforeAll(async () => {
-  stack = await startStack('anthropic');
+  stack = await startStack('anthropic', { fromImages: true });
   // This customer's account was opened by the operator (create-account), not by signing up.
   const customer = await signUpCustomer(stack, { credits: 10_000_000n }, { byOperator: true });
   ({ secret } = await customer.createKey({ name: 'anthropic client', scope: ['claude-e2e'] }));

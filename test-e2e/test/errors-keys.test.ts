@@ -24,7 +24,7 @@ let meter: Meter;
 let secret: string;
 
 beforeAll(async () => {
-  stack = await startStack('errors-keys');
+  stack = await startStack('errors-keys', { fromImages: true });
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
   ({ secret } = await customer.createKey({ name: 'default' }));
   meter = new Meter(stack.db, customer.accountId);

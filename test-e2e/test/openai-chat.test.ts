@@ -17,7 +17,7 @@ let meter: Meter;
 let openai: OpenAI;
 
 beforeAll(async () => {
-  stack = await startStack('openai-chat');
+  stack = await startStack('openai-chat', { fromImages: true });
   const customer = await signUpCustomer(stack, { credits: 10_000_000n, packages: ['e2e-tokens'] });
   const { secret } = await customer.createKey({ name: 'openai client' });
   openai = openaiClient(stack.gatewayUrl, secret);

@@ -18,7 +18,7 @@ let openai: OpenAI;
 let secret: string;
 
 beforeAll(async () => {
-  stack = await startStack('openai-responses');
+  stack = await startStack('openai-responses', { fromImages: true });
   customer = await signUpCustomer(stack, { credits: 10_000_000n, packages: ['e2e-tokens'] });
   ({ secret } = await customer.createKey({ name: 'openai client' }));
   openai = openaiClient(stack.gatewayUrl, secret);

@@ -34,7 +34,7 @@ async function software(secret: string, method: string, path: string, body?: unk
 }
 
 beforeAll(async () => {
-  stack = await startStack('reseller');
+  stack = await startStack('reseller', { fromImages: true });
   admin = await signUpCustomer(stack);
   // The first admin is made by the operator; everything after is over HTTP.
   await stack.admin('set-role', admin.email, 'admin');

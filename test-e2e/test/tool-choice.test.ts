@@ -19,7 +19,7 @@ let openai: OpenAI;
 let anthropic: Anthropic;
 
 beforeAll(async () => {
-  stack = await startStack('tool-choice');
+  stack = await startStack('tool-choice', { fromImages: true });
   const customer = await signUpCustomer(stack, { credits: 10_000_000n });
   const { secret } = await customer.createKey({ name: 'tool choice' });
   openai = openaiClient(stack.gatewayUrl, secret);

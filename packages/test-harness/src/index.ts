@@ -1,3 +1,4 @@
+export * from './containers.ts';
 export * from './database.ts';
 export * from './processes.ts';
 export * from './secrets.ts';

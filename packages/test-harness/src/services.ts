@@ -12,6 +12,11 @@ export interface TestServices {
   images: { postgres?: string; redis?: string };
   /** Why the run did not use the Docker engine that answered (unset when it did, or none answered). */
   dockerFallback?: string;
+  /**
+   * Set when both containers were asked to join a Docker network of their own (option `network`):
+   * its name and the URLs containers on it use (the admin URL's database is the same).
+   */
+  network?: { name: string; postgresUrl: string; redisUrl: string };
 }
 
 export type ServiceSource = 'env' | 'testcontainers' | 'localhost';
@@ -65,25 +70,54 @@ async function redisAnswers(url: string): Promise<boolean> {
 
 interface Started {
   url: string;
+  /** The URL for other containers on the network, when started on one. */
+  networkUrl?: string;
   stop(): Promise<unknown>;
+}
+
+/** A Docker network the containers join under the aliases `postgres` and `redis`. */
+interface JoinedNetwork {
+  name: string;
 }
 
 /** How containers are started; replaced in tests by starters that fail like an offline engine. */
 export interface ContainerStarters {
-  postgres(image: string): Promise<Started>;
-  redis(image: string): Promise<Started>;
+  postgres(image: string, network?: JoinedNetwork): Promise<Started>;
+  redis(image: string, network?: JoinedNetwork): Promise<Started>;
+  /** Creates the network for `network: true`; absent means the engine cannot. */
+  network?(): Promise<JoinedNetwork & { stop(): Promise<unknown> }>;
 }
 
 const testcontainersStarters: ContainerStarters = {
-  async postgres(image) {
+  async postgres(image, network) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-    const container = await new PostgreSqlContainer(image).start();
-    return { url: container.getConnectionUri(), stop: () => container.stop() };
+    let definition = new PostgreSqlContainer(image);
+    if (network) definition = definition.withNetworkMode(network.name).withNetworkAliases('postgres');
+    const container = await definition.start();
+    const credentials = `${container.getUsername()}:${container.getPassword()}`;
+    return {
+      url: container.getConnectionUri(),
+      ...(network
+        ? { networkUrl: `postgres://${credentials}@postgres:5432/${container.getDatabase()}` }
+        : {}),
+      stop: () => container.stop(),
+    };
   },
-  async redis(image) {
+  async redis(image, network) {
     const { RedisContainer } = await import('@testcontainers/redis');
-    const container = await new RedisContainer(image).start();
-    return { url: container.getConnectionUrl(), stop: () => container.stop() };
+    let definition = new RedisContainer(image);
+    if (network) definition = definition.withNetworkMode(network.name).withNetworkAliases('redis');
+    const container = await definition.start();
+    return {
+      url: container.getConnectionUrl(),
+      ...(network ? { networkUrl: 'redis://redis:6379' } : {}),
+      stop: () => container.stop(),
+    };
+  },
+  async network() {
+    const { Network } = await import('testcontainers');
+    const network = await new Network().start();
+    return { name: network.getName(), stop: () => network.stop() };
   },
 };
 
@@ -112,6 +146,11 @@ export interface StartOptions {
   starters?: ContainerStarters;
   /** Where the one-line fallback notice goes. */
   notice?: (line: string) => void;
+  /**
+   * Put the Postgres and Redis containers on a Docker network of their own, so that services
+   * under test started as containers reach them (TOLLGATE_E2E_IMAGES=1). Ignored on 127.0.0.1.
+   */
+  network?: boolean;
 }
 
 /**
@@ -127,7 +166,13 @@ export async function startTestServices(
   const starters = options.starters ?? testcontainersStarters;
   const notice = options.notice ?? ((line: string) => console.warn(line));
   const stops: Array<() => Promise<unknown>> = [];
-  const stopAll = () => Promise.all(stops.splice(0).map((stop) => stop().catch(() => {})));
+  let joined: (JoinedNetwork & { stop(): Promise<unknown> }) | undefined;
+  // The containers first: a network is removed only once no container is on it.
+  const stopAll = async () => {
+    await Promise.all(stops.splice(0).map((stop) => stop().catch(() => {})));
+    await joined?.stop().catch(() => {});
+    joined = undefined;
+  };
   const needContainers = !env.TEST_DATABASE_URL || !env.TEST_REDIS_URL;
   const engine = needContainers ? await (options.findEngine ?? findDockerEngine)(env) : undefined;
 
@@ -137,6 +182,7 @@ export async function startTestServices(
   let redisSource: ServiceSource = env.TEST_REDIS_URL ? 'env' : 'localhost';
   let dockerFallback: string | undefined;
   let images: TestServices['images'] = {};
+  const networkUrls: { postgres?: string; redis?: string } = {};
 
   if (engine) {
     // testcontainers' reaper (Ryuk) is one more image to pull; without a registry it cannot come,
@@ -146,23 +192,31 @@ export async function startTestServices(
       process.env.TESTCONTAINERS_RYUK_DISABLED = 'true';
     }
     try {
+      // Both containers or neither: services on the network need the two of them.
+      if (options.network && starters.network && !env.TEST_DATABASE_URL && !env.TEST_REDIS_URL) {
+        joined = await starters.network().catch((error: unknown) => {
+          throw new Error(`could not create a network: ${shortReason(error)}`);
+        });
+      }
       if (!env.TEST_DATABASE_URL) {
         const image = await pickImage(engine, 'postgres', env.TEST_POSTGRES_IMAGE);
-        const started = await starters.postgres(image).catch((error: unknown) => {
+        const started = await starters.postgres(image, joined).catch((error: unknown) => {
           throw new Error(`could not start ${image}: ${shortReason(error)}`);
         });
         stops.push(started.stop);
         postgresUrl = started.url;
+        networkUrls.postgres = started.networkUrl;
         postgresSource = 'testcontainers';
         images.postgres = image;
       }
       if (!env.TEST_REDIS_URL) {
         const image = await pickImage(engine, 'redis', env.TEST_REDIS_IMAGE);
-        const started = await starters.redis(image).catch((error: unknown) => {
+        const started = await starters.redis(image, joined).catch((error: unknown) => {
           throw new Error(`could not start ${image}: ${shortReason(error)}`);
         });
         stops.push(started.stop);
         redisUrl = started.url;
+        networkUrls.redis = started.networkUrl;
         redisSource = 'testcontainers';
         images.redis = image;
       }
@@ -200,6 +254,9 @@ export async function startTestServices(
     sources: { postgres: postgresSource, redis: redisSource },
     images,
     ...(dockerFallback ? { dockerFallback } : {}),
+    ...(joined && networkUrls.postgres && networkUrls.redis
+      ? { network: { name: joined.name, postgresUrl: networkUrls.postgres, redisUrl: networkUrls.redis } }
+      : {}),
     async stop() {
       await stopAll();
     },

@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chooseServicesUnderTest, describeServicesUnderTest, SERVICE_IMAGES } from '../src/containers.ts';
 import { findDockerEngine } from '../src/docker-engine.ts';
 import { type ContainerStarters, LOCAL_IMAGES, PUBLIC_IMAGES, startTestServices } from '../src/services.ts';
 
@@ -125,5 +126,91 @@ describe('startTestServices', () => {
       { starters: offlineStarters([]), notice: () => {} },
     );
     await expect(attempt).rejects.toThrow(/Docker engine not used: could not start/);
+  });
+
+  it('puts both containers on a network of their own when asked, and removes it after them', async () => {
+    const engine = await fakeEngine([LOCAL_IMAGES.postgres, LOCAL_IMAGES.redis]);
+    const events: string[] = [];
+    const starter =
+      (url: string, networkUrl: string) => async (image: string, network?: { name: string }) => {
+        events.push(`start ${image} on ${network?.name}`);
+        return { url, networkUrl, stop: async () => events.push(`stop ${image}`) };
+      };
+    try {
+      const services = await startTestServices(engine.env, {
+        network: true,
+        starters: {
+          postgres: starter(
+            'postgres://postgres@127.0.0.1:5432/postgres',
+            'postgres://u:p@postgres:5432/test',
+          ),
+          redis: starter('redis://127.0.0.1:6379', 'redis://redis:6379'),
+          network: async () => {
+            events.push('create net-1');
+            return { name: 'net-1', stop: async () => events.push('remove net-1') };
+          },
+        },
+      });
+      expect(services.network).toEqual({
+        name: 'net-1',
+        postgresUrl: 'postgres://u:p@postgres:5432/test',
+        redisUrl: 'redis://redis:6379',
+      });
+      await services.stop();
+      expect(events[0]).toBe('create net-1');
+      expect(events.slice(1, 3)).toEqual([
+        `start ${LOCAL_IMAGES.postgres} on net-1`,
+        `start ${LOCAL_IMAGES.redis} on net-1`,
+      ]);
+      expect(events.at(-1)).toBe('remove net-1');
+      expect(events).toHaveLength(6);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('chooseServicesUnderTest', () => {
+  const network = {
+    name: 'net-1',
+    postgresUrl: 'postgres://u:p@postgres:5432/test',
+    redisUrl: 'redis://redis:6379',
+  };
+
+  it('stays with processes without the opt-in, and says nothing about images', async () => {
+    const choice = await chooseServicesUnderTest({}, { network }, async () => {
+      throw new Error('the engine must not be asked');
+    });
+    expect(choice).toEqual({ mode: 'processes' });
+    expect(describeServicesUnderTest(choice)).toBe('services under test: processes (node src/main.ts)');
+  });
+
+  it('takes the images path with the opt-in, the network and all three images', async () => {
+    const engine = await fakeEngine(Object.values(SERVICE_IMAGES));
+    try {
+      const choice = await chooseServicesUnderTest({ ...engine.env, TOLLGATE_E2E_IMAGES: '1' }, { network });
+      expect(choice).toEqual({ mode: 'images', ...network, network: 'net-1', images: SERVICE_IMAGES });
+      expect(describeServicesUnderTest(choice)).toContain(`images (${SERVICE_IMAGES.gateway}`);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('says why it stays with processes when an image is missing or there is no network', async () => {
+    const engine = await fakeEngine([SERVICE_IMAGES.gateway, SERVICE_IMAGES.mockUpstream]);
+    try {
+      const env = { ...engine.env, TOLLGATE_E2E_IMAGES: '1' };
+      const missing = await chooseServicesUnderTest(env, { network });
+      expect(missing).toEqual({
+        mode: 'processes',
+        reason: `missing ${SERVICE_IMAGES.controlPlane} (bash scripts/docker-images.sh builds them)`,
+      });
+      const noNetwork = await chooseServicesUnderTest(env, { dockerFallback: 'could not start x' });
+      expect(describeServicesUnderTest(noNetwork)).toBe(
+        'services under test: processes (node src/main.ts); TOLLGATE_E2E_IMAGES=1 but Postgres and Redis are not containers on a network (could not start x)',
+      );
+    } finally {
+      await engine.close();
+    }
   });
 });

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CI's container step (called by .ci/run after the other steps): installs docker.io and
 # debootstrap when missing, starts dockerd when none answers, runs scripts/compose-e2e.sh (images
-# built here, docker-compose up, official clients through nginx, ledger check, down), and stops
-# the dockerd it started, by its PID. Says clearly when it is skipped and why; TOLLGATE_CI_DOCKER=0
-# skips it on purpose.
+# built here, docker-compose up, official clients through nginx, ledger check, down), then the
+# official-client e2e files with the services under test from those images through testcontainers
+# (TOLLGATE_E2E_IMAGES=1), and stops the dockerd it started, by its PID. Says clearly when it is
+# skipped and why; TOLLGATE_CI_DOCKER=0 skips it on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,7 +35,8 @@ stop_dockerd() {
 trap stop_dockerd EXIT
 if ! docker info >/dev/null 2>&1; then
   echo "docker step: starting dockerd"
-  dockerd >/tmp/tollgate-ci-dockerd.log 2>&1 &
+  # --ip: published container ports listen on 127.0.0.1 only, unless a port names another address.
+  dockerd --ip 127.0.0.1 >/tmp/tollgate-ci-dockerd.log 2>&1 &
   dockerd_pid=$!
   for _ in $(seq 1 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { tail -20 /tmp/tollgate-ci-dockerd.log; skip "dockerd did not start (see above)"; }
@@ -42,4 +44,21 @@ fi
 
 started=$(date +%s)
 bash scripts/compose-e2e.sh
+
+# Official-client e2e files with their stacks from the images (`fromImages`), on Postgres and
+# Redis containers of a network of their own; the run must say it took the images path.
+echo "== e2e with the services under test from the built images (testcontainers)"
+source scripts/toolchain.sh
+log="$(mktemp)"
+status=0
+# The three official-client files keep the step within a few minutes; the other `fromImages` files
+# (tool-choice, errors-keys, errors-limits, reseller) take the same path when run by hand.
+env -u TEST_DATABASE_URL -u TEST_REDIS_URL TOLLGATE_E2E_IMAGES=1 pnpm vitest run --project e2e \
+  test-e2e/test/openai-chat.test.ts test-e2e/test/openai-responses.test.ts test-e2e/test/anthropic.test.ts \
+  2>&1 | tee "$log" || status=$?
+took_images=0
+grep -q '^services under test: images' "$log" && took_images=1
+rm -f "$log"
+[ "$status" = 0 ] || { echo "docker step: the e2e run from the images failed" >&2; exit 1; }
+[ "$took_images" = 1 ] || { echo "docker step: the e2e run did not take the images path (see above)" >&2; exit 1; }
 echo "docker step: passed in $(($(date +%s) - started)) s"

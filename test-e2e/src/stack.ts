@@ -294,50 +294,57 @@ async function startContainerStack(
   }
 
   try {
-    const mock = await startServiceContainer({
-      name: 'mock-upstream',
-      image: underTest.images.mockUpstream,
-      network: underTest.network,
-      alias: alias.mock,
-      env: {
-        MOCK_UPSTREAM_HOST: '0.0.0.0',
-        MOCK_UPSTREAM_PORT: String(PORTS.mock),
-        MOCK_UPSTREAM_API_KEY: PROVIDER_KEY,
-        LOG_LEVEL: 'warn',
-      },
-      health: [{ port: PORTS.mock, path: '/health' }],
-      logDir: folder,
-    });
-    running.push(mock);
-
-    const controlPlane = await startServiceContainer({
-      name: 'control-plane',
-      image: underTest.images.controlPlane,
-      network: underTest.network,
-      alias: alias.controlPlane,
-      env: {
-        ...shared,
-        KEY_PEPPER: secrets.KEY_PEPPER,
-        KEY_ENCRYPTION_KEY: secrets.KEY_ENCRYPTION_KEY,
-        DATABASE_URL: networkDatabaseUrl.toString(),
-        CATALOG_FILE: '/catalog/catalog.yaml',
-        CONTROL_PLANE_HOST: '0.0.0.0',
-        CONTROL_PLANE_PORT: String(PORTS.public),
-        CONTROL_PLANE_INTERNAL_HOST: '0.0.0.0',
-        CONTROL_PLANE_INTERNAL_PORT: String(PORTS.internal),
-        SMTP_URL: '',
-        PUBLIC_URL: '',
-        TRUST_PROXY: 'false',
-        ...options.controlPlaneEnv,
-      },
-      files: [{ content: catalogue(`http://${alias.mock}:${PORTS.mock}`), target: '/catalog/catalog.yaml' }],
-      health: [
-        { port: PORTS.public, path: '/api/v1/health' },
-        { port: PORTS.internal, path: '/internal/health' },
-      ],
-      logDir: folder,
-    });
-    running.push(controlPlane);
+    // The control plane needs only the mock's name (for its catalogue), so the two start together.
+    const starting = [
+      startServiceContainer({
+        name: 'mock-upstream',
+        image: underTest.images.mockUpstream,
+        network: underTest.network,
+        alias: alias.mock,
+        env: {
+          MOCK_UPSTREAM_HOST: '0.0.0.0',
+          MOCK_UPSTREAM_PORT: String(PORTS.mock),
+          MOCK_UPSTREAM_API_KEY: PROVIDER_KEY,
+          LOG_LEVEL: 'warn',
+        },
+        health: [{ port: PORTS.mock, path: '/health' }],
+        logDir: folder,
+      }),
+      startServiceContainer({
+        name: 'control-plane',
+        image: underTest.images.controlPlane,
+        network: underTest.network,
+        alias: alias.controlPlane,
+        env: {
+          ...shared,
+          KEY_PEPPER: secrets.KEY_PEPPER,
+          KEY_ENCRYPTION_KEY: secrets.KEY_ENCRYPTION_KEY,
+          DATABASE_URL: networkDatabaseUrl.toString(),
+          CATALOG_FILE: '/catalog/catalog.yaml',
+          CONTROL_PLANE_HOST: '0.0.0.0',
+          CONTROL_PLANE_PORT: String(PORTS.public),
+          CONTROL_PLANE_INTERNAL_HOST: '0.0.0.0',
+          CONTROL_PLANE_INTERNAL_PORT: String(PORTS.internal),
+          SMTP_URL: '',
+          PUBLIC_URL: '',
+          TRUST_PROXY: 'false',
+          ...options.controlPlaneEnv,
+        },
+        files: [
+          { content: catalogue(`http://${alias.mock}:${PORTS.mock}`), target: '/catalog/catalog.yaml' },
+        ],
+        health: [
+          { port: PORTS.public, path: '/api/v1/health' },
+          { port: PORTS.internal, path: '/internal/health' },
+        ],
+        logDir: folder,
+      }),
+    ];
+    const started = await Promise.allSettled(starting);
+    for (const result of started) if (result.status === 'fulfilled') running.push(result.value);
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    const [mock, controlPlane] = running as [ServiceContainer, ServiceContainer];
 
     const gateway = await startServiceContainer({
       name: 'gateway-1-main',

@@ -35,8 +35,8 @@ stop_dockerd() {
 trap stop_dockerd EXIT
 if ! docker info >/dev/null 2>&1; then
   echo "docker step: starting dockerd"
-  # --ip: published container ports listen on 127.0.0.1 only, unless a port names another address.
-  dockerd --ip 127.0.0.1 >/tmp/tollgate-ci-dockerd.log 2>&1 &
+  # Not `--ip 127.0.0.1`: testcontainers reaches published ports on the bridge's gateway address.
+  dockerd >/tmp/tollgate-ci-dockerd.log 2>&1 &
   dockerd_pid=$!
   for _ in $(seq 1 30); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { tail -20 /tmp/tollgate-ci-dockerd.log; skip "dockerd did not start (see above)"; }

@@ -124,7 +124,9 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
   const gatewayOverrides: Record<string, string> = instantBilling
     ? { CONTROL_PLANE_INTERNAL_URL: `http://127.0.0.1:${PORTS.instantBilling}` }
     : {};
-  services.push(startService('gateway', 'services/gateway', { ...gatewayEnv(env), ...gatewayOverrides }, work));
+  services.push(
+    startService('gateway', 'services/gateway', { ...gatewayEnv(env), ...gatewayOverrides }, work),
+  );
   await waitHealthy(`http://127.0.0.1:${PORTS.gateway}/health`);
 
   const admin = (...args: string[]) =>

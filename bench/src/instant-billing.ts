@@ -55,7 +55,10 @@ createServer(async (incoming, outgoing) => {
   const body = await readBody(incoming);
   const path = incoming.url ?? '/';
   const reply = (status: number, text: string) => {
-    outgoing.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    outgoing.writeHead(status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+    });
     outgoing.end(text);
   };
   try {
@@ -65,7 +68,9 @@ createServer(async (incoming, outgoing) => {
       if (unknown.length > 0) {
         // Learn from the real control plane; its answers (refusals included) go back unchanged.
         const real = await forward('POST', path, incoming.headers.authorization, body);
-        const parsed = JSON.parse(real.text) as { results?: Array<Learned & { ok: boolean; reservationId: string }> };
+        const parsed = JSON.parse(real.text) as {
+          results?: Array<Learned & { ok: boolean; reservationId: string }>;
+        };
         for (const result of parsed.results ?? []) {
           const item = items.find((candidate) => candidate.reservationId === result.reservationId);
           if (item && result.ok) learned.set(`${item.keyDigest} ${item.alias}`, result);

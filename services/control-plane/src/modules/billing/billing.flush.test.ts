@@ -88,3 +88,29 @@ describe('a settlement batch waiting for its disk flush', () => {
     }
   });
 });
+
+describe('a finish batch larger than one transaction', () => {
+  it('settles every item once, in order, and a repeat of the batch changes nothing', async () => {
+    const key = await createFundedKey(context, { credits: 1_000_000n });
+    const items = Array.from({ length: 41 }, () => reserveItem(key, 'priced', 10n, 10n));
+    const reserved = await api.reserve(items);
+    expect(reserved.body.results.every((result) => result.ok)).toBe(true);
+    // Each call reserved 10 x 2 + 10 x 5 = 70 and used 10 input + 4 output tokens = 40.
+    const settles = items.map((item) => settleItem(key, item.reservationId, 'priced', 10n, 4n));
+
+    const first = await api.finish(settles);
+    expect(first.status).toBe(200);
+    expect(first.body.results.map((result) => result.reservationId)).toEqual(
+      items.map((item) => item.reservationId),
+    );
+    expect(first.body.results.every((result) => result.status === 'settled' && !result.replay)).toBe(true);
+    expect(await balancesOf(context, key.accountId)).toMatchObject({
+      credits: 1_000_000n - 41n * 40n,
+      reservedCredits: 0n,
+    });
+
+    const again = await api.finish(settles);
+    expect(again.body.results.every((result) => result.status === 'settled' && result.replay)).toBe(true);
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ credits: 1_000_000n - 41n * 40n });
+  });
+});

@@ -13,7 +13,12 @@
  * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300),
  * BENCH_WARMUP_SECONDS (per target and mode before measuring, default 2), BENCH_MODES
  * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway") to run a subset, and
- * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there.
+ * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there, and
+ * BENCH_GATEWAY_ENV ("NAME=value,OTHER=" — an empty value unsets) to change the gateway's
+ * environment for an A/B run. BENCH_INSTANT_BILLING=1 answers the gateway's reservations and
+ * settlements at once from a stand-in (bench/src/instant-billing.ts): the ceiling of any billing
+ * design that keeps this gateway; its calls are not recorded, so the ledger line shows only the
+ * few reservations the stand-in forwarded.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -47,6 +52,8 @@ const modes = (process.env.BENCH_MODES ?? 'json,stream').split(',').map((mode) =
 const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway').split(',');
 /** When set, gateway and control plane write V8 CPU profiles there (node --cpu-prof). */
 const profileDir = process.env.BENCH_PROFILE_DIR;
+/** Billing answered at once by a stand-in: what the gateway costs when billing costs nothing. */
+const instantBilling = process.env.BENCH_INSTANT_BILLING === '1';
 const PORTS = {
   gateway: 18180,
   controlPlane: 18181,
@@ -54,6 +61,7 @@ const PORTS = {
   mock: 18190,
   floor: 18191,
   portkey: 18192,
+  instantBilling: 18193,
 };
 const portkeyEntry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
 
@@ -104,7 +112,21 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
   services.push(startService('control-plane', 'services/control-plane', env, work));
   await waitHealthy(`http://127.0.0.1:${PORTS.mock}/health`);
   await waitHealthy(`http://127.0.0.1:${PORTS.controlPlane}/api/v1/health`);
-  services.push(startService('gateway', 'services/gateway', env, work));
+  if (instantBilling) {
+    // The decomposition run: the gateway's billing calls answered at once (bench/src/instant-billing.ts).
+    startScript(work, 'instant-billing', path.join(ROOT, 'bench'), [
+      'src/instant-billing.ts',
+      String(PORTS.instantBilling),
+      env.CONTROL_PLANE_INTERNAL_URL as string,
+    ]);
+    await waitListening(PORTS.instantBilling);
+  }
+  const gatewayOverrides: Record<string, string> = instantBilling
+    ? { CONTROL_PLANE_INTERNAL_URL: `http://127.0.0.1:${PORTS.instantBilling}` }
+    : {};
+  services.push(
+    startService('gateway', 'services/gateway', { ...gatewayEnv(env), ...gatewayOverrides }, work),
+  );
   await waitHealthy(`http://127.0.0.1:${PORTS.gateway}/health`);
 
   const admin = (...args: string[]) =>
@@ -135,6 +157,17 @@ async function startStack(): Promise<{ env: Record<string, string>; key: string 
   if (probe.status !== 200)
     throw new Error(`the gateway refused the probe: ${probe.status} ${await probe.text()}`);
   return { env, key: created.secret };
+}
+
+/** The gateway's environment with BENCH_GATEWAY_ENV's overrides ("K=V,K2=", an empty value unsets). */
+function gatewayEnv(env: Record<string, string>): Record<string, string> {
+  const result = { ...env };
+  for (const pair of (process.env.BENCH_GATEWAY_ENV ?? '').split(',').filter(Boolean)) {
+    const [name = '', ...value] = pair.split('=');
+    if (value.join('=') === '') delete result[name];
+    else result[name] = value.join('=');
+  }
+  return result;
 }
 
 async function stopStack(): Promise<void> {
@@ -290,6 +323,7 @@ async function main(): Promise<void> {
   console.log(
     [
       '',
+      ...(instantBilling ? ['BILLING ANSWERED BY THE INSTANT STAND-IN: nothing below was metered.'] : []),
       `Tollgate benchmark: ${seconds}s per run after 1s warm-up, wrk, everything on one box; interleaved targets`,
       '',
       ...renderTable(rows),

@@ -7,6 +7,7 @@ import * as commerce from './0005_commerce.ts';
 import * as resellers from './0006_resellers.ts';
 import * as security from './0007_security.ts';
 import * as status from './0009_status.ts';
+import * as settleFlush from './0010_settle_flush.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_resellers': resellers,
   '0007_security': security,
   '0009_status': status,
+  '0010_settle_flush': settleFlush,
 };

@@ -6,6 +6,7 @@
  * (`fromImages`) run the three services as containers of the built images instead.
  */
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -81,6 +82,8 @@ export interface E2EStack {
   /** Another gateway process on the same control plane and Redis, with extra environment. */
   startGateway(name: string, env?: Record<string, string>): Promise<RunningGatewayProcess>;
   stopControlPlane(): Promise<void>;
+  /** `kill -9` of the control plane: no drain, no goodbye; resolves once the process is gone. */
+  killControlPlane(): Promise<void>;
   startControlPlane(): Promise<void>;
   close(): Promise<void>;
 }
@@ -98,6 +101,8 @@ export interface StackOptions {
    * that use no process-level control (startGateway, stopControlPlane, signals).
    */
   fromImages?: boolean;
+  /** A Redis of the test's own (e.g. one it restarts) instead of the shared test Redis. */
+  redisUrl?: string;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<E2EStack> {
@@ -140,7 +145,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   const secrets = testSecrets();
   const shared = {
     INTERNAL_TOKEN_SECRET: secrets.INTERNAL_TOKEN_SECRET,
-    REDIS_URL: options.embedded ? '' : services.redisUrl,
+    REDIS_URL: options.embedded ? '' : (options.redisUrl ?? services.redisUrl),
     REDIS_KEY_PREFIX: createRedisNamespace(`e2e-${label}`),
     LOG_LEVEL: 'info',
   };
@@ -242,6 +247,13 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       startGateway: (name, env) => startGateway(name, env),
       async stopControlPlane() {
         await controlPlane?.stop();
+      },
+      async killControlPlane() {
+        const service: Service | null = controlPlane;
+        if (!service || service.exited) return;
+        const ended = once(service.child, 'exit');
+        service.child.kill('SIGKILL');
+        await ended;
       },
       startControlPlane,
       close,
@@ -386,6 +398,7 @@ async function startContainerStack(
       },
       startGateway: processOnly('startGateway'),
       stopControlPlane: processOnly('stopControlPlane'),
+      killControlPlane: processOnly('killControlPlane'),
       startControlPlane: processOnly('startControlPlane'),
       close,
     };

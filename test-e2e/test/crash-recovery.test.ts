@@ -206,13 +206,17 @@ async function expectMoneyAddsUp(accountId: string, rows: Row[]): Promise<Map<nu
       });
       charged += row.chargedCredits;
     } else if (row.status === 'released') {
-      expect({ charged: row.chargedCredits, available: row.availableDelta, reserved: row.reservedDelta }).toEqual(
-        { charged: 0n, available: 0n, reserved: 0n },
-      );
+      expect({
+        charged: row.chargedCredits,
+        available: row.availableDelta,
+        reserved: row.reservedDelta,
+      }).toEqual({ charged: 0n, available: 0n, reserved: 0n });
     } else if (row.status === 'held') {
-      expect({ charged: row.chargedCredits, available: row.availableDelta, reserved: row.reservedDelta }).toEqual(
-        { charged: 0n, available: -row.reservedCredits, reserved: row.reservedCredits },
-      );
+      expect({
+        charged: row.chargedCredits,
+        available: row.availableDelta,
+        reserved: row.reservedDelta,
+      }).toEqual({ charged: 0n, available: -row.reservedCredits, reserved: row.reservedCredits });
       held += row.reservedCredits;
     } else {
       throw new Error(`reservation ${row.id} is still open`);
@@ -287,5 +291,220 @@ describe('kill -9 of the control plane under load', () => {
     console.info(
       `control plane kill -9: ${JSON.stringify(counts)}, ${settled.size} settled, ${released.length} released`,
     );
+  });
+});
+
+describe('kill -9 of a gateway under load', () => {
+  it('keeps what was settled; the calls in flight (and unflushed settlements) end held as settlement_missing, nothing charged twice', {
+    timeout: 90_000,
+  }, async () => {
+    const { accountId, secret } = await loadCustomer('gateway crash');
+    // A long flush interval makes the second part of the bound visible: settlements of calls
+    // answered in the last FINISH_FLUSH_MS before the kill are still in the victim's memory.
+    const flushMs = 300;
+    const victim = await stack.startGateway('victim', {
+      FINISH_FLUSH_MS: String(flushMs),
+      LOG_LEVEL: 'warn',
+    });
+    const client = openaiClient(victim.url, secret);
+    const workers = 6;
+    // Most of each call is spent upstream: at the kill, (nearly) every worker has one in flight.
+    const load = startLoad(client, { workers, delayMs: 300, first: 10_000 });
+    await sleep(2_000);
+    const killedAt = Date.now();
+    victim.service.child.kill('SIGKILL');
+    // Each worker stops at its first call without an answer; the bound on the wait is the
+    // client's own timeout.
+    const outcomes = await Promise.race([
+      (async () => {
+        while (load.outcomes.filter((outcome) => outcome.status === 0).length < workers) await sleep(50);
+        return load.stop();
+      })(),
+      sleep(25_000).then(() => load.stop()),
+    ]);
+
+    const counts = tally(outcomes);
+    expect(Object.keys(counts).sort(), JSON.stringify(counts)).toEqual(['no answer', 'ok']);
+    const noAnswer = outcomes.filter((outcome) => outcome.status === 0);
+    const answered = outcomes.filter((outcome) => outcome.status === 200);
+    // Calls in flight at the kill: one per worker at most, and they are what got no answer.
+    expect(noAnswer.length).toBeGreaterThan(0);
+    expect(noAnswer.length).toBeLessThanOrEqual(workers);
+    expect(noAnswer.every((outcome) => outcome.endedAt >= killedAt)).toBe(true);
+    expect(answered.every((outcome) => outcome.endedAt <= killedAt + 1_000)).toBe(true);
+
+    // A reserve the victim sent just before it died may still be committing: wait until the
+    // account's reservations stop changing.
+    let rows = await readRows(accountId);
+    for (let stable = 0, rounds = 0; stable < 3 && rounds < 100; rounds++) {
+      await sleep(200);
+      const now = await readRows(accountId);
+      const same =
+        JSON.stringify(now.map((row) => [row.id, row.status])) ===
+        JSON.stringify(rows.map((row) => [row.id, row.status]));
+      stable = same ? stable + 1 : 0;
+      rows = now;
+    }
+    const open = rows.filter((row) => row.status === 'reserved');
+    const settledIndexes = new Set(rows.flatMap((row) => (row.status === 'settled' ? [row.index] : [])));
+    const unsettledAnswers = answered.filter((outcome) => !settledIndexes.has(outcome.index));
+    // What was settled before the kill stays settled; an answered call can lack its settlement
+    // only if it ended within the flush interval (plus this busy box's scheduling) before the kill.
+    for (const outcome of unsettledAnswers) {
+      expect(outcome.endedAt, `call ${outcome.index}`).toBeGreaterThan(killedAt - flushMs - 2_000);
+    }
+    // Each open reservation is a call in flight or an answered call whose settlement was lost.
+    expect(open.length).toBeGreaterThanOrEqual(unsettledAnswers.length);
+    expect(open.length).toBeLessThanOrEqual(noAnswer.length + unsettledAnswers.length);
+
+    // RESERVATION_TIMEOUT_MINUTES passes (the rows are aged rather than the test waiting for it),
+    // then the reconcile pass holds exactly the open reservations, none released unseen.
+    await stack.db.query(
+      `update reservations set created_at = created_at - interval '1 day'
+       where account_id = $1 and status = 'reserved'`,
+      [accountId],
+    );
+    const pass = await stack.admin('reconcile');
+    const mine = pass.reservations.filter((change: { accountId: string }) => change.accountId === accountId);
+    expect(mine).toHaveLength(open.length);
+    expect(
+      mine.every(
+        (change: { action: string; reason: string }) =>
+          change.action === 'hold' && change.reason === 'settlement_missing',
+      ),
+    ).toBe(true);
+
+    const after = await readRows(accountId);
+    const held = after.filter((row) => row.status === 'held');
+    expect(held.map((row) => row.id).sort()).toEqual(open.map((row) => row.id).sort());
+    expect(held.every((row) => row.holdReason === 'settlement_missing')).toBe(true);
+    const settled = await expectMoneyAddsUp(accountId, after);
+    // Nothing settled that no client called; every settled call was answered or in flight.
+    const called = new Set([...answered, ...noAnswer].map((outcome) => outcome.index));
+    expect([...settled.keys()].every((index) => called.has(index))).toBe(true);
+    // The bound: unbilled calls <= calls in flight at the kill + settlements not yet flushed.
+    expect(held.length).toBeLessThanOrEqual(noAnswer.length + unsettledAnswers.length);
+    console.info(
+      `gateway kill -9: ${JSON.stringify(counts)}, ${settled.size} settled, ${held.length} held ` +
+        `(${noAnswer.length} in flight, ${unsettledAnswers.length} answered but not yet flushed)`,
+    );
+  });
+});
+
+/** Waits (at most 15 s) until the gateway's limiter answers again: one call on `client` is served. */
+async function waitServed(client: OpenAI, index: number): Promise<Outcome> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const outcome = await call(client, index, -1, 0);
+    if (outcome.status === 200 || Date.now() > deadline) return outcome;
+    await sleep(100);
+  }
+}
+
+describe('a Redis restart under load', () => {
+  it('refuses with rate_limiter_unavailable while Redis is gone, serves again without a service restart, and loses no money', {
+    timeout: 90_000,
+  }, async () => {
+    const { accountId, secret } = await loadCustomer('redis restart');
+    const client = openaiClient(stack.gatewayUrl, secret);
+    const workers = 8;
+    const load = startLoad(client, { workers, delayMs: 50, first: 20_000 });
+    await sleep(1_000);
+    const killedAt = Date.now();
+    await redis.kill();
+    await sleep(1_500);
+    await redis.start();
+    const restartedAt = Date.now();
+    await sleep(3_000);
+    const outcomes = await load.stop();
+
+    const counts = tally(outcomes);
+    expect(Object.keys(counts).sort(), JSON.stringify(counts)).toEqual([
+      '503 rate_limiter_unavailable',
+      'ok',
+    ]);
+    expect(
+      outcomes.filter((outcome) => outcome.status !== 200).every((outcome) => outcome.endedAt >= killedAt),
+    ).toBe(true);
+    for (let id = 0; id < workers; id++) {
+      const last = outcomes.filter((outcome) => outcome.worker === id).at(-1);
+      expect(last?.status, `worker ${id}`).toBe(200);
+      expect(last!.startedAt).toBeGreaterThan(restartedAt);
+    }
+
+    const rows = await waitUntilNoneOpen(accountId);
+    const settled = await expectMoneyAddsUp(accountId, rows);
+    // Refused before any reservation: the outage cost nothing and every answered call is billed.
+    const answered = outcomes.filter((outcome) => outcome.status === 200).map((outcome) => outcome.index);
+    expect([...settled.keys()].sort((a, b) => a - b)).toEqual(answered.sort((a, b) => a - b));
+    expect(rows.filter((row) => row.status !== 'settled')).toEqual([]);
+    console.info(`redis kill -9 and restart: ${JSON.stringify(counts)}, ${settled.size} settled`);
+  });
+
+  it('starts concurrency leases and rate windows afresh: a key briefly gets up to twice its concurrency, and its window once more', {
+    timeout: 90_000,
+  }, async () => {
+    const customer = await signUpCustomer(stack, { credits: GRANT });
+    const concurrency = 2;
+    const narrow = openaiClient(
+      stack.gatewayUrl,
+      (await customer.createKey({ name: 'narrow', limits: { concurrency, requestsPerMinute: 1_000 } }))
+        .secret,
+    );
+    const rpm = 3;
+    const windowed = openaiClient(
+      stack.gatewayUrl,
+      (await customer.createKey({ name: 'windowed', limits: { concurrency: 8, requestsPerMinute: rpm } }))
+        .secret,
+    );
+    const probe = openaiClient(
+      stack.gatewayUrl,
+      (await customer.createKey({ name: 'probe', limits: { concurrency: 8, requestsPerMinute: 1_000 } }))
+        .secret,
+    );
+    const statuses = (outcomes: Outcome[]) => tally(outcomes);
+
+    // The window of `windowed` is used up before the restart.
+    const before: Outcome[] = [];
+    for (let index = 0; index <= rpm; index++) before.push(await call(windowed, 30_000 + index, 0, 0));
+    expect(statuses(before)).toEqual({ ok: rpm, '429 rate_limit_exceeded': 1 });
+
+    // `narrow` has its two slots taken by long calls, and a third is refused.
+    const old = Array.from({ length: concurrency }, (_, index) => call(narrow, 31_000 + index, index, 8_000));
+    await sleep(1_500);
+    expect(statuses([await call(narrow, 31_100, 9, 0)])).toEqual({ '429 concurrency_limit_exceeded': 1 });
+
+    await redis.kill();
+    await redis.start();
+    expect((await waitServed(probe, 32_000)).status).toBe(200);
+
+    // Redis came back empty: the old calls still run, yet their slots are free again.
+    const fresh = await Promise.all(
+      Array.from({ length: concurrency + 1 }, (_, index) => call(narrow, 31_200 + index, index, 1_000)),
+    );
+    expect(statuses(fresh)).toEqual({ ok: concurrency, '429 concurrency_limit_exceeded': 1 });
+    const oldOutcomes = await Promise.all(old);
+    expect(statuses(oldOutcomes)).toEqual({ ok: concurrency });
+    // The bound: twice the concurrency at most, and only while the old calls were still running.
+    const admittedFresh = fresh.filter((outcome) => outcome.status === 200);
+    expect(admittedFresh.every((fresh) => oldOutcomes.every((old) => old.endedAt > fresh.startedAt))).toBe(
+      true,
+    );
+    // Once they have finished, the ceiling is the key's own again (their release freed nothing
+    // of the new calls' slots).
+    const later = Array.from({ length: concurrency }, (_, index) =>
+      call(narrow, 31_300 + index, index, 1_500),
+    );
+    await sleep(500);
+    expect(statuses([await call(narrow, 31_400, 9, 0)])).toEqual({ '429 concurrency_limit_exceeded': 1 });
+    expect(statuses(await Promise.all(later))).toEqual({ ok: concurrency });
+
+    // The rate window started afresh too: `windowed` gets its ceiling once more in the same window.
+    const again: Outcome[] = [];
+    for (let index = 0; index <= rpm; index++) again.push(await call(windowed, 33_000 + index, 0, 0));
+    expect(statuses(again)).toEqual({ ok: rpm, '429 rate_limit_exceeded': 1 });
+
+    const rows = await waitUntilNoneOpen(customer.accountId);
+    await expectMoneyAddsUp(customer.accountId, rows);
   });
 });

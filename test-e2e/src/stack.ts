@@ -174,6 +174,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
     // Long rate windows: no test straddles a window boundary.
     LIMIT_WINDOW_SECONDS: '3600',
+    // Settlements a gateway keeps across restarts stay with this stack, like its Redis prefix.
+    GATEWAY_DATA_DIR: path.join(folder, 'gateway-data'),
     SECRETS_FILE: '',
   });
 

@@ -9,6 +9,12 @@
  * reservation's recorded usage names the client call it belongs to: the test maps each answer the
  * client got to the settlement the ledger holds for it.
  */
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { run } from '@tollgate/test-harness';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openaiClient } from '../src/clients.ts';
@@ -506,5 +512,65 @@ describe('a Redis restart under load', () => {
 
     const rows = await waitUntilNoneOpen(customer.accountId);
     await expectMoneyAddsUp(customer.accountId, rows);
+  });
+
+  it('keeps settlements a stopping gateway could not deliver through a Redis restart: its own copy delivers them', {
+    timeout: 90_000,
+  }, async () => {
+    const { accountId, secret } = await loadCustomer('kept settlements');
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'tollgate-kept-'));
+    try {
+      const env = { GATEWAY_DATA_DIR: dataDir, SHUTDOWN_DRAIN_MS: '300', LOG_LEVEL: 'info' };
+      const keeper = await stack.startGateway('keeper', env);
+      const index = 40_000;
+      const stream = await openaiClient(keeper.url, secret).chat.completions.create({
+        model: 'gpt-e2e',
+        max_tokens: 8,
+        stream: true,
+        messages: [
+          {
+            role: 'user',
+            content: `kept @mock(words=6,chunk_delay=150,input_tokens=${inputOf(index)},output_tokens=${OUTPUT_TOKENS})`,
+          },
+        ],
+      });
+      const chunks = stream[Symbol.asyncIterator]();
+      await chunks.next();
+      // The control plane dies while the answer streams: its settlement can only wait in the gateway.
+      await stack.killControlPlane();
+      while (!(await chunks.next()).done) {}
+      // Stopped while the control plane is still away: the settlement is kept, not delivered.
+      // (SIGTERM without the harness's SIGKILL after 10 s: the server may use its own 10 s grace.)
+      const exited = once(keeper.service.child, 'exit');
+      const stopping = Date.now();
+      keeper.service.child.kill('SIGTERM');
+      const [code] = await Promise.race([exited, sleep(30_000).then(() => ['still running'])]);
+      expect(code).toBe(0);
+      console.info(`keeper gateway stopped in ${Date.now() - stopping} ms`);
+      const list = async () =>
+        (
+          await run('redis-cli', ['-u', redis.url, '--scan', '--pattern', '*billing:pending-finishes'])
+        ).trim();
+      expect(await list()).not.toBe('');
+
+      // Redis loses everything (no persistence), then the control plane comes back.
+      await redis.kill();
+      await redis.start();
+      expect(await list()).toBe('');
+      await stack.startControlPlane();
+
+      // The gateway starts again on its data folder and delivers its own copy.
+      const again = await stack.startGateway('keeper-again', env);
+      const rows = await waitUntilNoneOpen(accountId);
+      expect(rows.map((row) => ({ status: row.status, index: row.index }))).toEqual([
+        { status: 'settled', index },
+      ]);
+      await expectMoneyAddsUp(accountId, rows);
+      // Delivered, the copy is gone: a later start delivers nothing again.
+      expect(existsSync(path.join(dataDir, 'pending-finishes.jsonl'))).toBe(false);
+      await again.service.stop();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

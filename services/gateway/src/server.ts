@@ -13,6 +13,7 @@ import { createControlPlaneClient } from './billing/control-plane-client.ts';
 import { createFinishQueue } from './billing/finish-queue.ts';
 import {
   createFilePendingStore,
+  createMirroredPendingStore,
   createRedisPendingStore,
   type PendingStore,
 } from './billing/pending-store.ts';
@@ -64,9 +65,13 @@ export async function startGateway(
     timeoutMs: config.billing.timeoutMs,
   });
   const pending = config.redisUrl
-    ? createRedisPendingStore(
-        { url: config.redisUrl, cluster: config.redisCluster },
-        config.redisKeyPrefix,
+    ? createMirroredPendingStore(
+        createRedisPendingStore(
+          { url: config.redisUrl, cluster: config.redisCluster },
+          config.redisKeyPrefix,
+          logger,
+        ),
+        createFilePendingStore(config.dataDir, logger),
         logger,
       )
     : createFilePendingStore(config.dataDir, logger);

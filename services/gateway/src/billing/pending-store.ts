@@ -11,7 +11,7 @@ import { connectRedis, type Logger, type RedisTarget } from '@tollgate/service-k
  * start of this gateway on the same data folder does.
  */
 export interface PendingStore {
-  readonly kind: 'redis' | 'file';
+  readonly kind: 'redis' | 'file' | 'redis+file';
   save(items: FinishItem[]): Promise<void>;
   /** Removes and returns every kept item. */
   take(): Promise<FinishItem[]>;
@@ -88,5 +88,55 @@ export function createFilePendingStore(folder: string, logger: Logger): PendingS
       return items;
     },
     async close() {},
+  };
+}
+
+/**
+ * Redis, with a copy in this gateway's data folder: a Redis that restarts without persistence (or
+ * is flushed) before any gateway has taken the items would otherwise lose them, and their calls
+ * would go unbilled (held as settlement_missing). Items are delivered from whichever still has
+ * them, once each per start; one delivered from both (Redis by another gateway, the copy by this
+ * one at its next start) is a replay the control plane recognises by its reservation id. Saving
+ * succeeds if either store took the items.
+ */
+export function createMirroredPendingStore(
+  primary: PendingStore,
+  copy: PendingStore,
+  logger: Logger,
+): PendingStore {
+  return {
+    kind: 'redis+file',
+    async save(items) {
+      const [main, local] = await Promise.allSettled([primary.save(items), copy.save(items)]);
+      if (main.status === 'rejected' && local.status === 'rejected') throw main.reason;
+      const failed = main.status === 'rejected' ? main : local.status === 'rejected' ? local : null;
+      if (failed) {
+        logger.warn(
+          { err: failed.reason, store: failed === main ? primary.kind : copy.kind },
+          'pending settlements kept in one store only',
+        );
+      }
+    },
+    async take() {
+      const [main, local] = await Promise.allSettled([primary.take(), copy.take()]);
+      if (main.status === 'rejected' && local.status === 'rejected') throw main.reason;
+      const seen = new Set<string>();
+      const items: FinishItem[] = [];
+      for (const result of [main, local]) {
+        if (result.status === 'rejected') {
+          logger.error({ err: result.reason }, 'kept settlements could not be read from one store');
+          continue;
+        }
+        for (const item of result.value) {
+          if (seen.has(item.reservationId)) continue;
+          seen.add(item.reservationId);
+          items.push(item);
+        }
+      }
+      return items;
+    },
+    async close() {
+      await Promise.allSettled([primary.close(), copy.close()]);
+    },
   };
 }

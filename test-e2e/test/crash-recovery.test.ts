@@ -337,7 +337,8 @@ describe('kill -9 of a gateway under load', () => {
     expect(noAnswer.length).toBeGreaterThan(0);
     expect(noAnswer.length).toBeLessThanOrEqual(workers);
     expect(noAnswer.every((outcome) => outcome.endedAt >= killedAt)).toBe(true);
-    expect(answered.every((outcome) => outcome.endedAt <= killedAt + 1_000)).toBe(true);
+    // (An answer already on its way may be read a moment after the kill, on this busy box.)
+    expect(answered.every((outcome) => outcome.endedAt <= killedAt + 3_000)).toBe(true);
 
     // A reserve the victim sent just before it died may still be committing: wait until the
     // account's reservations stop changing.
@@ -396,6 +397,15 @@ describe('kill -9 of a gateway under load', () => {
     );
   });
 });
+
+/** Waits (at most 15 s) until `count` calls of the account hold a reservation: they are under way. */
+async function waitReserved(accountId: string, count: number): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while ((await readRows(accountId)).filter((row) => row.status === 'reserved').length < count) {
+    if (Date.now() > deadline) throw new Error(`${count} calls did not get under way`);
+    await sleep(50);
+  }
+}
 
 /** Waits (at most 15 s) until the gateway's limiter answers again: one call on `client` is served. */
 async function waitServed(client: OpenAI, index: number): Promise<Outcome> {
@@ -476,8 +486,10 @@ describe('a Redis restart under load', () => {
     expect(statuses(before)).toEqual({ ok: rpm, '429 rate_limit_exceeded': 1 });
 
     // `narrow` has its two slots taken by long calls, and a third is refused.
+    // (Earlier calls settled first, so that the open reservations counted below are these.)
+    await waitUntilNoneOpen(customer.accountId);
     const old = Array.from({ length: concurrency }, (_, index) => call(narrow, 31_000 + index, index, 8_000));
-    await sleep(1_500);
+    await waitReserved(customer.accountId, concurrency);
     expect(statuses([await call(narrow, 31_100, 9, 0)])).toEqual({ '429 concurrency_limit_exceeded': 1 });
 
     await redis.kill();
@@ -496,12 +508,12 @@ describe('a Redis restart under load', () => {
     expect(admittedFresh.every((fresh) => oldOutcomes.every((old) => old.endedAt > fresh.startedAt))).toBe(
       true,
     );
-    // Once they have finished, the ceiling is the key's own again (their release freed nothing
-    // of the new calls' slots).
+    // Once they have finished, the ceiling is the key's own again.
+    await waitUntilNoneOpen(customer.accountId);
     const later = Array.from({ length: concurrency }, (_, index) =>
       call(narrow, 31_300 + index, index, 1_500),
     );
-    await sleep(500);
+    await waitReserved(customer.accountId, concurrency);
     expect(statuses([await call(narrow, 31_400, 9, 0)])).toEqual({ '429 concurrency_limit_exceeded': 1 });
     expect(statuses(await Promise.all(later))).toEqual({ ok: concurrency });
 

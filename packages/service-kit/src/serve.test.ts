@@ -38,6 +38,19 @@ describe('listen(...).close', () => {
   });
 });
 
+describe('listen(...).close with a connection that never sent a request', () => {
+  it('drops it at once instead of waiting out the grace period', async () => {
+    const running = await listen((_request, response) => response.end('ok'), 0, '127.0.0.1');
+    const socket = connect(running.port, '127.0.0.1');
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const started = Date.now();
+    await running.close(5_000);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    socket.destroy();
+  });
+});
+
 /** Resolves with the time the server took to close the socket, and whatever it answered. */
 function whenClosed(socket: Socket): Promise<{ ms: number; answer: string }> {
   const started = Date.now();

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 
 export type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -84,6 +84,7 @@ export async function listen(
   server.requestTimeout = options.requestTimeout;
   server.keepAliveTimeout = options.keepAliveTimeout;
   capConnectionsPerAddress(server, limits.maxConnectionsPerAddress);
+  const unused = trackUnusedConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -97,27 +98,48 @@ export async function listen(
     server,
     port: address.port,
     url: `http://${shownHost}:${address.port}`,
-    close: (graceMs = 10_000) => closeServer(server, graceMs),
+    close: (graceMs = 10_000) => closeServer(server, graceMs, unused),
   };
 }
 
 /** How often a closing server drops the keep-alive connections that have become idle. */
 const IDLE_SWEEP_MS = 50;
 
-function closeServer(server: Server, graceMs: number): Promise<void> {
+/**
+ * Connections that have not sent a request yet (a client's or a balancer's spare connection):
+ * Node counts them as waiting for headers, not idle, so closeIdleConnections leaves them open.
+ */
+function trackUnusedConnections(server: Server): Set<Socket> {
+  const unused = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  server.on('request', (request: IncomingMessage) => {
+    unused.delete(request.socket);
+  });
+  return unused;
+}
+
+function closeServer(server: Server, graceMs: number, unused: Set<Socket>): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => server.closeAllConnections(), graceMs);
     timer.unref();
     // Keep-alive sockets with no request in flight would hold close() open until the grace
-    // period ends; so would those whose last request (a long stream) finishes during it.
-    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    // period ends; so would those whose last request (a long stream) finishes during it, and
+    // connections that never sent a request (nothing was asked on them, so nothing is lost).
+    const dropIdle = () => {
+      server.closeIdleConnections();
+      for (const socket of unused) socket.destroy();
+    };
+    const sweep = setInterval(dropIdle, IDLE_SWEEP_MS);
     sweep.unref();
     server.close(() => {
       clearTimeout(timer);
       clearInterval(sweep);
       resolve();
     });
-    server.closeIdleConnections();
+    dropIdle();
   });
 }
 

@@ -12,7 +12,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { apiKeyDigest, SERVICE_TOKEN_AUDIENCE, SERVICE_TOKEN_ISSUER } from '@tollgate/schemas';
 import { findFreePort, ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
@@ -117,6 +117,7 @@ async function main() {
 
     await startControlPlane();
     const hotEmpty = await hotPath(ports.internal, env.INTERNAL_TOKEN_SECRET!, hot);
+    say(`Load average (1 min) at the start: ${loadavg()[0]!.toFixed(1)}`);
     await stopControlPlane();
 
     const seedMs = await seed(heavy, light, hot);
@@ -236,6 +237,9 @@ async function main() {
     await pool.close();
 
     const hotSeeded = await hotPath(ports.internal, env.INTERNAL_TOKEN_SECRET!, hot);
+    say(
+      `Load average (1 min) at the end: ${loadavg()[0]!.toFixed(1)} on this machine's cores, shared with other work`,
+    );
     started = performance.now();
     const equal = await withClient(databaseUrl, async (client) => {
       // The rollup's answer against the live aggregate, for the heavy account over 366 days.
@@ -254,8 +258,9 @@ async function main() {
                  union all
                  select (created_at at time zone 'UTC')::date, alias, 1, coalesce(input_tokens, 0),
                         coalesce(output_tokens, 0), charged_tokens, charged_credits
-                 from reservations, usage_rollup_state s
-                 where account_id = $1 and status = 'settled' and finished_at >= s.watermark) parts
+                 from reservations
+                 where account_id = $1 and status = 'settled'
+                   and finished_at >= (select watermark from usage_rollup_state)) parts
            group by 1, 2)
          select count(*)::text as differences from (
            (select * from live except select * from rolled) union all (select * from rolled except select * from live)) d`,
@@ -375,7 +380,7 @@ async function hotPath(internalPort: number, secret: string, account: Account): 
 /**
  * Seeds ROWS reservations server-side, in time order over the last 90 days as a live system writes
  * them, into the tables with every index the migrations define: the heavy account takes
- * HEAVY_SHARE of them over its keys (the last key rarely), the light account one in 100,000, the
+ * HEAVY_SHARE of them over its keys (the last key one in a thousand), the light account one in 100,000, the
  * rest spread over FILLER_ACCOUNTS accounts of FILLER_KEYS keys. 95% settled, the rest released,
  * 1% of the last day's held. Each has the ledger rows the billing functions write (reserve, then
  * settle, release or hold, all on credit), and each account a grant that covers it, so balances
@@ -403,13 +408,14 @@ async function seed(heavy: Account, light: Account, hot: Account): Promise<numbe
                  case when n % ${heavyEvery} = 0 then 'heavy' when n % 100000 = 1 then 'light' else 'filler' end as who,
                  (n * 7919) % ${FILLER_ACCOUNTS} + 1 as filler,
                  random() as r, random() as r2, random() as r3
-          from generate_series(${from}, ${to}) n
+          from generate_series(${from}::bigint, ${to}::bigint) n
         ),
         shaped as (
           select gen_random_uuid() as id,
                  case who when 'heavy' then '${heavy.accountId}'::uuid when 'light' then '${light.accountId}'::uuid
                    else md5('filler-account-' || filler)::uuid end as account_id,
-                 case who when 'heavy' then (${heavyKeys})[1 + floor(power(r2, 3) * ${HEAVY_KEYS})::int]
+                 case who when 'heavy' then (${heavyKeys})[case when r2 < 0.001 then ${HEAVY_KEYS}
+                   else 1 + floor(power(r2, 3) * ${HEAVY_KEYS - 1})::int end]
                    when 'light' then (${lightKeys})[1 + floor(r2 * 2)::int]
                    else md5('filler-key-' || filler || '-' || floor(r2 * ${FILLER_KEYS}))::uuid end as key_id,
                  (array['gpt-mock', 'claude-mock', 'gpt-mock-packages-only'])[1 + floor(r3 * r3 * 3)::int]
@@ -430,7 +436,7 @@ async function seed(heavy: Account, light: Account, hot: Account): Promise<numbe
                  '[{"source": "credit", "amount": "4400", "inputPrice": "2", "outputPrice": "8"}]', 4400,
                  case when status = 'settled' then input_tokens end, case when status = 'settled' then output_tokens end,
                  case when status = 'settled' then input_tokens * 2 + output_tokens * 8 else 0 end,
-                 case status when 'settled' then 'ok' when 'released' then 'upstream_error' else 'client_disconnected' end,
+                 case status when 'settled' then 'ok' when 'released' then 'upstream_unavailable' else 'client_disconnected' end,
                  case status when 'settled' then 200 when 'released' then 502 else null end,
                  created_at, finished_at, case when status = 'held' then 'client_disconnected' end
           from shaped
@@ -445,7 +451,7 @@ async function seed(heavy: Account, light: Account, hot: Account): Promise<numbe
            case i.status when 'settled' then 4400 - i.charged_credits when 'released' then 4400 else 0 end,
            case i.status when 'held' then 0 else -4400 end,
            case i.status when 'settled' then i.charged_credits else 4400 end,
-           case i.status when 'settled' then 'usage reported by the model' when 'released' then 'released: upstream_error'
+           case i.status when 'settled' then 'usage reported by the model' when 'released' then 'released: upstream_unavailable'
              else 'held: client_disconnected' end,
            i.finished_at)) as l(kind, available_delta, reserved_delta, amount, cause, created_at)
       `);

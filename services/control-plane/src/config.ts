@@ -112,7 +112,7 @@ export const ControlPlaneEnv = z.object({
    * before the oldest open transaction); calls settled after that are added live.
    */
   USAGE_ROLLUP_INTERVAL_SECONDS: withDefault(positiveInt, 60),
-  USAGE_ROLLUP_LAG_SECONDS: withDefault(positiveInt, 60),
+  USAGE_ROLLUP_LAG_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
   /**
    * While an account has reservations open, a new one must leave this percentage of everything
    * then reserved unreserved, so concurrent calls that overrun their estimates are still charged

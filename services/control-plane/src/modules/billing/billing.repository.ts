@@ -296,8 +296,7 @@ export interface UsageSummaryDbRow {
  */
 export async function selectUsageSummary(db: Db, accountId: string, from: Date, end: Date) {
   const result = await sql<UsageSummaryDbRow>`
-    with state as (select watermark from usage_rollup_state),
-    parts as (
+    with parts as (
       select day, alias, requests, input_tokens, output_tokens, charged_tokens, charged_credits
       from usage_daily
       where account_id = ${accountId}::uuid
@@ -306,8 +305,10 @@ export async function selectUsageSummary(db: Db, accountId: string, from: Date, 
       union all
       select (r.created_at at time zone 'UTC')::date, r.alias, 1, coalesce(r.input_tokens, 0),
              coalesce(r.output_tokens, 0), r.charged_tokens, r.charged_credits
-      from reservations r, state
-      where r.account_id = ${accountId}::uuid and r.status = 'settled' and r.finished_at >= state.watermark
+      from reservations r
+      -- A scalar subquery, so the watermark bounds the index range (a join would only filter).
+      where r.account_id = ${accountId}::uuid and r.status = 'settled'
+        and r.finished_at >= (select watermark from usage_rollup_state)
         and r.created_at >= ${from} and r.created_at < ${end}
     )
     select to_char(day, 'YYYY-MM-DD') as day, alias, sum(requests)::int as requests,
@@ -364,17 +365,17 @@ export async function advanceUsageRollup(
     if (from !== null && to <= from) return { from, to: from, calls: 0 };
     // A later statement: its snapshot sees every transaction that began before `to`.
     const settled = sql`
-      select account_id, (created_at at time zone 'UTC')::date as day, alias, count(*) as requests,
-             coalesce(sum(input_tokens), 0) as input_tokens, coalesce(sum(output_tokens), 0) as output_tokens,
-             sum(charged_tokens) as charged_tokens, sum(charged_credits) as charged_credits
+      select r.account_id, (r.created_at at time zone 'UTC')::date as day, r.alias, count(*) as requests,
+             coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
+             sum(r.charged_tokens) as charged_tokens, sum(r.charged_credits) as charged_credits
     `;
     // The first pass reads the whole table; later ones walk each account's settled-index range.
     const source =
       from === null
-        ? sql`${settled} from reservations where status = 'settled' and finished_at < ${to} group by 1, 2, 3`
+        ? sql`${settled} from reservations r where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3`
         : sql`${settled} from accounts a cross join lateral (
-              select * from reservations r where r.account_id = a.id and r.status = 'settled'
-                and r.finished_at >= ${from} and r.finished_at < ${to}) r
+              select * from reservations where account_id = a.id and status = 'settled'
+                and finished_at >= ${from} and finished_at < ${to}) r
             group by 1, 2, 3`;
     const added = await sql<{ calls: string | null }>`
       with source as (${source}),

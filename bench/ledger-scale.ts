@@ -111,7 +111,8 @@ async function main() {
       }
       return { email, accountId, keys: created };
     };
-    const heavy = await createAccount('heavy@example.test', HEAVY_KEYS);
+    // One more key than the seed uses: a key without calls, whose page reads the whole account.
+    const heavy = await createAccount('heavy@example.test', HEAVY_KEYS + 1);
     const light = await createAccount('light@example.test', 2);
     const hot = await createAccount('hot@example.test', 1);
 
@@ -203,7 +204,8 @@ async function main() {
       ['light', light],
     ] as const) {
       const cookie = await signIn(account.email);
-      const rareKey = account.keys.at(-1)!.keyId;
+      const rareKey = account.keys[account === heavy ? HEAVY_KEYS - 1 : 1]!.keyId;
+      const unusedKey = account.keys[HEAVY_KEYS]?.keyId;
       const rows = await withClient(
         databaseUrl,
         async (client) =>
@@ -223,6 +225,14 @@ async function main() {
         ['activity, 50 pages deep (cursor)', `/me/activity?cursor=${deep ?? ''}`],
         ['activity, one key (its rarest), first page', `/me/activity?keyId=${rareKey}`],
         ['activity, one key, 20 pages deep', `/me/activity?keyId=${rareKey}&cursor=${deepKey ?? ''}`],
+        ...(unusedKey
+          ? [
+              [
+                'activity, a key without calls (reads the whole account)',
+                `/me/activity?keyId=${unusedKey}`,
+              ] as [string, string],
+            ]
+          : []),
         ['usage summary, default (30 days)', '/me/usage/summary'],
         ['usage summary, 90 days', `/me/usage/summary?from=${day(89)}&to=${day(0)}`],
         ['usage summary, 366 days', `/me/usage/summary?from=${day(365)}&to=${day(0)}`],
@@ -394,7 +404,10 @@ async function seed(heavy: Account, light: Account, hot: Account): Promise<numbe
        select md5('filler-account-' || n)::uuid, 'filler-' || n || '@example.test', 'x'
        from generate_series(1, ${FILLER_ACCOUNTS}) n`,
     );
-    const heavyKeys = `array[${heavy.keys.map((key) => `'${key.keyId}'::uuid`).join(', ')}]`;
+    const heavyKeys = `array[${heavy.keys
+      .slice(0, HEAVY_KEYS)
+      .map((key) => `'${key.keyId}'::uuid`)
+      .join(', ')}]`;
     const lightKeys = `array[${light.keys.map((key) => `'${key.keyId}'::uuid`).join(', ')}]`;
     const heavyEvery = Math.max(1, Math.round(1 / HEAVY_SHARE));
     for (let from = 1; from <= ROWS; from += CHUNK) {

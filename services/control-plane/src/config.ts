@@ -108,6 +108,12 @@ export const ControlPlaneEnv = z.object({
   HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24),
   RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
   /**
+   * The usage summary reads a rollup advanced this often, up to this many seconds before now (and
+   * before the oldest open transaction); calls settled after that are added live.
+   */
+  USAGE_ROLLUP_INTERVAL_SECONDS: withDefault(positiveInt, 60),
+  USAGE_ROLLUP_LAG_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
+  /**
    * While an account has reservations open, a new one must leave this percentage of everything
    * then reserved unreserved, so concurrent calls that overrun their estimates are still charged
    * rather than written off. 0 turns the bound off; one call alone is always admitted.
@@ -237,6 +243,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,
       holdTimeoutMs: parsed.HOLD_TIMEOUT_HOURS * 60 * MINUTE,
       reconcileIntervalMs: parsed.RECONCILE_INTERVAL_SECONDS * 1000,
+      usageRollupIntervalMs: parsed.USAGE_ROLLUP_INTERVAL_SECONDS * 1000,
+      usageRollupLagMs: parsed.USAGE_ROLLUP_LAG_SECONDS * 1000,
       overrunCoverPercent: parsed.RESERVE_OVERRUN_COVER_PERCENT,
     },
     /** The environment, for `${NAME}` references in the catalogue file. */

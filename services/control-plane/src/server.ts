@@ -19,6 +19,7 @@ import { createInternalApi } from './http/internal-api.ts';
 import { tracedListener } from './http/tracing.ts';
 import { createControlPlaneMetrics } from './metrics/metrics.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
+import { startUsageRollup } from './modules/billing/usage-rollup.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
 import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
@@ -66,6 +67,7 @@ export async function startControlPlane(
     logger.info({ file: config.catalogFile }, 'catalogue synced');
   }
   const reconciler = startReconciler(deps);
+  const usageRollup = startUsageRollup(deps);
   const sampler = startStatusSampler(deps);
   const paymentReconciler = startPaymentReconciler(deps);
 
@@ -106,6 +108,7 @@ export async function startControlPlane(
     internalServer,
     async close() {
       reconciler.stop();
+      usageRollup.stop();
       sampler.stop();
       paymentReconciler.stop();
       await Promise.all([publicServer.close(), internalServer.close(), metricsServer?.close()]);

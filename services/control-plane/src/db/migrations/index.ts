@@ -6,6 +6,7 @@ import * as billingHardening from './0004_billing_hardening.ts';
 import * as commerce from './0005_commerce.ts';
 import * as resellers from './0006_resellers.ts';
 import * as security from './0007_security.ts';
+import * as usageRollup from './0008_usage_rollup.ts';
 import * as status from './0009_status.ts';
 import * as settleFlush from './0010_settle_flush.ts';
 
@@ -18,6 +19,7 @@ export const migrations: Record<string, Migration> = {
   '0005_commerce': commerce,
   '0006_resellers': resellers,
   '0007_security': security,
+  '0008_usage_rollup': usageRollup,
   '0009_status': status,
   '0010_settle_flush': settleFlush,
 };

@@ -276,43 +276,92 @@ export function listHeldReservations(db: Db, limit: number) {
     .execute();
 }
 
-/** One page of an account's metered calls, newest first, after a (created_at, id) cursor. */
+/**
+ * One page of an account's metered calls, newest first, after a (created_at, id) cursor. The
+ * cursor time is text with microseconds (a JS Date keeps milliseconds and would skip rows).
+ */
 export function selectActivityPage(
   db: Db,
   accountId: string,
-  page: { keyId: string | undefined; after: { createdAt: Date; id: string } | null; limit: number },
+  page: { keyId: string | undefined; after: { createdAt: string; id: string } | null; limit: number },
 ) {
   const { keyId, after } = page;
-  return db
-    .selectFrom('reservations')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .$if(keyId !== undefined, (q) => q.where('key_id', '=', keyId!))
-    .$if(after !== null, (q) =>
-      q.where((eb) =>
-        eb.or([
-          eb('created_at', '<', after!.createdAt),
-          eb.and([eb('created_at', '=', after!.createdAt), eb('id', '<', after!.id)]),
-        ]),
-      ),
-    )
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(page.limit)
-    .execute();
+  return (
+    db
+      .selectFrom('reservations')
+      .selectAll()
+      .select(
+        sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as(
+          'cursor_time',
+        ),
+      )
+      .where('account_id', '=', accountId)
+      .$if(keyId !== undefined, (q) => q.where('key_id', '=', keyId!))
+      // A row comparison, so the index (account_id, created_at desc, id desc) starts at the cursor.
+      .$if(after !== null, (q) =>
+        q.where(sql<boolean>`(created_at, id) < (${after!.createdAt}::timestamptz, ${after!.id}::uuid)`),
+      )
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.limit)
+      .execute()
+  );
 }
 
-/** Settled usage per UTC day and alias, for calls created in [from, end). */
-export async function selectUsageSummary(db: Db, accountId: string, from: Date, end: Date) {
-  const result = await sql<{
-    day: string;
-    alias: string;
-    requests: number;
-    input_tokens: bigint;
-    output_tokens: bigint;
-    charged_tokens: bigint;
-    charged_credits: bigint;
-  }>`
+export interface UsageSummaryDbRow {
+  day: string;
+  alias: string;
+  requests: number;
+  input_tokens: bigint;
+  output_tokens: bigint;
+  charged_tokens: bigint;
+  charged_credits: bigint;
+}
+
+/**
+ * Settled usage per UTC day (of creation) and alias, for calls created in [from, end): the rollup
+ * of calls settled before its watermark plus the calls settled since, in one snapshot.
+ */
+export async function selectUsageSummary(db: Kysely<Database>, accountId: string, from: Date, end: Date) {
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      // Read first and passed as a value: the planner then sees that few rows follow it (as a
+      // subquery it guesses a third of the account's calls, and plans workers and JIT for them).
+      const state = await sql<{ watermark: string }>`
+        select watermark::text as watermark from usage_rollup_state
+      `.execute(trx);
+      const watermark = state.rows[0]!.watermark;
+      const result = await sql<UsageSummaryDbRow>`
+        with parts as (
+          select day, alias, requests, input_tokens, output_tokens, charged_tokens, charged_credits
+          from usage_daily
+          where account_id = ${accountId}::uuid
+            and day >= (${from}::timestamptz at time zone 'UTC')::date
+            and day < (${end}::timestamptz at time zone 'UTC')::date
+          union all
+          select (created_at at time zone 'UTC')::date, alias, 1, coalesce(input_tokens, 0),
+                 coalesce(output_tokens, 0), charged_tokens, charged_credits
+          from reservations
+          where account_id = ${accountId}::uuid and status = 'settled'
+            and finished_at >= ${watermark}::timestamptz
+            and created_at >= ${from} and created_at < ${end}
+        )
+        select to_char(day, 'YYYY-MM-DD') as day, alias, sum(requests)::int as requests,
+               sum(input_tokens)::bigint as input_tokens, sum(output_tokens)::bigint as output_tokens,
+               sum(charged_tokens)::bigint as charged_tokens, sum(charged_credits)::bigint as charged_credits
+        from parts
+        group by day, alias
+        order by day, alias
+      `.execute(trx);
+      return result.rows;
+    });
+}
+
+/** The same summary straight from the reservations, without the rollup (for checks and tests). */
+export async function selectUsageSummaryLive(db: Db, accountId: string, from: Date, end: Date) {
+  const result = await sql<UsageSummaryDbRow>`
     select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, alias,
            count(*)::int as requests,
            coalesce(sum(input_tokens), 0)::bigint as input_tokens,
@@ -326,6 +375,64 @@ export async function selectUsageSummary(db: Db, accountId: string, from: Date, 
     order by 1, 2
   `.execute(db);
   return result.rows;
+}
+
+/**
+ * Moves the rollup's watermark forward: adds every call settled in [old watermark, next) to
+ * usage_daily and sets the watermark to next, in one transaction. next stays `lagMs` behind now
+ * and before the start of every transaction still open, so no settle that commits later can carry
+ * a finished_at (its transaction's start) below the new watermark. Returns the watermarks.
+ */
+export async function advanceUsageRollup(
+  db: Kysely<Database>,
+  lagMs: number,
+): Promise<{ from: Date | null; to: Date | null; calls: number }> {
+  return db.transaction().execute(async (trx) => {
+    // One pass at a time across control planes. Null: nothing rolled up yet (-infinity).
+    const state = await sql<{ watermark: Date | null }>`
+      select nullif(watermark, '-infinity') as watermark from usage_rollup_state for update
+    `.execute(trx);
+    const from = state.rows[0]!.watermark;
+    const next = await sql<{ next: Date }>`
+      select least(clock_timestamp() - make_interval(secs => ${lagMs / 1000}),
+                   (select min(xact_start) from pg_stat_activity
+                    where datname = current_database() and pid <> pg_backend_pid()
+                      and xact_start is not null)) as next
+    `.execute(trx);
+    const to = next.rows[0]!.next;
+    if (from !== null && to <= from) return { from, to: from, calls: 0 };
+    // A later statement: its snapshot sees every transaction that began before `to`.
+    const settled = sql`
+      select r.account_id, (r.created_at at time zone 'UTC')::date as day, r.alias, count(*) as requests,
+             coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
+             sum(r.charged_tokens) as charged_tokens, sum(r.charged_credits) as charged_credits
+    `;
+    // The first pass reads the whole table; later ones walk each account's settled-index range.
+    const source =
+      from === null
+        ? sql`${settled} from reservations r where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3`
+        : sql`${settled} from accounts a cross join lateral (
+              select * from reservations where account_id = a.id and status = 'settled'
+                and finished_at >= ${from} and finished_at < ${to}) r
+            group by 1, 2, 3`;
+    const added = await sql<{ calls: string | null }>`
+      with source as (${source}),
+      added as (
+        insert into usage_daily as u (account_id, day, alias, requests, input_tokens, output_tokens,
+                                      charged_tokens, charged_credits)
+        select * from source
+        on conflict (account_id, day, alias) do update set
+          requests = u.requests + excluded.requests,
+          input_tokens = u.input_tokens + excluded.input_tokens,
+          output_tokens = u.output_tokens + excluded.output_tokens,
+          charged_tokens = u.charged_tokens + excluded.charged_tokens,
+          charged_credits = u.charged_credits + excluded.charged_credits
+      )
+      select sum(requests)::text as calls from source
+    `.execute(trx);
+    await sql`update usage_rollup_state set watermark = ${to}, advanced_at = now()`.execute(trx);
+    return { from, to, calls: Number(added.rows[0]?.calls ?? 0) };
+  });
 }
 
 /** Written-off usage per account and alias among reservations finished in [from, end). */

@@ -1,5 +1,6 @@
 import { apiKeyDigest, GatewayCatalog, KeyStatus, ResolvedKey } from '@tollgate/schemas';
 import { SignJWT } from 'jose';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../testing.ts';
 import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
@@ -141,6 +142,69 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
     expect(badCursor.body.code).toBe('validation_failed');
     const anonymous = await createClient(context).request('GET', '/me/balance');
     expect(anonymous).toMatchObject({ status: 401, body: { code: 'unauthenticated' } });
+  });
+
+  it('pages through calls created within the same millisecond without skipping any', async () => {
+    const { client, key } = await customer();
+    const other = await client.request('POST', '/me/api-keys', { body: { name: 'other' } });
+    const otherKeyId: string = other.body.data.key.id;
+    // Postgres keeps microseconds; a cursor cut to milliseconds would skip the later two.
+    const rows = [
+      ['2026-03-01T10:00:00.123456Z', key.keyId],
+      ['2026-03-01T10:00:00.123400Z', otherKeyId],
+      ['2026-03-01T10:00:00.123300Z', key.keyId],
+      ['2026-03-01T10:00:00.123300Z', key.keyId],
+      ['2026-03-01T09:00:00Z', key.keyId],
+    ].map(([createdAt, keyId]) => ({
+      id: crypto.randomUUID(),
+      account_id: key.accountId,
+      key_id: keyId!,
+      alias: 'priced',
+      surface: 'chat_completions',
+      status: 'released' as const,
+      created_at: createdAt!,
+    }));
+    for (const row of rows) {
+      await sql`
+        insert into reservations (id, account_id, key_id, alias, surface, status, created_at)
+        values (${row.id}::uuid, ${row.account_id}::uuid, ${row.key_id}::uuid, ${row.alias}, ${row.surface},
+                ${row.status}, ${row.created_at}::timestamptz)
+      `.execute(context.deps.db);
+    }
+    // Newest first; equal times in descending id order.
+    const expected = [...rows]
+      .sort((a, b) =>
+        a.created_at === b.created_at ? (a.id < b.id ? 1 : -1) : a.created_at < b.created_at ? 1 : -1,
+      )
+      .map((row) => row.id);
+
+    const walk = async (query: string) => {
+      const seen: string[] = [];
+      let cursor = '';
+      for (let page = 0; page < 10; page += 1) {
+        const path: string = `/me/activity?limit=1${query}${cursor ? `&cursor=${cursor}` : ''}`;
+        const response = await client.request('GET', path);
+        expect(response.status).toBe(200);
+        seen.push(...response.body.data.items.map((item: { id: string }) => item.id));
+        cursor = response.body.data.nextCursor ?? '';
+        if (!cursor) break;
+      }
+      return seen;
+    };
+    expect(await walk('')).toEqual(expected);
+    expect(await walk(`&keyId=${key.keyId}`)).toEqual(expected.filter((id) => id !== rows[1]!.id));
+
+    // Cursors of other instants or ids are refused, not passed on to Postgres.
+    for (const text of [
+      '2026-02-31T00:00:00.000Z|',
+      '2026-03-01T10:00:00Z|not-a-uuid-----------------------------',
+    ]) {
+      const cursor = Buffer.from(`${text}${text.endsWith('|') ? crypto.randomUUID() : ''}`).toString(
+        'base64url',
+      );
+      const refused = await client.request('GET', `/me/activity?cursor=${cursor}`);
+      expect(refused).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
+    }
   });
 
   it("never shows another account's activity", async () => {

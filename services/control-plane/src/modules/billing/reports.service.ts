@@ -54,14 +54,23 @@ export interface ActivityItem {
   finishedAt: string | null;
 }
 
-function encodeCursor(createdAt: Date, id: string): string {
-  return Buffer.from(`${createdAt.toISOString()}|${id}`).toString('base64url');
+/** createdAt: ISO time with microseconds, as Postgres keeps it. */
+function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(`${createdAt}|${id}`).toString('base64url');
 }
 
-function decodeCursor(cursor: string): { createdAt: Date; id: string } {
-  const [time, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const createdAt = new Date(time ?? '');
-  if (!id || Number.isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const CURSOR_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+
+/** Postgres refuses 02-31 or 24:00 where Date would roll over into the next day. */
+function isRealInstant(time: string): boolean {
+  const date = new Date(time);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 19) === time.slice(0, 19);
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  const [createdAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!createdAt || !CURSOR_TIME.test(createdAt) || !isRealInstant(createdAt) || !id || !UUID.test(id)) {
     throw AppError.validation({ cursor: ['Not a cursor from a previous page.'] });
   }
   return { createdAt, id };
@@ -97,7 +106,7 @@ export async function listActivity(
       createdAt: row.created_at.toISOString(),
       finishedAt: row.finished_at?.toISOString() ?? null,
     })),
-    nextCursor: rows.length > query.limit && last ? encodeCursor(last.created_at, last.id) : null,
+    nextCursor: rows.length > query.limit && last ? encodeCursor(last.cursor_time, last.id) : null,
   };
 }
 

@@ -1,3 +1,4 @@
+import { startPeriodic } from '@tollgate/service-kit';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './billing.repository.ts';
 
@@ -11,21 +12,14 @@ export async function advanceUsageRollupOnce(deps: Dependencies) {
 
 /** Runs a pass now and then every interval until stopped; a failed pass is logged and retried. */
 export function startUsageRollup(deps: Dependencies): { stop(): void } {
-  let running = false;
-  const pass = () => {
-    if (running) return;
-    running = true;
-    advanceUsageRollupOnce(deps)
-      .then((result) => {
-        if (result.calls > 0) deps.logger.debug(result, 'usage rollup advanced');
-      })
-      .catch((error: unknown) => deps.logger.error({ err: error }, 'usage rollup pass failed'))
-      .finally(() => {
-        running = false;
-      });
-  };
-  pass();
-  const timer = setInterval(pass, deps.config.billing.usageRollupIntervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return startPeriodic({
+    intervalMs: deps.config.billing.usageRollupIntervalMs,
+    runAtStart: true,
+    logger: deps.logger,
+    failure: 'usage rollup pass failed',
+    pass: async () => {
+      const result = await advanceUsageRollupOnce(deps);
+      if (result.calls > 0) deps.logger.debug(result, 'usage rollup advanced');
+    },
+  });
 }

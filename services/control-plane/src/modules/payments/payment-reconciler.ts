@@ -1,3 +1,4 @@
+import { startPeriodic } from '@tollgate/service-kit';
 import type { Dependencies } from '../../deps.ts';
 import { listOverdueOrders } from '../orders/orders.service.ts';
 import { closeUnpaid } from '../orders/settlement.ts';
@@ -71,16 +72,10 @@ export async function reconcilePaymentsOnce(deps: Dependencies): Promise<Payment
 
 /** Runs a pass every RECONCILE_INTERVAL_SECONDS until stopped; a failed pass is logged. */
 export function startPaymentReconciler(deps: Dependencies): { stop(): void } {
-  let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    reconcilePaymentsOnce(deps)
-      .catch((error: unknown) => deps.logger.error({ err: error }, 'payment reconciler pass failed'))
-      .finally(() => {
-        running = false;
-      });
-  }, deps.config.billing.reconcileIntervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return startPeriodic({
+    intervalMs: deps.config.billing.reconcileIntervalMs,
+    logger: deps.logger,
+    failure: 'payment reconciler pass failed',
+    pass: () => reconcilePaymentsOnce(deps),
+  });
 }

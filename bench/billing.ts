@@ -13,12 +13,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { apiKeyDigest, SERVICE_TOKEN_AUDIENCE, SERVICE_TOKEN_ISSUER } from '@tollgate/schemas';
+import { apiKeyDigest } from '@tollgate/schemas';
 import { ROOT, run, startService, waitHealthy } from '@tollgate/test-harness';
-import { SignJWT } from 'jose';
 import pg from 'pg';
-import { Pool } from 'undici';
 import { cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
+import { internalApiClient } from './src/internal-api.ts';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
@@ -91,25 +90,7 @@ async function main() {
       accounts.push({ accountId, keyId, digest: apiKeyDigest(secret) });
     }
 
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: 'HS256' })
-      .setIssuer(SERVICE_TOKEN_ISSUER)
-      .setAudience(SERVICE_TOKEN_AUDIENCE)
-      .setIssuedAt()
-      .setExpirationTime('30m')
-      .sign(new TextEncoder().encode(env.INTERNAL_TOKEN_SECRET));
-    const pool = new Pool(`http://127.0.0.1:${PORTS.internal}`, { connections: 64 });
-    const call = async (pathName: string, body: unknown) => {
-      const response = await pool.request({
-        method: 'POST',
-        path: `/internal/v1${pathName}`,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`${pathName}: ${response.statusCode} ${text}`);
-      return JSON.parse(text) as { results: Array<{ ok?: boolean }> };
-    };
+    const { call, close } = await internalApiClient(PORTS.internal, env.INTERNAL_TOKEN_SECRET as string, 64);
 
     const groups = { controlPlane: () => [controlPlane.child.pid!], postgres: () => pidsNamed('postgres') };
     const lines: string[] = [
@@ -189,7 +170,7 @@ async function main() {
       lines.push(`| ${row.join(' | ')} |`);
       console.error(`workers ${workers}, batch ${batch}: ${row[2]} reserve+settle/s`);
     }
-    await pool.close();
+    await close();
     const ledger = JSON.parse(await cli('verify-ledger')) as { consistent: boolean; problems: string[] };
     lines.push('', `Ledger consistent after the runs: ${ledger.consistent}`, '');
     console.log(lines.join('\n'));

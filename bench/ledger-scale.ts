@@ -14,11 +14,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
-import { apiKeyDigest, SERVICE_TOKEN_AUDIENCE, SERVICE_TOKEN_ISSUER } from '@tollgate/schemas';
+import { apiKeyDigest } from '@tollgate/schemas';
 import { findFreePort, ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
-import { SignJWT } from 'jose';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { internalApiClient } from './src/internal-api.ts';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ROWS = Number(process.env.SCALE_ROWS ?? 10_000_000);
@@ -315,25 +315,10 @@ async function main() {
 
 /** Reserve + settle one at a time for the hot account: [reserve p50, p99, settle p50, p99] in ms. */
 async function hotPath(internalPort: number, secret: string, account: Account): Promise<number[]> {
-  const token = await new SignJWT({})
-    .setProtectedHeader({ alg: 'HS256' })
-    .setIssuer(SERVICE_TOKEN_ISSUER)
-    .setAudience(SERVICE_TOKEN_AUDIENCE)
-    .setIssuedAt()
-    .setExpirationTime('30m')
-    .sign(new TextEncoder().encode(secret));
-  const pool = new Pool(`http://127.0.0.1:${internalPort}`, { connections: 1 });
+  const client = await internalApiClient(internalPort, secret, 1);
   const call = async (pathName: string, body: unknown) => {
-    const response = await pool.request({
-      method: 'POST',
-      path: `/internal/v1${pathName}`,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.body.text();
-    if (response.statusCode !== 200) throw new Error(`${pathName}: ${response.statusCode} ${text}`);
-    const results = (JSON.parse(text) as { results: Array<{ ok?: boolean; status?: string }> }).results;
-    if (results[0]?.ok === false) throw new Error(`${pathName}: ${text}`);
+    const answer = await client.call(pathName, body);
+    if (answer.results[0]?.ok === false) throw new Error(`${pathName}: ${JSON.stringify(answer)}`);
   };
   const key = account.keys[0]!;
   const reserve: number[] = [];
@@ -376,7 +361,7 @@ async function hotPath(internalPort: number, secret: string, account: Account): 
       settle.push(performance.now() - started);
     }
   }
-  await pool.close();
+  await client.close();
   reserve.sort((a, b) => a - b);
   settle.sort((a, b) => a - b);
   return [

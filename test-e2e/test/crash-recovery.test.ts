@@ -186,6 +186,21 @@ async function waitUntilNoneOpen(accountId: string): Promise<Row[]> {
   }
 }
 
+/** Served again after a restart, without touching the other services: every worker's last call. */
+function expectEveryWorkerServedAfter(outcomes: Outcome[], workers: number, restartedAt: number): void {
+  for (let id = 0; id < workers; id++) {
+    const last = outcomes.filter((outcome) => outcome.worker === id).at(-1);
+    expect(last?.status, `worker ${id}`).toBe(200);
+    expect(last!.startedAt).toBeGreaterThan(restartedAt);
+  }
+}
+
+/** Every call answered 200 is among the settled ones, and nothing else is (settled by call number). */
+function expectAnsweredSettledOnce(outcomes: Outcome[], settled: Map<number, Row>): void {
+  const answered = outcomes.filter((outcome) => outcome.status === 200).map((outcome) => outcome.index);
+  expect([...settled.keys()].sort((a, b) => a - b)).toEqual(answered.sort((a, b) => a - b));
+}
+
 /**
  * The money checks every fault must pass: each reservation's credit ledger rows match its status
  * (settled: exactly its charge left the balance; released: nothing; held: its reserve kept aside),
@@ -277,18 +292,13 @@ describe('kill -9 of the control plane under load', () => {
     const refused = outcomes.filter((outcome) => outcome.status !== 200);
     expect(refused.every((outcome) => outcome.endedAt >= killedAt)).toBe(true);
     // Served again after the restart, without touching the gateway: every worker's last call.
-    for (let id = 0; id < workers; id++) {
-      const last = outcomes.filter((outcome) => outcome.worker === id).at(-1);
-      expect(last?.status, `worker ${id}`).toBe(200);
-      expect(last!.startedAt).toBeGreaterThan(restartedAt);
-    }
+    expectEveryWorkerServedAfter(outcomes, workers, restartedAt);
 
     // The gateway delivers what it queued during the outage; then nothing is left open.
     const rows = await waitUntilNoneOpen(accountId);
     const settled = await expectMoneyAddsUp(accountId, rows);
     // Every call answered 200 is settled, once, at its price; no refused call costs anything.
-    const answered = outcomes.filter((outcome) => outcome.status === 200).map((outcome) => outcome.index);
-    expect([...settled.keys()].sort((a, b) => a - b)).toEqual(answered.sort((a, b) => a - b));
+    expectAnsweredSettledOnce(outcomes, settled);
     // What the outage left: reserves committed (or not) whose answer was lost are released.
     const released = rows.filter((row) => row.status === 'released');
     expect(rows.filter((row) => row.status === 'held')).toEqual([]);
@@ -441,17 +451,12 @@ describe('a Redis restart under load', () => {
     expect(
       outcomes.filter((outcome) => outcome.status !== 200).every((outcome) => outcome.endedAt >= killedAt),
     ).toBe(true);
-    for (let id = 0; id < workers; id++) {
-      const last = outcomes.filter((outcome) => outcome.worker === id).at(-1);
-      expect(last?.status, `worker ${id}`).toBe(200);
-      expect(last!.startedAt).toBeGreaterThan(restartedAt);
-    }
+    expectEveryWorkerServedAfter(outcomes, workers, restartedAt);
 
     const rows = await waitUntilNoneOpen(accountId);
     const settled = await expectMoneyAddsUp(accountId, rows);
     // Refused before any reservation: the outage cost nothing and every answered call is billed.
-    const answered = outcomes.filter((outcome) => outcome.status === 200).map((outcome) => outcome.index);
-    expect([...settled.keys()].sort((a, b) => a - b)).toEqual(answered.sort((a, b) => a - b));
+    expectAnsweredSettledOnce(outcomes, settled);
     expect(rows.filter((row) => row.status !== 'settled')).toEqual([]);
     console.info(`redis kill -9 and restart: ${JSON.stringify(counts)}, ${settled.size} settled`);
   });

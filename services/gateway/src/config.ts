@@ -38,7 +38,7 @@ export const GatewayEnv = z.object({
    * Reservation calls under way at once; reservations queued behind them leave as one batch. 4,
    * not 1: with one, each reservation waited for the previous round trip (README, Benchmarks).
    */
-  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 4),
+  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 2),
   /** Settles/releases/holds wait at most this long to leave together in one batch. */
   FINISH_FLUSH_MS: withDefault(positiveInt, 20),
   /** Most settlements held in memory while the control plane is unreachable; the rest are kept on disk/Redis. */

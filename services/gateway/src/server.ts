@@ -1,4 +1,4 @@
-import { createAdaptorServer } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import type { FinishItem } from '@tollgate/schemas';
 import {
   createLogger,
@@ -7,7 +7,6 @@ import {
   type Logger,
   listen,
   serveMetrics,
-  serverOptions,
 } from '@tollgate/service-kit';
 import { createControlPlaneClient } from './billing/control-plane-client.ts';
 import { createFinishQueue } from './billing/finish-queue.ts';
@@ -23,6 +22,7 @@ import type { GatewayConfig } from './config.ts';
 import type { GatewayDependencies } from './deps.ts';
 import { subscribeToInvalidations } from './events/invalidation-subscriber.ts';
 import { createGatewayApp } from './http/app.ts';
+import { createMeteredRoutes } from './http/metered-routes.ts';
 import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
@@ -161,9 +161,12 @@ export async function startGateway(
     redisUrl: config.redisUrl ? { url: config.redisUrl, cluster: config.redisCluster } : undefined,
     logger,
   });
-  const app = createGatewayApp(deps, { readiness });
+  const metered = createMeteredRoutes(deps);
+  const others = getRequestListener(createGatewayApp(deps, { readiness }).fetch);
   const server = await listen(
-    createAdaptorServer({ fetch: app.fetch, serverOptions: serverOptions(config.http) }) as never,
+    (request, response) => {
+      if (!metered(request, response)) void others(request, response);
+    },
     config.port,
     config.host,
     config.http,

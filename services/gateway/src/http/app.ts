@@ -1,59 +1,38 @@
-import { randomUUID } from 'node:crypto';
-import { AppError, renderMessagesError, renderOpenAIError, toAppError } from '@tollgate/errors';
-import type { MeteredSurface } from '@tollgate/schemas';
+import { AppError, renderOpenAIError } from '@tollgate/errors';
 import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
-import { timedFirstByte } from '../metrics/instrument.ts';
-import { handleMetered } from '../proxy/metered.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
 import { countTokens, keyStatus, listModels } from '../proxy/unmetered.ts';
+import { fromWebRequest, type InboundRequest } from './inbound.ts';
 import type { Readiness } from './readiness.ts';
+import { type ErrorStyle, startCycle } from './request-cycle.ts';
 
-type ErrorStyle = 'messages' | 'openai';
-type Handler = (deps: GatewayDependencies, request: Request, log: RequestLog) => Promise<Response>;
+type Handler = (deps: GatewayDependencies, request: InboundRequest, log: RequestLog) => Promise<Response>;
 
-/**
- * Runs one handler: renders any failure in the body style of its surface (messages-style on
- * /v1/messages and count_tokens, openai-style elsewhere) and writes one access-log line. Only
- * server faults are logged as errors; the path is logged without its query string.
- */
+/** Runs one handler served through Hono: its failure rendered in the body style of its surface. */
 function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
   return async (c: { req: { raw: Request; path: string; method: string } }): Promise<Response> => {
-    const started = performance.now();
-    const log: RequestLog = { requestId: randomUUID(), method: c.req.method, path: c.req.path };
-    // The client's trace continues here (or one starts); calls made for it carry this span.
-    const span = deps.tracing?.start(`${c.req.method} ${c.req.path}`, c.req.raw.headers.get('traceparent'));
-    if (span) log.traceId = span.traceId;
+    const cycle = startCycle(deps, c.req.method, c.req.path, c.req.raw.headers.get('traceparent'), style);
     let response: Response;
     let code: string | undefined;
     try {
-      response = await (span && deps.tracing
-        ? deps.tracing.run(span, () => handler(deps, c.req.raw, log))
-        : handler(deps, c.req.raw, log));
+      response = await cycle.run(() => handler(deps, fromWebRequest(c.req.raw), cycle.log));
     } catch (error) {
-      const appError = toAppError(error);
-      code = appError.code;
-      if (appError.status >= 500 && appError.code === 'server_error') {
-        deps.logger.error({ err: error, ...log }, 'request failed');
-      }
-      const rendered = style === 'messages' ? renderMessagesError(appError) : renderOpenAIError(appError);
-      response = Response.json(rendered.body, { status: rendered.status, headers: rendered.headers });
+      const failure = cycle.fail(error);
+      code = failure.code;
+      response = Response.json(failure.body, { status: failure.status, headers: failure.headers });
     }
-    response.headers.set('x-request-id', log.requestId);
-    log.ms = Math.round((performance.now() - started) * 10) / 10;
-    deps.metrics?.request(log.path, log.alias, response.status, code, log.ms);
-    response = timedFirstByte(deps.metrics, log.path, started, response);
-    span?.end({ 'http.response.status_code': response.status, ...(code ? { 'tollgate.code': code } : {}) });
-    deps.logger.info({ ...log, status: response.status, ...(code ? { code } : {}) }, 'request');
+    response.headers.set('x-request-id', cycle.log.requestId);
+    deps.metrics?.firstByte(cycle.log.path, performance.now() - cycle.started);
+    cycle.end(response.status, code);
     return response;
   };
 }
 
-function metered(surface: MeteredSurface): Handler {
-  return (deps, request, log) => handleMetered(deps, request, surface, log);
-}
-
-/** The gateway's HTTP surface. */
+/**
+ * The gateway's routes other than the metered ones (served by metered-routes.ts straight from
+ * Node's server): health, readiness, count_tokens, models and key status.
+ */
 export function createGatewayApp(deps: GatewayDependencies, options: { readiness?: Readiness } = {}) {
   const app = new Hono();
 
@@ -71,10 +50,7 @@ export function createGatewayApp(deps: GatewayDependencies, options: { readiness
     );
   });
 
-  app.post('/v1/messages', run(deps, 'messages', metered('messages')));
   app.post('/v1/messages/count_tokens', run(deps, 'messages', countTokens));
-  app.post('/v1/chat/completions', run(deps, 'openai', metered('chat_completions')));
-  app.post('/v1/responses', run(deps, 'openai', metered('responses')));
   app.get('/v1/models', run(deps, 'openai', listModels));
   app.get('/v1/key/status', run(deps, 'openai', keyStatus));
 

@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import { apiKeyDigest, type ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
+import type { InboundRequest } from '../http/inbound.ts';
 import { readApiKey } from './credentials.ts';
 
 export interface Authenticated {
@@ -15,7 +16,7 @@ export interface Authenticated {
  */
 export async function authenticate(
   deps: GatewayDependencies,
-  request: Request,
+  request: InboundRequest,
   options: { fresh?: boolean } = {},
 ): Promise<Authenticated> {
   const digest = apiKeyDigest(readApiKey(request.headers, request.url));

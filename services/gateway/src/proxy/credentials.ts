@@ -1,5 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import { isWellFormedApiKey } from '@tollgate/schemas';
+import type { HeaderReader } from '../http/inbound.ts';
 
 /** Query parameters that would carry a credential; such a URL is refused (and never logged). */
 const CREDENTIAL_PARAMETERS = new Set([
@@ -17,7 +18,7 @@ const CREDENTIAL_PARAMETERS = new Set([
  * Different keys in the two -> conflicting_api_keys; none, malformed or a bad checksum ->
  * invalid_api_key (without any lookup). A key in the query string is refused outright.
  */
-export function readApiKey(headers: Headers, url: string): string {
+export function readApiKey(headers: HeaderReader, url: string): string {
   const query = url.indexOf('?');
   if (query !== -1) {
     for (const [name, value] of new URLSearchParams(url.slice(query + 1))) {

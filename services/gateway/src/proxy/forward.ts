@@ -1,6 +1,7 @@
 import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
+import type { InboundRequest } from '../http/inbound.ts';
 import {
   checkUpstreamResponse,
   getAdapter,
@@ -11,10 +12,11 @@ import {
 } from '../upstream/index.ts';
 import { logUpstreamFailure } from './failure-log.ts';
 import { CLIENT_GONE_STATUS, type Decision, decide, decideStream, outcomeOf } from './finish.ts';
+import type { Reply } from './reply.ts';
 import type { RequestLog } from './request-log.ts';
 
 export interface ForwardInput {
-  request: Request;
+  request: InboundRequest;
   surface: MeteredSurface;
   stream: boolean;
   alias: string;
@@ -29,7 +31,7 @@ export interface ForwardInput {
 /** How a forwarded call turned out. Never a rejection: every path ends in a decision. */
 export interface Forwarded {
   /** What the client gets: an answer, or the error to render in its surface's style. */
-  reply: { response: Response } | { error: AppError };
+  reply: { answer: Reply } | { error: AppError };
   /**
    * What becomes of the reservation; resolves exactly once and never rejects. Already resolved
    * unless `streaming`, where it resolves when the stream (or its drain) has ended.
@@ -112,7 +114,7 @@ async function forward(
       return decideStream(outcome);
     });
     return {
-      reply: { response: new Response(relayed.body, { status: 200, headers: relayed.headers }) },
+      reply: { answer: { status: 200, headers: relayed.headers, body: relayed.body } },
       decision,
       streaming: true,
     };
@@ -141,10 +143,7 @@ async function forward(
   if (gone) return failed(new AppError('client_disconnected'), decide.clientGone(result.usage));
   return {
     reply: {
-      response: new Response(result.body, {
-        status: result.status,
-        headers: { 'content-type': result.contentType },
-      }),
+      answer: { status: result.status, headers: { 'content-type': result.contentType }, body: result.body },
     },
     decision: Promise.resolve(decide.settle(result.usage, result.status)),
     streaming: false,

@@ -3,6 +3,7 @@ import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface, ReserveItem, ReserveResult, ResolvedKey } from '@tollgate/schemas';
 import { mayHaveReserved } from '../billing/reserve-batcher.ts';
 import type { GatewayDependencies } from '../deps.ts';
+import type { InboundRequest } from '../http/inbound.ts';
 import {
   assertSupportedParameters,
   estimateReservedInputTokens,
@@ -15,6 +16,7 @@ import { authenticate } from './authenticate.ts';
 import { type Decision, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
 import { takeLimits } from './limits.ts';
+import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
 import { selectAlias, selectPlan } from './select-alias.ts';
@@ -27,10 +29,10 @@ import { selectAlias, selectPlan } from './select-alias.ts';
  */
 export async function handleMetered(
   deps: GatewayDependencies,
-  request: Request,
+  request: InboundRequest,
   surface: MeteredSurface,
   log: RequestLog,
-): Promise<Response> {
+): Promise<Reply> {
   const { digest, key } = await authenticate(deps, request);
   log.keyId = key.keyId;
   const { text, body } = await readRequestJson(deps, key, request);
@@ -103,7 +105,7 @@ export async function handleMetered(
     // find this one in flight.
     if (!forwarded.streaming) await ended;
     if ('error' in forwarded.reply) throw forwarded.reply.error;
-    return forwarded.reply.response;
+    return forwarded.reply.answer;
   } finally {
     if (!ended) await lease?.release();
   }

@@ -1,6 +1,7 @@
 import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import { parseJsonObject, readBodyWithLimit } from '../request/index.ts';
+import type { InboundRequest } from '../http/inbound.ts';
+import { parseJsonObject } from '../request/index.ts';
 
 /**
  * The request's JSON object, read under the lower of the service limit and the key's
@@ -9,11 +10,9 @@ import { parseJsonObject, readBodyWithLimit } from '../request/index.ts';
 export async function readRequestJson(
   deps: GatewayDependencies,
   key: ResolvedKey,
-  request: Request,
+  request: InboundRequest,
 ): Promise<{ text: string; body: Record<string, unknown> }> {
   const limit = Math.min(deps.config.maxRequestBytes, key.limits.maxRequestBytes);
-  const text = (await readBodyWithLimit(request.body, limit, request.headers.get('content-length'))).toString(
-    'utf8',
-  );
+  const text = (await request.readBody(limit)).toString('utf8');
   return { text, body: parseJsonObject(text, deps.config.maxJsonDepth) };
 }

@@ -1,5 +1,6 @@
 import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
+import type { InboundRequest } from '../http/inbound.ts';
 import { assertSupportedParameters, estimateInputTokens } from '../request/index.ts';
 import { authenticate } from './authenticate.ts';
 import { takeLimits } from './limits.ts';
@@ -10,7 +11,7 @@ import { selectAlias, selectPlan } from './select-alias.ts';
 /** POST /v1/messages/count_tokens: a local estimate; no reservation, no upstream call. */
 export async function countTokens(
   deps: GatewayDependencies,
-  request: Request,
+  request: InboundRequest,
   log: RequestLog,
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
@@ -37,7 +38,7 @@ function aliasesInScope(deps: GatewayDependencies, key: ResolvedKey) {
  */
 export async function listModels(
   deps: GatewayDependencies,
-  request: Request,
+  request: InboundRequest,
   log: RequestLog,
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
@@ -67,7 +68,7 @@ export async function listModels(
 /** GET /v1/key/status: state, expiry, allowed aliases, ceilings and balances. Reserves nothing. */
 export async function keyStatus(
   deps: GatewayDependencies,
-  request: Request,
+  request: InboundRequest,
   log: RequestLog,
 ): Promise<Response> {
   const { digest, key } = await authenticate(deps, request, { fresh: true });

@@ -3,5 +3,5 @@ export { estimateInputTokens, estimateReservedInputTokens } from '../tokens/coun
 export { parseJsonObject } from './json-object.ts';
 export { resolveMaxOutput } from './max-output.ts';
 export { assertSupportedParameters } from './parameters.ts';
-export { readBodyWithLimit } from './read-body.ts';
+export { readBodyWithLimit, readStreamWithLimit } from './read-body.ts';
 export { readTopLevelValue, setTopLevelFields, withIncludeUsage } from './top-level-json.ts';

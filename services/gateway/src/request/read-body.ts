@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { AppError } from '@tollgate/errors';
 
 /*
@@ -63,4 +64,45 @@ export async function readBodyWithLimit(
     reader.releaseLock();
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+/**
+ * The same contract over a Node request stream (the gateway's own server): refused at once when
+ * Content-Length declares more than `limit`, else the moment the bytes read exceed it, after which
+ * the stream is paused and nothing more is read (the server drains or drops the rest after its
+ * answer). A client that leaves before the end rejects with client_disconnected.
+ */
+export function readStreamWithLimit(
+  stream: Readable,
+  limit: number,
+  contentLength: string | null | undefined,
+): Promise<Buffer> {
+  const declared = parseDeclaredLength(contentLength);
+  if (declared !== undefined && declared > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const done = (error: Error | null) => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+      if (error) {
+        stream.pause();
+        reject(error);
+      } else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+    };
+    const onData = (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > limit) done(tooLarge(limit));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => done(null);
+    const onError = (error: Error) => done(new AppError('client_disconnected', { cause: error }));
+    const onClose = () => done(new AppError('client_disconnected'));
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+    stream.once('close', onClose);
+  });
 }

@@ -55,7 +55,7 @@ export interface UpstreamAdapter {
   buildRequest(input: {
     target: UpstreamTarget;
     surface: MeteredSurface;
-    clientHeaders: Headers;
+    clientHeaders: Pick<Headers, 'get'>;
   }): UpstreamRequest;
   /** Usage of a non-streamed response body (already parsed JSON); null when absent or malformed. */
   extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null;

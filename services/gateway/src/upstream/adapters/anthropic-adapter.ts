@@ -27,7 +27,7 @@ function messagesUrl(baseUrl: string): string {
 function buildRequest(input: {
   target: UpstreamTarget;
   surface: MeteredSurface;
-  clientHeaders: Headers;
+  clientHeaders: Pick<Headers, 'get'>;
 }): UpstreamRequest {
   assertSurface(anthropicAdapter, input.surface);
   const headers: Record<string, string> = {

@@ -34,7 +34,7 @@ const PATHS: Partial<Record<MeteredSurface, string>> = {
 function buildRequest(input: {
   target: UpstreamTarget;
   surface: MeteredSurface;
-  clientHeaders: Headers;
+  clientHeaders: Pick<Headers, 'get'>;
 }): UpstreamRequest {
   assertSurface(openaiAdapter, input.surface);
   const headers: Record<string, string> = { 'content-type': 'application/json' };

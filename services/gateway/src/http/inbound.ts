@@ -1,0 +1,46 @@
+import type { IncomingMessage } from 'node:http';
+import { readBodyWithLimit, readStreamWithLimit } from '../request/index.ts';
+
+/** The headers a handler reads; both Web Headers and a Node request's headers provide it. */
+export interface HeaderReader {
+  get(name: string): string | null;
+}
+
+/**
+ * What a handler reads of a client's request, whichever server delivered it: the metered routes
+ * are served by Node's own server (no Web Request on the hot path), the others through Hono.
+ */
+export interface InboundRequest {
+  /** Path and query as sent (a full URL through Hono); only the query is ever read from it. */
+  readonly url: string;
+  readonly headers: HeaderReader;
+  /** Aborts when the client goes away before its answer has been sent. */
+  readonly signal: AbortSignal;
+  /** The whole body, refused with request_too_large past `limit` bytes. */
+  readBody(limit: number): Promise<Buffer>;
+}
+
+export function fromWebRequest(request: Request): InboundRequest {
+  return {
+    url: request.url,
+    headers: request.headers,
+    signal: request.signal,
+    readBody: (limit) => readBodyWithLimit(request.body, limit, request.headers.get('content-length')),
+  };
+}
+
+export function fromNodeRequest(request: IncomingMessage, signal: AbortSignal): InboundRequest {
+  const headers: HeaderReader = {
+    get(name) {
+      const value = request.headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+  return {
+    url: request.url ?? '/',
+    headers,
+    signal,
+    readBody: (limit) => readStreamWithLimit(request, limit, headers.get('content-length')),
+  };
+}

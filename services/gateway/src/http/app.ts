@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
 import { countTokens, keyStatus, listModels } from '../proxy/unmetered.ts';
-import { fromWebRequest, type InboundRequest } from './inbound.ts';
+import { fromWebRequest, type InboundRequest } from '../request/inbound.ts';
 import type { Readiness } from './readiness.ts';
 import { type ErrorStyle, startCycle } from './request-cycle.ts';
 

@@ -3,7 +3,7 @@ import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import { handleMetered } from '../proxy/metered.ts';
 import type { Reply } from '../proxy/reply.ts';
-import { fromNodeRequest } from './inbound.ts';
+import { fromNodeRequest } from '../request/inbound.ts';
 import { type ErrorStyle, startCycle } from './request-cycle.ts';
 
 const METERED_ROUTES: ReadonlyMap<string, { surface: MeteredSurface; style: ErrorStyle }> = new Map([

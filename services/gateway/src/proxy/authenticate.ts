@@ -1,7 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import { apiKeyDigest, type ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import type { InboundRequest } from '../http/inbound.ts';
+import type { InboundRequest } from '../request/inbound.ts';
 import { readApiKey } from './credentials.ts';
 
 export interface Authenticated {

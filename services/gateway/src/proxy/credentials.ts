@@ -1,6 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import { isWellFormedApiKey } from '@tollgate/schemas';
-import type { HeaderReader } from '../http/inbound.ts';
+import type { HeaderReader } from '../request/inbound.ts';
 
 /** Query parameters that would carry a credential; such a URL is refused (and never logged). */
 const CREDENTIAL_PARAMETERS = new Set([

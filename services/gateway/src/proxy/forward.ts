@@ -1,7 +1,7 @@
 import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import type { InboundRequest } from '../http/inbound.ts';
+import type { InboundRequest } from '../request/inbound.ts';
 import {
   checkUpstreamResponse,
   getAdapter,

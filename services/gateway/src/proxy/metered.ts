@@ -3,7 +3,7 @@ import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface, ReserveItem, ReserveResult, ResolvedKey } from '@tollgate/schemas';
 import { mayHaveReserved } from '../billing/reserve-batcher.ts';
 import type { GatewayDependencies } from '../deps.ts';
-import type { InboundRequest } from '../http/inbound.ts';
+import type { InboundRequest } from '../request/inbound.ts';
 import {
   assertSupportedParameters,
   estimateReservedInputTokens,

@@ -1,6 +1,6 @@
 import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import type { InboundRequest } from '../http/inbound.ts';
+import type { InboundRequest } from '../request/inbound.ts';
 import { parseJsonObject } from '../request/index.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import type { InboundRequest } from '../http/inbound.ts';
+import type { InboundRequest } from '../request/inbound.ts';
 import { assertSupportedParameters, estimateInputTokens } from '../request/index.ts';
 import { authenticate } from './authenticate.ts';
 import { takeLimits } from './limits.ts';

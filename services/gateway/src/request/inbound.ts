@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { readBodyWithLimit, readStreamWithLimit } from '../request/index.ts';
+import { readBodyWithLimit, readStreamWithLimit } from './read-body.ts';
 
 /** The headers a handler reads; both Web Headers and a Node request's headers provide it. */
 export interface HeaderReader {

@@ -111,8 +111,9 @@ async function main() {
       }
       return { email, accountId, keys: created };
     };
-    // One more key than the seed uses: a key without calls, whose page reads the whole account.
-    const heavy = await createAccount('heavy@example.test', HEAVY_KEYS + 1);
+    // Two more keys than the seed uses: one with a single call 90 days ago, whose page reads the
+    // account's every call since (the worst case), and one never used.
+    const heavy = await createAccount('heavy@example.test', HEAVY_KEYS + 2);
     const light = await createAccount('light@example.test', 2);
     const hot = await createAccount('hot@example.test', 1);
 
@@ -123,6 +124,25 @@ async function main() {
 
     const seedMs = await seed(heavy, light, hot);
     say(`Seeded ${ROWS.toLocaleString('en')} reservations (+ ledger rows) in ${seconds(seedMs)}`);
+    await withClient(databaseUrl, async (db) => {
+      // The old key's one call: released, so no ledger rows and no balance change.
+      await db.query(
+        `insert into reservations (id, account_id, key_id, alias, surface, status, created_at, finished_at)
+         values (gen_random_uuid(), $1, $2, 'gpt-mock', 'chat_completions', 'released',
+                 now() - interval '90 days' - interval '1 minute', now() - interval '90 days')`,
+        [heavy.accountId, heavy.keys[HEAVY_KEYS]!.keyId],
+      );
+      // What the billing functions record of each key's first reservation (and migration 0011's
+      // pass on an upgrade does): timed, as the cost of that upgrade.
+      const firstUseStarted = performance.now();
+      await db.query(`
+        update api_keys k set first_used_at = f.first
+        from (select key_id, min(created_at) as first from reservations group by key_id) f
+        where f.key_id = k.id`);
+      say(
+        `Keys' first use from ${ROWS.toLocaleString('en')} reservations (migration 0011's pass): ${seconds(performance.now() - firstUseStarted)}`,
+      );
+    });
     const sizes = await withClient(
       databaseUrl,
       async (client) =>
@@ -205,7 +225,8 @@ async function main() {
     ] as const) {
       const cookie = await signIn(account.email);
       const rareKey = account.keys[account === heavy ? HEAVY_KEYS - 1 : 1]!.keyId;
-      const unusedKey = account.keys[HEAVY_KEYS]?.keyId;
+      const oldKey = account.keys[HEAVY_KEYS]?.keyId;
+      const unusedKey = account.keys[HEAVY_KEYS + 1]?.keyId;
       const rows = await withClient(
         databaseUrl,
         async (client) =>
@@ -225,13 +246,11 @@ async function main() {
         ['activity, 50 pages deep (cursor)', `/me/activity?cursor=${deep ?? ''}`],
         ['activity, one key (its rarest), first page', `/me/activity?keyId=${rareKey}`],
         ['activity, one key, 20 pages deep', `/me/activity?keyId=${rareKey}&cursor=${deepKey ?? ''}`],
-        ...(unusedKey
-          ? [
-              [
-                'activity, a key without calls (reads the whole account)',
-                `/me/activity?keyId=${unusedKey}`,
-              ] as [string, string],
-            ]
+        ...(oldKey && unusedKey
+          ? ([
+              ['activity, a key with one call 90 days ago (reads 90 days)', `/me/activity?keyId=${oldKey}`],
+              ['activity, a key never used', `/me/activity?keyId=${unusedKey}`],
+            ] as Array<[string, string]>)
           : []),
         ['usage summary, default (30 days)', '/me/usage/summary'],
         ['usage summary, 90 days', `/me/usage/summary?from=${day(89)}&to=${day(0)}`],

@@ -9,6 +9,7 @@ import * as security from './0007_security.ts';
 import * as usageRollup from './0008_usage_rollup.ts';
 import * as status from './0009_status.ts';
 import * as settleFlush from './0010_settle_flush.ts';
+import * as keyFirstUse from './0011_key_first_use.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008_usage_rollup': usageRollup,
   '0009_status': status,
   '0010_settle_flush': settleFlush,
+  '0011_key_first_use': keyFirstUse,
 };

@@ -21,6 +21,8 @@ export interface ApiKeysTable {
   updated_at: ColumnType<Date, never, Date>;
   rotated_at: Date | null;
   revoked_at: Date | null;
+  /** When the key's first reservation was written (migration 0011); the billing functions set it. */
+  first_used_at: ColumnType<Date | null, never, never>;
 }
 
 export interface KeyRevealAuditTable {

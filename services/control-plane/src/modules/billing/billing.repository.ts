@@ -283,9 +283,15 @@ export function listHeldReservations(db: Db, limit: number) {
 export function selectActivityPage(
   db: Db,
   accountId: string,
-  page: { keyId: string | undefined; after: { createdAt: string; id: string } | null; limit: number },
+  page: {
+    keyId: string | undefined;
+    /** No row older than this is read (the key's first use, for one key's page). */
+    since: Date | null;
+    after: { createdAt: string; id: string } | null;
+    limit: number;
+  },
 ) {
-  const { keyId, after } = page;
+  const { keyId, since, after } = page;
   return (
     db
       .selectFrom('reservations')
@@ -297,6 +303,8 @@ export function selectActivityPage(
       )
       .where('account_id', '=', accountId)
       .$if(keyId !== undefined, (q) => q.where('key_id', '=', keyId!))
+      // Ends the walk of the index there instead of at the account's first call.
+      .$if(since !== null, (q) => q.where('created_at', '>=', since!))
       // A row comparison, so the index (account_id, created_at desc, id desc) starts at the cursor.
       .$if(after !== null, (q) =>
         q.where(sql<boolean>`(created_at, id) < (${after!.createdAt}::timestamptz, ${after!.id}::uuid)`),
@@ -306,6 +314,17 @@ export function selectActivityPage(
       .limit(page.limit)
       .execute()
   );
+}
+
+/** When the account's key made its first reservation; null if never (or not this account's key). */
+export async function selectKeyFirstUse(db: Db, accountId: string, keyId: string): Promise<Date | null> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select('first_used_at')
+    .where('id', '=', keyId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  return row?.first_used_at ?? null;
 }
 
 export interface UsageSummaryDbRow {

@@ -171,6 +171,12 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
                 ${row.status}, ${row.created_at}::timestamptz)
       `.execute(context.deps.db);
     }
+    // Written behind the billing functions' back: record the keys' first use as they would.
+    await sql`
+      update api_keys k set first_used_at = f.first
+      from (select key_id, min(created_at) as first from reservations group by key_id) f
+      where f.key_id = k.id
+    `.execute(context.deps.db);
     // Newest first; equal times in descending id order.
     const expected = [...rows]
       .sort((a, b) =>
@@ -205,6 +211,50 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
       const refused = await client.request('GET', `/me/activity?cursor=${cursor}`);
       expect(refused).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
     }
+  });
+
+  it("lists one key's calls from its first use on, and none for a key never used", async () => {
+    const { client, key } = await customer();
+    await changeCredit(context.deps, {
+      accountId: key.accountId,
+      amount: 1_000_000n,
+      kind: 'grant',
+      cause: 'test',
+    });
+    const unused = await client.request('POST', '/me/api-keys', { body: { name: 'unused' } });
+    const unusedKeyId: string = unused.body.data.key.id;
+    const firstUse = async (keyId: string) =>
+      (
+        await sql<{
+          first_used_at: Date | null;
+        }>`select first_used_at from api_keys where id = ${keyId}::uuid`.execute(context.deps.db)
+      ).rows[0]!.first_used_at;
+    expect(await firstUse(key.keyId)).toBeNull();
+
+    const first = await meteredCall(key, 'priced', 3n, 4n);
+    const second = await meteredCall(key, 'priced', 5n, 6n);
+    const recorded = await firstUse(key.keyId);
+    const reservedAt = (
+      await sql<{ created_at: Date }>`select created_at from reservations where id = ${first}::uuid`.execute(
+        context.deps.db,
+      )
+    ).rows[0]!.created_at;
+    // The first reservation's own time; the second call does not move it.
+    expect(recorded?.toISOString()).toBe(reservedAt.toISOString());
+
+    // A settle for a reservation Postgres never kept (forgotten by a crash) writes its row with the
+    // gateway's time; the key's first use moves back to it, so the row is listed too.
+    const forgotten = crypto.randomUUID();
+    const occurredAt = new Date(reservedAt.getTime() - 3_600_000).toISOString();
+    await api.finish([{ ...settleItem(key, forgotten, 'priced', 1n, 1n), occurredAt }]);
+    expect((await firstUse(key.keyId))?.toISOString()).toBe(occurredAt);
+
+    const mine = await client.request('GET', `/me/activity?keyId=${key.keyId}`);
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.items.map((item: { id: string }) => item.id)).toEqual([second, first, forgotten]);
+    const none = await client.request('GET', `/me/activity?keyId=${unusedKeyId}`);
+    expect(none).toMatchObject({ status: 200, body: { data: { items: [], nextCursor: null } } });
+    expect(await firstUse(unusedKeyId)).toBeNull();
   });
 
   it("never shows another account's activity", async () => {

@@ -76,6 +76,13 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   return { createdAt, id };
 }
 
+/**
+ * How far before a key's recorded first use its calls are still looked for: a reservation batch
+ * that started just before another's first use committed writes a created_at a moment earlier
+ * (migration 0011). Generous; it costs a minute of the account's calls at most.
+ */
+const FIRST_USE_MARGIN_MS = 60_000;
+
 /** Each metered call, newest first, one page at a time; optionally one key's only. */
 export async function listActivity(
   deps: Dependencies,
@@ -83,8 +90,16 @@ export async function listActivity(
   query: ActivityQuery,
 ): Promise<{ items: ActivityItem[]; nextCursor: string | null }> {
   const after = query.cursor ? decodeCursor(query.cursor) : null;
+  let since: Date | null = null;
+  if (query.keyId !== undefined) {
+    const firstUse = await repository.selectKeyFirstUse(deps.db, accountId, query.keyId);
+    // A key never used, or not this account's, has no calls to list.
+    if (firstUse === null) return { items: [], nextCursor: null };
+    since = new Date(firstUse.getTime() - FIRST_USE_MARGIN_MS);
+  }
   const rows = await repository.selectActivityPage(deps.db, accountId, {
     keyId: query.keyId,
+    since,
     after,
     limit: query.limit + 1,
   });

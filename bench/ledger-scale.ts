@@ -111,9 +111,10 @@ async function main() {
       }
       return { email, accountId, keys: created };
     };
-    // Two more keys than the seed uses: one with a single call 90 days ago, whose page reads the
-    // account's every call since (the worst case), and one never used.
-    const heavy = await createAccount('heavy@example.test', HEAVY_KEYS + 2);
+    // Three more keys than the seed uses: one with a single call 90 days ago; one with a call 90
+    // days ago and one now, whose page reads every call of the account in between (the worst
+    // case); one never used.
+    const heavy = await createAccount('heavy@example.test', HEAVY_KEYS + 3);
     const light = await createAccount('light@example.test', 2);
     const hot = await createAccount('hot@example.test', 1);
 
@@ -125,19 +126,20 @@ async function main() {
     const seedMs = await seed(heavy, light, hot);
     say(`Seeded ${ROWS.toLocaleString('en')} reservations (+ ledger rows) in ${seconds(seedMs)}`);
     await withClient(databaseUrl, async (db) => {
-      // The old key's one call: released, so no ledger rows and no balance change.
+      // The sparse keys' calls: released, so no ledger rows and no balance change.
       await db.query(
         `insert into reservations (id, account_id, key_id, alias, surface, status, created_at, finished_at)
-         values (gen_random_uuid(), $1, $2, 'gpt-mock', 'chat_completions', 'released',
-                 now() - interval '90 days' - interval '1 minute', now() - interval '90 days')`,
-        [heavy.accountId, heavy.keys[HEAVY_KEYS]!.keyId],
+         select gen_random_uuid(), $1, key_id, 'gpt-mock', 'chat_completions', 'released', at, at
+         from (values ($2::uuid, now() - interval '90 days'), ($3::uuid, now() - interval '90 days'),
+                      ($3::uuid, now() - interval '5 minutes')) as calls(key_id, at)`,
+        [heavy.accountId, heavy.keys[HEAVY_KEYS]!.keyId, heavy.keys[HEAVY_KEYS + 1]!.keyId],
       );
       // What the billing functions record of each key's first reservation (and migration 0011's
       // pass on an upgrade does): timed, as the cost of that upgrade.
       const firstUseStarted = performance.now();
       await db.query(`
-        update api_keys k set first_used_at = f.first
-        from (select key_id, min(created_at) as first from reservations group by key_id) f
+        update api_keys k set first_used_at = f.first, last_used_at = f.last
+        from (select key_id, min(created_at) as first, max(created_at) as last from reservations group by key_id) f
         where f.key_id = k.id`);
       say(
         `Keys' first use from ${ROWS.toLocaleString('en')} reservations (migration 0011's pass): ${seconds(performance.now() - firstUseStarted)}`,
@@ -226,7 +228,8 @@ async function main() {
       const cookie = await signIn(account.email);
       const rareKey = account.keys[account === heavy ? HEAVY_KEYS - 1 : 1]!.keyId;
       const oldKey = account.keys[HEAVY_KEYS]?.keyId;
-      const unusedKey = account.keys[HEAVY_KEYS + 1]?.keyId;
+      const spanKey = account.keys[HEAVY_KEYS + 1]?.keyId;
+      const unusedKey = account.keys[HEAVY_KEYS + 2]?.keyId;
       const rows = await withClient(
         databaseUrl,
         async (client) =>
@@ -246,9 +249,13 @@ async function main() {
         ['activity, 50 pages deep (cursor)', `/me/activity?cursor=${deep ?? ''}`],
         ['activity, one key (its rarest), first page', `/me/activity?keyId=${rareKey}`],
         ['activity, one key, 20 pages deep', `/me/activity?keyId=${rareKey}&cursor=${deepKey ?? ''}`],
-        ...(oldKey && unusedKey
+        ...(oldKey && spanKey && unusedKey
           ? ([
-              ['activity, a key with one call 90 days ago (reads 90 days)', `/me/activity?keyId=${oldKey}`],
+              ['activity, a key with one call 90 days ago', `/me/activity?keyId=${oldKey}`],
+              [
+                'activity, a key with two calls 90 days apart (reads 90 days)',
+                `/me/activity?keyId=${spanKey}`,
+              ],
               ['activity, a key never used', `/me/activity?keyId=${unusedKey}`],
             ] as Array<[string, string]>)
           : []),

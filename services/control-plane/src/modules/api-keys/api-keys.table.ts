@@ -23,6 +23,8 @@ export interface ApiKeysTable {
   revoked_at: Date | null;
   /** When the key's first reservation was written (migration 0011); the billing functions set it. */
   first_used_at: ColumnType<Date | null, never, never>;
+  /** Its last reservation, recorded once the previous record is an hour old (migration 0011). */
+  last_used_at: ColumnType<Date | null, never, never>;
 }
 
 export interface KeyRevealAuditTable {

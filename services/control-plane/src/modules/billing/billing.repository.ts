@@ -285,13 +285,13 @@ export function selectActivityPage(
   accountId: string,
   page: {
     keyId: string | undefined;
-    /** No row older than this is read (the key's first use, for one key's page). */
-    since: Date | null;
+    /** Only rows created in this span are read (one key's page: its first and last use). */
+    span: { from: Date; to: Date } | null;
     after: { createdAt: string; id: string } | null;
     limit: number;
   },
 ) {
-  const { keyId, since, after } = page;
+  const { keyId, span, after } = page;
   return (
     db
       .selectFrom('reservations')
@@ -303,8 +303,8 @@ export function selectActivityPage(
       )
       .where('account_id', '=', accountId)
       .$if(keyId !== undefined, (q) => q.where('key_id', '=', keyId!))
-      // Ends the walk of the index there instead of at the account's first call.
-      .$if(since !== null, (q) => q.where('created_at', '>=', since!))
+      // The walk of the index starts and ends there instead of at the account's newest and first call.
+      .$if(span !== null, (q) => q.where('created_at', '>=', span!.from).where('created_at', '<=', span!.to))
       // A row comparison, so the index (account_id, created_at desc, id desc) starts at the cursor.
       .$if(after !== null, (q) =>
         q.where(sql<boolean>`(created_at, id) < (${after!.createdAt}::timestamptz, ${after!.id}::uuid)`),
@@ -316,15 +316,20 @@ export function selectActivityPage(
   );
 }
 
-/** When the account's key made its first reservation; null if never (or not this account's key). */
-export async function selectKeyFirstUse(db: Db, accountId: string, keyId: string): Promise<Date | null> {
+/** When the account's key was first and last used (migration 0011); null if never, or not its key. */
+export async function selectKeyUse(
+  db: Db,
+  accountId: string,
+  keyId: string,
+): Promise<{ first: Date; last: Date } | null> {
   const row = await db
     .selectFrom('api_keys')
-    .select('first_used_at')
+    .select(['first_used_at', 'last_used_at'])
     .where('id', '=', keyId)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
-  return row?.first_used_at ?? null;
+  if (!row?.first_used_at || !row.last_used_at) return null;
+  return { first: row.first_used_at, last: row.last_used_at };
 }
 
 export interface UsageSummaryDbRow {

@@ -171,10 +171,10 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
                 ${row.status}, ${row.created_at}::timestamptz)
       `.execute(context.deps.db);
     }
-    // Written behind the billing functions' back: record the keys' first use as they would.
+    // Written behind the billing functions' back: record the keys' use as they would.
     await sql`
-      update api_keys k set first_used_at = f.first
-      from (select key_id, min(created_at) as first from reservations group by key_id) f
+      update api_keys k set first_used_at = f.first, last_used_at = f.last
+      from (select key_id, min(created_at) as first, max(created_at) as last from reservations group by key_id) f
       where f.key_id = k.id
     `.execute(context.deps.db);
     // Newest first; equal times in descending id order.
@@ -213,7 +213,7 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
     }
   });
 
-  it("lists one key's calls from its first use on, and none for a key never used", async () => {
+  it("lists one key's calls between its first and last use, and none for a key never used", async () => {
     const { client, key } = await customer();
     await changeCredit(context.deps, {
       accountId: key.accountId,
@@ -223,38 +223,42 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
     });
     const unused = await client.request('POST', '/me/api-keys', { body: { name: 'unused' } });
     const unusedKeyId: string = unused.body.data.key.id;
-    const firstUse = async (keyId: string) =>
-      (
-        await sql<{
-          first_used_at: Date | null;
-        }>`select first_used_at from api_keys where id = ${keyId}::uuid`.execute(context.deps.db)
-      ).rows[0]!.first_used_at;
-    expect(await firstUse(key.keyId)).toBeNull();
+    const use = async (keyId: string) => {
+      const { rows } = await sql<{ first: Date | null; last: Date | null }>`
+        select first_used_at as first, last_used_at as last from api_keys where id = ${keyId}::uuid
+      `.execute(context.deps.db);
+      return { first: rows[0]!.first?.toISOString() ?? null, last: rows[0]!.last?.toISOString() ?? null };
+    };
+    expect(await use(key.keyId)).toEqual({ first: null, last: null });
 
     const first = await meteredCall(key, 'priced', 3n, 4n);
     const second = await meteredCall(key, 'priced', 5n, 6n);
-    const recorded = await firstUse(key.keyId);
-    const reservedAt = (
-      await sql<{ created_at: Date }>`select created_at from reservations where id = ${first}::uuid`.execute(
-        context.deps.db,
-      )
-    ).rows[0]!.created_at;
-    // The first reservation's own time; the second call does not move it.
-    expect(recorded?.toISOString()).toBe(reservedAt.toISOString());
+    const { rows } = await sql<{ created_at: Date }>`
+      select created_at from reservations where id = ${first}::uuid
+    `.execute(context.deps.db);
+    const reservedAt = rows[0]!.created_at;
+    // The first reservation's own time; a second call within the hour changes nothing.
+    expect(await use(key.keyId)).toEqual({ first: reservedAt.toISOString(), last: reservedAt.toISOString() });
 
-    // A settle for a reservation Postgres never kept (forgotten by a crash) writes its row with the
-    // gateway's time; the key's first use moves back to it, so the row is listed too.
-    const forgotten = crypto.randomUUID();
-    const occurredAt = new Date(reservedAt.getTime() - 3_600_000).toISOString();
-    await api.finish([{ ...settleItem(key, forgotten, 'priced', 1n, 1n), occurredAt }]);
-    expect((await firstUse(key.keyId))?.toISOString()).toBe(occurredAt);
+    // Settles of reservations Postgres never kept (forgotten by a crash) write their rows with the
+    // gateway's time: an hour before the first use, and (a long call) two hours after the last.
+    // The recorded span widens to both, so both rows are listed.
+    const early = crypto.randomUUID();
+    const late = crypto.randomUUID();
+    const earlyAt = new Date(reservedAt.getTime() - 3_600_000).toISOString();
+    const lateAt = new Date(reservedAt.getTime() + 7_200_000).toISOString();
+    await api.finish([
+      { ...settleItem(key, early, 'priced', 1n, 1n), occurredAt: earlyAt },
+      { ...settleItem(key, late, 'priced', 1n, 1n), occurredAt: lateAt },
+    ]);
+    expect(await use(key.keyId)).toEqual({ first: earlyAt, last: lateAt });
 
     const mine = await client.request('GET', `/me/activity?keyId=${key.keyId}`);
     expect(mine.status).toBe(200);
-    expect(mine.body.data.items.map((item: { id: string }) => item.id)).toEqual([second, first, forgotten]);
+    expect(mine.body.data.items.map((item: { id: string }) => item.id)).toEqual([late, second, first, early]);
     const none = await client.request('GET', `/me/activity?keyId=${unusedKeyId}`);
     expect(none).toMatchObject({ status: 200, body: { data: { items: [], nextCursor: null } } });
-    expect(await firstUse(unusedKeyId)).toBeNull();
+    expect(await use(unusedKeyId)).toEqual({ first: null, last: null });
   });
 
   it("never shows another account's activity", async () => {

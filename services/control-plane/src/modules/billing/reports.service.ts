@@ -77,11 +77,12 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
 }
 
 /**
- * How far before a key's recorded first use its calls are still looked for: a reservation batch
- * that started just before another's first use committed writes a created_at a moment earlier
- * (migration 0011). Generous; it costs a minute of the account's calls at most.
+ * The span of one key's calls around its recorded use (migration 0011): its last use is recorded
+ * again only once an hour old; a batch that started just before another's first use committed
+ * writes a created_at a moment earlier. The minute is generous and costs little.
  */
-const FIRST_USE_MARGIN_MS = 60_000;
+const LAST_USE_STALE_MS = 3_600_000;
+const USE_MARGIN_MS = 60_000;
 
 /** Each metered call, newest first, one page at a time; optionally one key's only. */
 export async function listActivity(
@@ -90,16 +91,19 @@ export async function listActivity(
   query: ActivityQuery,
 ): Promise<{ items: ActivityItem[]; nextCursor: string | null }> {
   const after = query.cursor ? decodeCursor(query.cursor) : null;
-  let since: Date | null = null;
+  let span: { from: Date; to: Date } | null = null;
   if (query.keyId !== undefined) {
-    const firstUse = await repository.selectKeyFirstUse(deps.db, accountId, query.keyId);
+    const use = await repository.selectKeyUse(deps.db, accountId, query.keyId);
     // A key never used, or not this account's, has no calls to list.
-    if (firstUse === null) return { items: [], nextCursor: null };
-    since = new Date(firstUse.getTime() - FIRST_USE_MARGIN_MS);
+    if (use === null) return { items: [], nextCursor: null };
+    span = {
+      from: new Date(use.first.getTime() - USE_MARGIN_MS),
+      to: new Date(use.last.getTime() + LAST_USE_STALE_MS + USE_MARGIN_MS),
+    };
   }
   const rows = await repository.selectActivityPage(deps.db, accountId, {
     keyId: query.keyId,
-    since,
+    span,
     after,
     limit: query.limit + 1,
   });

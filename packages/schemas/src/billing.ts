@@ -131,18 +131,53 @@ export type KeyStatus = z.infer<typeof KeyStatus>;
 export const Usage = z.object({ inputTokens: QuantityString, outputTokens: QuantityString });
 export type Usage = z.infer<typeof Usage>;
 
+/**
+ * The request-rate and concurrency ceilings of a call, when the gateway leaves their check to the
+ * control plane (its hot tier checks them in the same step that reserves). The concurrency slot is
+ * a lease named by the reservation id in the gateway's limiter keys; the gateway frees it.
+ */
+export const ReserveLimits = z.object({
+  keyRequestsPerMinute: z.number().int().positive(),
+  keyConcurrency: z.number().int().positive(),
+  /** The package the call draws from first (account + package), with its ceilings. */
+  plan: z
+    .object({
+      id: z.string().min(1).max(200),
+      requestsPerMinute: z.number().int().positive().nullable(),
+      concurrency: z.number().int().positive().nullable(),
+    })
+    .nullable(),
+});
+export type ReserveLimits = z.infer<typeof ReserveLimits>;
+
 export const ReserveItem = z.object({
   /** Chosen by the gateway (UUID); makes reserve, settle, release and hold idempotent. */
   reservationId: z.string().uuid(),
   keyDigest: KeyDigest,
+  /** The key and account the gateway resolved the digest to; checked against the digest. */
+  keyId: Id,
+  accountId: Id,
   alias: Alias,
   surface: MeteredSurface,
   /** input = local count of the request's tokens; output = the clamped maximum output. */
   estimate: Usage,
+  limits: ReserveLimits.optional(),
 });
 export type ReserveItem = z.infer<typeof ReserveItem>;
 
-export const ReserveBatchRequest = z.object({ items: z.array(ReserveItem).min(1).max(500) });
+/** Where the gateway's limiter keeps its counts (its Redis key prefix) and how. */
+export const LimiterSettings = z.object({
+  prefix: z.string().max(200),
+  windowMs: z.number().int().positive(),
+  leaseTtlMs: z.number().int().positive(),
+});
+export type LimiterSettings = z.infer<typeof LimiterSettings>;
+
+export const ReserveBatchRequest = z.object({
+  items: z.array(ReserveItem).min(1).max(500),
+  /** Present when items carry limits. */
+  limiter: LimiterSettings.optional(),
+});
 export type ReserveBatchRequest = z.infer<typeof ReserveBatchRequest>;
 
 export const ReserveRefusalCode = z.enum([
@@ -156,6 +191,11 @@ export const ReserveRefusalCode = z.enum([
   'model_unavailable',
   'insufficient_tokens',
   'insufficient_credits',
+  'rate_limit_exceeded',
+  'concurrency_limit_exceeded',
+  // Nothing was reserved: the limiter (Redis) or the database could not answer.
+  'rate_limiter_unavailable',
+  'billing_unavailable',
 ]);
 export type ReserveRefusalCode = z.infer<typeof ReserveRefusalCode>;
 
@@ -169,12 +209,15 @@ export const ReserveResult = z.discriminatedUnion('ok', [
     providerId: Id,
     upstreamModel: z.string().min(1),
     reserved: Amounts,
+    /** The item's limits were checked and its concurrency slot taken (false: not checked here). */
+    limited: z.boolean(),
   }),
   z.object({
     ok: z.literal(false),
     reservationId: z.string().uuid(),
     code: ReserveRefusalCode,
     message: z.string(),
+    retryAfterSeconds: z.number().int().positive().optional(),
   }),
 ]);
 export type ReserveResult = z.infer<typeof ReserveResult>;

@@ -8,8 +8,9 @@ import { COMMANDS, describeDatabase, describeFailure } from '../src/cli/commands
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { assembleDependencies } from '../src/deps.ts';
-import { createMemoryPublisher, createRedisPublisher } from '../src/events.ts';
+import { assembleDependencies, systemClock } from '../src/deps.ts';
+import { createMemoryPublisher, createRedisPublisher, withCatalogHook } from '../src/events.ts';
+import { openHotTier } from '../src/modules/billing/hot/hot-tier.ts';
 
 function usage(): string {
   return [
@@ -50,10 +51,27 @@ async function main(argv: string[]): Promise<number> {
       : createMemoryPublisher();
     try {
       if (name !== 'migrate') await migrateToLatest(database.db);
-      const deps = assembleDependencies({ config, logger, database, events });
-      const result = await command.run(deps, { positionals: rest, options });
-      console.log(JSON.stringify(result, null, 2));
-      return 0;
+      // Balance changes give back what a hot-tier lease holds free first (hot-tier.ts).
+      const hot = openHotTier(config, {
+        db: database.db,
+        prepared: database.prepared,
+        logger,
+        clock: systemClock,
+      });
+      const deps = assembleDependencies({
+        config,
+        logger,
+        database,
+        events: withCatalogHook(events, hot),
+        hot,
+      });
+      try {
+        const result = await command.run(deps, { positionals: rest, options });
+        console.log(JSON.stringify(result, null, 2));
+        return 0;
+      } finally {
+        await hot?.close();
+      }
     } finally {
       await events.close();
       await database.close();

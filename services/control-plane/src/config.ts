@@ -119,6 +119,19 @@ export const ControlPlaneEnv = z.object({
    * rather than written off. 0 turns the bound off; one call alone is always admitted.
    */
   RESERVE_OVERRUN_COVER_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
+  /**
+   * With REDIS_URL, reservations are answered from a lease of each account's balances in Redis and
+   * finished calls written to Postgres in batches (README, "The hot tier"). false: every
+   * reservation is a Postgres transaction.
+   */
+  HOT_TIER: withDefault(bool, 'true'),
+  /** A lease no call used for this long is returned to Postgres (and its Redis state dropped). */
+  HOT_LEASE_IDLE_SECONDS: withDefault(positiveInt, 300),
+  /**
+   * A finished call Redis still holds this long after it finished was left by a control plane that
+   * stopped; the reconciler writes it to Postgres.
+   */
+  HOT_WRITE_GRACE_SECONDS: withDefault(positiveInt, 30),
 
   // Status page: the gateway URL shown to customers, and how heartbeats and samples are read.
   GATEWAY_PUBLIC_URL: withDefault(z.string().url(), 'http://127.0.0.1:8080'),
@@ -247,6 +260,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       usageRollupLagMs: parsed.USAGE_ROLLUP_LAG_SECONDS * 1000,
       overrunCoverPercent: parsed.RESERVE_OVERRUN_COVER_PERCENT,
     },
+    hotTier:
+      parsed.HOT_TIER && parsed.REDIS_URL
+        ? {
+            idleMs: parsed.HOT_LEASE_IDLE_SECONDS * 1000,
+            writeGraceMs: parsed.HOT_WRITE_GRACE_SECONDS * 1000,
+          }
+        : null,
     /** The environment, for `${NAME}` references in the catalogue file. */
     env,
     smtpUrl: parsed.SMTP_URL,

@@ -4,6 +4,7 @@ import type { ControlPlaneConfig } from './config.ts';
 import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import type { EventPublisher } from './events.ts';
+import type { HotTier } from './modules/billing/hot/hot-tier.ts';
 
 export interface Clock {
   now(): Date;
@@ -21,6 +22,8 @@ export interface Dependencies {
   dbMode: 'postgres' | 'embedded';
   clock: Clock;
   events: EventPublisher;
+  /** Reservations in Redis (README, "The hot tier"); null: every reservation in Postgres. */
+  hot: HotTier | null;
 }
 
 /** The one way dependencies are assembled (server and operator CLI alike). */
@@ -29,6 +32,7 @@ export function assembleDependencies(parts: {
   logger: Logger;
   database: DatabaseHandle;
   events: EventPublisher;
+  hot?: HotTier | null;
   clock?: Clock;
 }): Dependencies {
   return {
@@ -39,5 +43,6 @@ export function assembleDependencies(parts: {
     dbMode: parts.database.mode,
     clock: parts.clock ?? systemClock,
     events: parts.events,
+    hot: parts.hot ?? null,
   };
 }

@@ -36,3 +36,18 @@ export function createMemoryPublisher(): EventPublisher & { events: Invalidation
     async close() {},
   };
 }
+
+/** The hot tier reads the catalogue from a short cache: a change made here drops it at once. */
+export function withCatalogHook(
+  events: EventPublisher,
+  hot: { catalogChanged(): void } | null,
+): EventPublisher {
+  if (!hot) return events;
+  return {
+    async publish(event) {
+      if (event.type === 'catalog.changed') hot.catalogChanged();
+      await events.publish(event);
+    },
+    close: () => events.close(),
+  };
+}

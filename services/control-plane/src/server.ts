@@ -12,12 +12,13 @@ import {
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { assembleDependencies, type Dependencies } from './deps.ts';
-import { createMemoryPublisher, createRedisPublisher } from './events.ts';
+import { assembleDependencies, type Dependencies, systemClock } from './deps.ts';
+import { createMemoryPublisher, createRedisPublisher, withCatalogHook } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
 import { tracedListener } from './http/tracing.ts';
 import { createControlPlaneMetrics } from './metrics/metrics.ts';
+import { openHotTier } from './modules/billing/hot/hot-tier.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { startUsageRollup } from './modules/billing/usage-rollup.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
@@ -57,7 +58,14 @@ export async function startControlPlane(
       )
     : createMemoryPublisher();
 
-  const deps = assembleDependencies({ config, logger, database, events });
+  const hot = openHotTier(config, {
+    db: database.db,
+    prepared: database.prepared,
+    logger,
+    clock: systemClock,
+  });
+  if (hot) logger.info('reservations answered from the hot tier (Redis), finished calls written to Postgres');
+  const deps = assembleDependencies({ config, logger, database, events: withCatalogHook(events, hot), hot });
 
   if (config.catalogFile) {
     await syncCatalog(
@@ -115,6 +123,7 @@ export async function startControlPlane(
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();
       await events.close();
+      await hot?.close();
       await database.close();
       await tracing.close();
     },

@@ -4,6 +4,8 @@
  */
 import type { Kysely } from 'kysely';
 import type { Database } from './db/schema.ts';
+import { leaseSplit, withLease } from './modules/billing/balances.ts';
+import type { HotTier } from './modules/billing/hot/hot-tier.ts';
 
 export { createAccount, setAccountRoles } from './modules/accounts/accounts.service.ts';
 export { changeKeyStatus, createKey, rotateKey } from './modules/api-keys/api-keys.service.ts';
@@ -11,23 +13,32 @@ export { changeCredit, grantPackage } from './modules/billing/billing.service.ts
 export { verifyLedger } from './modules/billing/ledger-check.ts';
 export { type RunningControlPlane, startControlPlane } from './server.ts';
 
-/** Token and credit balances of an account: spendable and reserved. */
-export async function balancesOf(db: Kysely<Database>, accountId: string) {
-  const entitlements = await db
+/**
+ * Token and credit balances of an account (every entitlement, expired or not): spendable and
+ * reserved, with a hot-tier lease split back into what is free and what calls in flight hold.
+ */
+export async function balancesOf(deps: { db: Kysely<Database>; hot: HotTier | null }, accountId: string) {
+  const split = await leaseSplit(deps, accountId);
+  const entitlements = await deps.db
     .selectFrom('entitlements')
-    .select(['remaining', 'reserved'])
+    .select(['id', 'remaining', 'reserved'])
     .where('account_id', '=', accountId)
     .execute();
-  const credit = await db
+  const credit = await deps.db
     .selectFrom('credit_balances')
     .select(['available', 'reserved'])
     .where('account_id', '=', accountId)
     .executeTakeFirst();
+  const tokens = entitlements.map((row) => withLease(row, split.get(row.id)));
+  const credits = withLease(
+    { remaining: credit?.available ?? 0n, reserved: credit?.reserved ?? 0n },
+    split.get('c'),
+  );
   return {
-    tokens: entitlements.reduce((sum, row) => sum + row.remaining, 0n),
-    reservedTokens: entitlements.reduce((sum, row) => sum + row.reserved, 0n),
-    credits: credit?.available ?? 0n,
-    reservedCredits: credit?.reserved ?? 0n,
+    tokens: tokens.reduce((sum, row) => sum + row.remaining, 0n),
+    reservedTokens: tokens.reduce((sum, row) => sum + row.reserved, 0n),
+    credits: credits.remaining,
+    reservedCredits: credits.reserved,
   };
 }
 

@@ -11,9 +11,10 @@ import { loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import type { Clock, Dependencies } from './deps.ts';
-import { createMemoryPublisher } from './events.ts';
+import { createMemoryPublisher, withCatalogHook } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
+import { openHotTier } from './modules/billing/hot/hot-tier.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms). Real time keeps running underneath. */
@@ -48,6 +49,7 @@ export interface TestContext {
 export async function createTestContext(
   label: string,
   env: Record<string, string | undefined> = {},
+  options: { hotTier?: boolean } = {},
 ): Promise<TestContext> {
   const services = inject('testServices');
   const database = await createTestDatabase(services.postgresUrl, label);
@@ -58,6 +60,8 @@ export async function createTestContext(
     DATABASE_POOL_SIZE: '10',
     REDIS_KEY_PREFIX: redisPrefix,
     LOG_LEVEL: 'debug',
+    // The hot tier needs Redis; without it every reservation is a Postgres transaction.
+    ...(options.hotTier ? { REDIS_URL: services.redisUrl } : {}),
     ...env,
   });
   const logLines: string[] = [];
@@ -72,6 +76,7 @@ export async function createTestContext(
   await migrateToLatest(handle.db);
   const clock = createTestClock();
   const events = createMemoryPublisher();
+  const hot = openHotTier(config, { db: handle.db, prepared: handle.prepared, logger, clock });
   const deps: Dependencies = {
     config,
     logger,
@@ -79,7 +84,8 @@ export async function createTestContext(
     prepared: handle.prepared,
     dbMode: handle.mode,
     clock,
-    events,
+    events: withCatalogHook(events, hot),
+    hot,
   };
   return {
     deps,
@@ -92,6 +98,7 @@ export async function createTestContext(
     redisUrl: services.redisUrl,
     redisPrefix,
     async close() {
+      await hot?.close();
       await handle.close();
       await database.drop();
     },

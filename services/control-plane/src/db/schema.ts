@@ -6,6 +6,8 @@ import type { EmailCodesTable, SessionsTable } from '../modules/auth/auth.table.
 import type {
   CreditBalancesTable,
   EntitlementsTable,
+  HotLeasePartsTable,
+  HotLeasesTable,
   LedgerEntriesTable,
   ReservationsTable,
 } from '../modules/billing/billing.table.ts';
@@ -42,6 +44,8 @@ export interface Database {
   credit_balances: CreditBalancesTable;
   reservations: ReservationsTable;
   ledger_entries: LedgerEntriesTable;
+  hot_leases: HotLeasesTable;
+  hot_lease_parts: HotLeasePartsTable;
   management_keys: ManagementKeysTable;
   reseller_grants: ResellerGrantsTable;
   audit_log: AuditLogTable;

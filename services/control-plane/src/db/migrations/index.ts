@@ -10,6 +10,7 @@ import * as usageRollup from './0008_usage_rollup.ts';
 import * as status from './0009_status.ts';
 import * as settleFlush from './0010_settle_flush.ts';
 import * as keyFirstUse from './0011_key_first_use.ts';
+import * as hotTier from './0012_hot_tier.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009_status': status,
   '0010_settle_flush': settleFlush,
   '0011_key_first_use': keyFirstUse,
+  '0012_hot_tier': hotTier,
 };

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { AccountsTable } from './accounts.table.ts';
 
@@ -36,7 +36,7 @@ export async function selectAccountByEmail(
 }
 
 export async function updateAccountRow(
-  db: Kysely<Database>,
+  db: Kysely<Database> | Transaction<Database>,
   id: string,
   changes: Updateable<AccountsTable>,
 ): Promise<AccountRow | undefined> {

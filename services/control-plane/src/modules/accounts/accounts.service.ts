@@ -2,6 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
+import { changeEntries } from '../billing/hot/hot-entries.ts';
 import {
   type AccountRow,
   insertAccount,
@@ -163,7 +164,7 @@ export async function setAccountRoles(
 
 /** Admin: suspends or reinstates an account; gateways drop what they cached about it. */
 export async function setAccountStatus(
-  deps: Pick<Dependencies, 'db' | 'clock' | 'events'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'hot'>,
   actor: Account,
   accountId: string,
   status: AccountStatus,
@@ -171,7 +172,19 @@ export async function setAccountStatus(
   if (accountId === actor.id && status === 'suspended') {
     throw new AppError('forbidden', { message: 'You cannot suspend your own account.' });
   }
-  const account = await updateAccount(deps.db, accountId, { status, updated_at: deps.clock.now() });
+  if (!isUuid(accountId)) throw new AppError('not_found');
+  // The hot tier refuses a suspended account's calls from the moment this answers (hot-entries.ts).
+  const row = await changeEntries(
+    deps.hot?.store ?? null,
+    deps.db,
+    () => deps.clock.now().getTime(),
+    async (trx) => {
+      const updated = await updateAccountRow(trx, accountId, { status, updated_at: deps.clock.now() });
+      return { result: updated, changed: updated ? { accountId, account: updated } : null };
+    },
+  );
+  if (!row) throw new AppError('not_found');
+  const account = toAccount(row);
   await deps.events.publish({ type: 'account.changed', accountId: account.id });
   return account;
 }

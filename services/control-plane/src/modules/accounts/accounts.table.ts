@@ -11,4 +11,6 @@ export interface AccountsTable {
   status: Generated<'active' | 'suspended'>;
   created_at: ColumnType<Date, never, never>;
   updated_at: ColumnType<Date, never, Date>;
+  /** Set by a trigger whenever the status changes (migration 0012). */
+  state_version: ColumnType<bigint, never, never>;
 }

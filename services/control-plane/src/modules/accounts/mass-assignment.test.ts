@@ -73,7 +73,7 @@ describe('mass assignment: no body field sets a role, an owner, a reseller link,
       .where('id', '=', key.body.data.key.id)
       .executeTakeFirstOrThrow();
     expect(keyRow.account_id).toBe(id);
-    expect(await balancesOf(context.deps.db, id)).toMatchObject({ tokens: 0n, credits: 0n });
+    expect(await balancesOf(context.deps, id)).toMatchObject({ tokens: 0n, credits: 0n });
   });
 
   it('through the reseller area and the management endpoints', async () => {
@@ -130,7 +130,7 @@ describe('mass assignment: no body field sets a role, an owner, a reseller link,
       },
     );
     expect(grant.status).toBe(402);
-    expect(await balancesOf(context.deps.db, customerId)).toMatchObject({ credits: 0n, tokens: 0n });
+    expect(await balancesOf(context.deps, customerId)).toMatchObject({ credits: 0n, tokens: 0n });
   });
 
   it('through the admin routes: each changes only what it is for', async () => {
@@ -152,6 +152,6 @@ describe('mass assignment: no body field sets a role, an owner, a reseller link,
       is_reseller: false,
       reseller_id: null,
     });
-    expect(await balancesOf(context.deps.db, target.id)).toMatchObject({ credits: 0n, tokens: 0n });
+    expect(await balancesOf(context.deps, target.id)).toMatchObject({ credits: 0n, tokens: 0n });
   });
 });

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { ApiKeysTable, KeyRevealAuditTable } from './api-keys.table.ts';
 
@@ -42,7 +42,7 @@ export async function selectKeyOfAccount(
 
 /** Updates a key of the account unless it is revoked (revocation is permanent). */
 export async function updateUnrevokedKey(
-  db: Kysely<Database>,
+  db: Kysely<Database> | Transaction<Database>,
   accountId: string,
   keyId: string,
   changes: Updateable<ApiKeysTable>,

@@ -8,11 +8,12 @@ import {
   type KeyStatus,
   maskApiKey,
 } from '@tollgate/schemas';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { readAccountBalances } from '../billing/balances.ts';
+import { changeEntries } from '../billing/hot/hot-entries.ts';
 import {
   type ApiKeyRow,
   countKeysOfAccount,
@@ -62,7 +63,7 @@ export interface NewKeyInput {
   limits?: Partial<KeyLimits>;
 }
 
-type KeyDeps = Pick<Dependencies, 'db' | 'clock' | 'config' | 'events'>;
+type KeyDeps = Pick<Dependencies, 'db' | 'clock' | 'config' | 'events' | 'hot'>;
 
 /** Revoked is final, a passed expiry outranks a disabled flag (re-enabling would not help). */
 export function stateOf(row: Pick<ApiKeyRow, 'status' | 'expires_at'>, now: Date): KeyState {
@@ -189,11 +190,9 @@ export async function rotateKey(
   const existing = await findOwnKeyRow(deps.db, accountId, keyId);
   const now = deps.clock.now();
   const { secret, stored } = sealSecret(deps.config, existing.id);
-  const row = await updateUnrevokedKey(deps.db, accountId, existing.id, {
-    ...stored,
-    rotated_at: now,
-    updated_at: now,
-  });
+  const row = await changeKey(deps, accountId, (trx) =>
+    updateUnrevokedKey(trx, accountId, existing.id, { ...stored, rotated_at: now, updated_at: now }),
+  );
   if (!row)
     throw new AppError('forbidden', { message: 'A revoked key cannot be rotated. Create a new key.' });
   await deps.events.publish({ type: 'key.changed', keyId: row.id });
@@ -219,7 +218,9 @@ export async function changeKeyStatus(
     target === 'revoked'
       ? { status: target, revoked_at: now, secret_ciphertext: null, updated_at: now }
       : { status: target, updated_at: now };
-  const row = await updateUnrevokedKey(deps.db, accountId, existing.id, changes);
+  const row = await changeKey(deps, accountId, (trx) =>
+    updateUnrevokedKey(trx, accountId, existing.id, changes),
+  );
   if (!row) {
     if (target === 'revoked') return toApiKey(await findOwnKeyRow(deps.db, accountId, keyId), now);
     throw new AppError('forbidden', {
@@ -230,15 +231,36 @@ export async function changeKeyStatus(
   return toApiKey(row, now);
 }
 
+/**
+ * A change of a key's state or secret, so that the hot tier refuses the old state from the moment
+ * the change answers (hot-entries.ts): the row's entry is marked before the commit, rewritten
+ * after it.
+ */
+function changeKey(
+  deps: KeyDeps,
+  accountId: string,
+  update: (trx: Transaction<Database>) => Promise<ApiKeyRow | undefined>,
+): Promise<ApiKeyRow | undefined> {
+  return changeEntries(
+    deps.hot?.store ?? null,
+    deps.db,
+    () => deps.clock.now().getTime(),
+    async (trx) => {
+      const row = await update(trx);
+      return { result: row, changed: row ? { accountId, keys: [row] } : null };
+    },
+  );
+}
+
 /** Validates a key from the dashboard: state, scope, ceilings and balance. Spends nothing. */
 export async function readKeyStatus(
-  deps: Pick<Dependencies, 'db' | 'clock'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'hot'>,
   accountId: string,
   keyId: string,
 ): Promise<KeyStatus> {
   const row = await findOwnKeyRow(deps.db, accountId, keyId);
   const now = deps.clock.now();
-  const balances = await readAccountBalances(deps.db, accountId, { now, scope: row.scope });
+  const balances = await readAccountBalances(deps, accountId, { now, scope: row.scope });
   return {
     keyId: row.id,
     name: row.name,

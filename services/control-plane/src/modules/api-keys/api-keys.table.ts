@@ -25,6 +25,8 @@ export interface ApiKeysTable {
   first_used_at: ColumnType<Date | null, never, never>;
   /** Its last reservation, recorded once the previous record is an hour old (migration 0011). */
   last_used_at: ColumnType<Date | null, never, never>;
+  /** Set by a trigger whenever state, secret, expiry or scope change (migration 0012). */
+  state_version: ColumnType<bigint, never, never>;
 }
 
 export interface KeyRevealAuditTable {

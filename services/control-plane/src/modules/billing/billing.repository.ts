@@ -88,6 +88,27 @@ export async function reserveBatch(
   return fromSql(z.array(ReserveRowResult).length(rows.length), row?.results, 'tollgate_reserve');
 }
 
+/** The same, inside the caller's transaction. */
+export async function reserveBatchIn(
+  trx: Transaction<Database>,
+  rows: ReserveRow[],
+): Promise<ReserveRowResult[]> {
+  const result = await sql<{
+    results: unknown;
+  }>`select tollgate_reserve(${JSON.stringify(rows)}::jsonb) as results`.execute(trx);
+  return fromSql(z.array(ReserveRowResult).length(rows.length), result.rows[0]?.results, 'tollgate_reserve');
+}
+
+/** What tollgate_hot_persist returns per call (migration 0012): a result, or stale (not written). */
+const PersistRowResult = z.union([
+  FinishRowResult,
+  z.object({ reservation_id: z.string().uuid(), stale: z.literal(true) }),
+]);
+
+export function parsePersistResults(value: unknown, count: number): Array<z.infer<typeof PersistRowResult>> {
+  return fromSql(z.array(PersistRowResult).length(count), value, 'tollgate_hot_persist');
+}
+
 let flushSlot = 0;
 
 /** Rows of billing_flush_marks (migration 0010). */
@@ -126,9 +147,22 @@ export async function finishBatch(prepared: PreparedQueries, rows: FinishRow[]):
   return results;
 }
 
-/** Serialises every balance change of one account (see tollgate_lock_account). */
-export async function lockAccount(trx: Transaction<Database>, accountId: string): Promise<void> {
+/** The hot tier's part in a balance change made in Postgres (see hot-tier.ts, recallInTransaction). */
+export interface LeaseRecall {
+  recallInTransaction(trx: Transaction<Database>, accountId: string): Promise<void>;
+}
+
+/**
+ * Serialises every balance change of one account (see tollgate_lock_account). Given the hot tier,
+ * what the account's lease holds free also comes back to Postgres before the change.
+ */
+export async function lockAccount(
+  trx: Transaction<Database>,
+  accountId: string,
+  hot?: LeaseRecall | null,
+): Promise<void> {
   await sql`select tollgate_lock_account(${accountId}::uuid)`.execute(trx);
+  await hot?.recallInTransaction(trx, accountId);
 }
 
 export interface NewEntitlement {
@@ -212,23 +246,33 @@ export function listEntitlements(db: Db, accountId: string) {
  * rule (tollgate_entitlement_usable, migration 0004), the one reservations apply, on its clock.
  */
 export function listUsableEntitlements(db: Db, accountId: string) {
-  return db
-    .selectFrom('entitlements')
-    .select([
-      'id',
-      'package_id',
-      'aliases',
-      'expires_at',
-      'max_output_tokens',
-      'requests_per_minute',
-      'concurrency',
-    ])
-    .where('account_id', '=', accountId)
-    .where(sql<boolean>`tollgate_entitlement_usable(remaining, expires_at, aliases, null)`)
-    .orderBy('expires_at', (order) => order.asc().nullsLast())
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  return (
+    db
+      .selectFrom('entitlements')
+      .select([
+        'id',
+        'package_id',
+        'aliases',
+        'expires_at',
+        'max_output_tokens',
+        'requests_per_minute',
+        'concurrency',
+      ])
+      .where('account_id', '=', accountId)
+      // What a hot-tier lease holds of it is spendable too (migration 0012).
+      .where(
+        sql<boolean>`tollgate_entitlement_usable(remaining + tollgate_hot_leased(id), expires_at, aliases, null)`,
+      )
+      .orderBy('expires_at', (order) => order.asc().nullsLast())
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+  );
+}
+
+export function findReservations(db: Db, ids: string[]) {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.selectFrom('reservations').selectAll().where('id', 'in', ids).execute();
 }
 
 export function findReservation(db: Db, id: string) {

@@ -16,305 +16,330 @@ import {
 import { listHeld } from './holds.service.ts';
 import { reconcileOnce } from './reconciler.ts';
 
-let context: TestContext;
-let api: ReturnType<typeof internalApi>;
+/** The same rules, whichever engine answers: Postgres alone, or the hot tier (Redis + Postgres). */
+describe.each([
+  ['postgres', false],
+  ['hot tier', true],
+])('%s', (_engine, hotTier) => {
+  let context: TestContext;
+  let api: ReturnType<typeof internalApi>;
 
-beforeAll(async () => {
-  context = await createTestContext('billing-rules');
-  await seedCatalog(context);
-  api = internalApi(context);
-});
-afterEach(() => expectLedgerConsistent(context));
-afterAll(() => context.close());
+  beforeAll(async () => {
+    context = await createTestContext(`billing-rules-${hotTier ? 'hot' : 'pg'}`, {}, { hotTier });
+    await seedCatalog(context);
+    api = internalApi(context);
+  });
+  afterEach(() => expectLedgerConsistent(context));
+  afterAll(() => context.close());
 
-async function reserveOne(item: ReturnType<typeof reserveItem>) {
-  const response = await api.reserve([item]);
-  expect(response.status).toBe(200);
-  return response.body.results[0]!;
-}
+  async function reserveOne(item: ReturnType<typeof reserveItem>) {
+    const response = await api.reserve([item]);
+    expect(response.status).toBe(200);
+    return response.body.results[0]!;
+  }
 
-describe('reserve', () => {
-  it('draws from entitlements first (soonest expiry first), then credit at the alias price', async () => {
-    const key = await createFundedKey(context, { packages: ['small'], credits: 10_000n });
-    // 1,000 tokens of quota; estimate 600 in + 900 out = 1,500: 1,000 from the package (600 in, 400 out),
-    // 500 output tokens from credit at 5 each = 2,500 credits.
-    const result = await reserveOne(reserveItem(key, 'priced', 600n, 900n));
-    expect(result).toMatchObject({ ok: true, reserved: { tokens: '1000', credits: '2500' } });
-    expect(result.ok && result.upstreamModel).toBe('secret-upstream-model-a');
-    expect(await balancesOf(context, key.accountId)).toEqual({
-      tokens: 0n,
-      reservedTokens: 1000n,
-      credits: 7500n,
-      reservedCredits: 2500n,
+  describe('reserve', () => {
+    it('draws from entitlements first (soonest expiry first), then credit at the alias price', async () => {
+      const key = await createFundedKey(context, { packages: ['small'], credits: 10_000n });
+      // 1,000 tokens of quota; estimate 600 in + 900 out = 1,500: 1,000 from the package (600 in, 400 out),
+      // 500 output tokens from credit at 5 each = 2,500 credits.
+      const result = await reserveOne(reserveItem(key, 'priced', 600n, 900n));
+      expect(result).toMatchObject({ ok: true, reserved: { tokens: '1000', credits: '2500' } });
+      expect(result.ok && result.upstreamModel).toBe('secret-upstream-model-a');
+      expect(await balancesOf(context, key.accountId)).toEqual({
+        tokens: 0n,
+        reservedTokens: 1000n,
+        credits: 7500n,
+        reservedCredits: 2500n,
+      });
+    });
+
+    it('refuses with the spec codes and reserves nothing', async () => {
+      const funded = await createFundedKey(context, { packages: ['exact'], scope: ['tokens-only'] });
+      const cases: Array<[ReturnType<typeof reserveItem>, string]> = [
+        [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), keyDigest: 'f'.repeat(64) }, 'invalid_api_key'],
+        [reserveItem(funded, 'no-such-alias', 1n, 1n), 'invalid_model'],
+        [reserveItem(funded, 'hidden', 1n, 1n), 'model_not_allowed'],
+        [reserveItem(funded, 'priced', 1n, 1n), 'model_not_allowed'], // outside the key's scope
+        [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), surface: 'responses' }, 'model_unavailable'],
+        [reserveItem(funded, 'tokens-only', 7000n, 301n), 'insufficient_tokens'],
+      ];
+      for (const [item, code] of cases) expect(await reserveOne(item)).toMatchObject({ ok: false, code });
+      const unfunded = await createFundedKey(context);
+      expect(await reserveOne(reserveItem(unfunded, 'priced', 1n, 1n))).toMatchObject({
+        code: 'insufficient_credits',
+      });
+      // An alias without a credit price can only be paid from a package: the truthful code names tokens.
+      expect(await reserveOne(reserveItem(unfunded, 'tokens-only', 1n, 1n))).toMatchObject({
+        code: 'insufficient_tokens',
+      });
+      expect(await balancesOf(context, funded.accountId)).toMatchObject({
+        tokens: 7300n,
+        reservedTokens: 0n,
+      });
+    });
+
+    it('reserves nothing for an id the gateway released before its reserve arrived', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const item = reserveItem(key, 'priced', 10n, 10n);
+      // The gateway gave up on the reserve and released its id; the reserve lands only afterwards.
+      const released = await api.finish([
+        endItem(key, item.reservationId, 'priced', 'release', 'gateway_error'),
+      ]);
+      expect(released.body.results[0]).toMatchObject({ status: 'released' });
+      await reserveOne(item);
+      expect(await balancesOf(context, key.accountId)).toEqual({
+        tokens: 0n,
+        reservedTokens: 0n,
+        credits: 10_000n,
+        reservedCredits: 0n,
+      });
+      const rows = await context.deps.db
+        .selectFrom('reservations')
+        .select(['status', 'reserved_credits'])
+        .where('id', '=', item.reservationId)
+        .execute();
+      expect(rows).toEqual([{ status: 'released', reserved_credits: 0n }]);
+    });
+
+    it('answers a clean server_error when the money function returns something unexpected', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const item = reserveItem(key, 'priced', 1n, 1n);
+      // Postgres alone reserves in tollgate_reserve; the hot tier writes finished calls with
+      // tollgate_hot_persist. Either one answering nonsense must not become a crash.
+      const [fn, garbage] = hotTier
+        ? ['tollgate_hot_persist', `select jsonb_build_array(jsonb_build_object('reservation_id', 42))`]
+        : [
+            'tollgate_reserve',
+            `select jsonb_build_array(jsonb_build_object('reservation_id', p_items->0->>'reservation_id',
+               'ok', false, 'code', 'no_such_code'))`,
+          ];
+      if (hotTier) expect(await reserveOne(item)).toMatchObject({ ok: true });
+      const settle = settleItem(key, item.reservationId, 'priced', 1n, 1n);
+      await sql.raw(`alter function ${fn}(jsonb) rename to ${fn}_real`).execute(context.deps.db);
+      await sql
+        .raw(`create function ${fn}(p_items jsonb) returns jsonb language sql as $fn$ ${garbage} $fn$`)
+        .execute(context.deps.db);
+      try {
+        const response = hotTier ? await api.finish([settle]) : await api.reserve([item]);
+        expect(response.status).toBe(500);
+        expect(response.body).toMatchObject({ code: 'server_error' });
+        expect(JSON.stringify(response.body)).not.toContain('TypeError');
+      } finally {
+        await sql.raw(`drop function ${fn}(jsonb)`).execute(context.deps.db);
+        await sql.raw(`alter function ${fn}_real(jsonb) rename to ${fn}`).execute(context.deps.db);
+      }
+      if (hotTier) {
+        // The gateway sends the batch again: the call is charged once, as Redis recorded it.
+        const again = await api.finish([settle]);
+        expect(again.body.results[0]).toMatchObject({ status: 'settled', charged: { credits: '7' } });
+        expect(await balancesOf(context, key.accountId)).toMatchObject({
+          credits: 10_000n - 7n,
+          reservedCredits: 0n,
+        });
+      }
+    });
+
+    it('bounds what runs past the balance in flight: with calls open, a new one must leave cover', async () => {
+      // RESERVE_OVERRUN_COVER_PERCENT = 10 (the default).
+      const key = await createFundedKey(context, { credits: 1000n });
+      const first = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400 credits
+      const second = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400: 200 left >= 10% of 800
+      expect([first.ok, second.ok]).toEqual([true, true]);
+      // 150 fits in the 200 left, but would leave 50 < 10% of 950 for overruns of the three calls.
+      const third = reserveItem(key, 'priced', 25n, 20n);
+      expect(await reserveOne(third)).toMatchObject({ ok: false, code: 'insufficient_credits' });
+      await api.finish([settleItem(key, first.reservationId, 'priced', 100n, 40n)]);
+      await api.finish([settleItem(key, second.reservationId, 'priced', 100n, 40n)]);
+      // Nothing open any more: a call alone is admitted up to the last credit it needs.
+      const alone = await reserveOne(reserveItem(key, 'priced', 25n, 20n));
+      expect(alone).toMatchObject({ ok: true, reserved: { credits: '150' } });
+
+      const tokens = await createFundedKey(context, { packages: ['small'] });
+      expect((await reserveOne(reserveItem(tokens, 'tokens-only', 250n, 250n))).ok).toBe(true);
+      expect((await reserveOne(reserveItem(tokens, 'tokens-only', 200n, 200n))).ok).toBe(true);
+      expect(await reserveOne(reserveItem(tokens, 'tokens-only', 25n, 25n))).toMatchObject({
+        ok: false,
+        code: 'insufficient_tokens',
+      });
+    });
+
+    it('refuses a revoked key in the very next call after revoke returns', async () => {
+      const key = await createFundedKey(context, { packages: ['small'] });
+      expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({ ok: true });
+      await changeKeyStatus(context.deps, key.accountId, key.keyId, 'revoked');
+      expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({
+        ok: false,
+        code: 'api_key_revoked',
+      });
+    });
+
+    it('refuses disabled keys, expired keys and suspended accounts', async () => {
+      const disabled = await createFundedKey(context, { packages: ['small'] });
+      await changeKeyStatus(context.deps, disabled.accountId, disabled.keyId, 'disabled');
+      expect(await reserveOne(reserveItem(disabled, 'tokens-only', 1n, 1n))).toMatchObject({
+        code: 'api_key_disabled',
+      });
+
+      const expired = await createFundedKey(context, { packages: ['small'] });
+      await context.deps.db
+        .updateTable('api_keys')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('id', '=', expired.keyId)
+        .execute();
+      expect(await reserveOne(reserveItem(expired, 'tokens-only', 1n, 1n))).toMatchObject({
+        code: 'api_key_expired',
+      });
+
+      const suspended = await createFundedKey(context, { packages: ['small'] });
+      await context.deps.db
+        .updateTable('accounts')
+        .set({ status: 'suspended' })
+        .where('id', '=', suspended.accountId)
+        .execute();
+      expect(await reserveOne(reserveItem(suspended, 'tokens-only', 1n, 1n))).toMatchObject({
+        code: 'account_suspended',
+      });
+    });
+
+    it('is idempotent by reservation id', async () => {
+      const key = await createFundedKey(context, { packages: ['small'] });
+      const item = reserveItem(key, 'tokens-only', 100n, 100n);
+      const first = await reserveOne(item);
+      const again = await reserveOne(item);
+      expect(again).toEqual(first);
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 800n, reservedTokens: 200n });
     });
   });
 
-  it('refuses with the spec codes and reserves nothing', async () => {
-    const funded = await createFundedKey(context, { packages: ['exact'], scope: ['tokens-only'] });
-    const cases: Array<[ReturnType<typeof reserveItem>, string]> = [
-      [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), keyDigest: 'f'.repeat(64) }, 'invalid_api_key'],
-      [reserveItem(funded, 'no-such-alias', 1n, 1n), 'invalid_model'],
-      [reserveItem(funded, 'hidden', 1n, 1n), 'model_not_allowed'],
-      [reserveItem(funded, 'priced', 1n, 1n), 'model_not_allowed'], // outside the key's scope
-      [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), surface: 'responses' }, 'model_unavailable'],
-      [reserveItem(funded, 'tokens-only', 7000n, 301n), 'insufficient_tokens'],
-    ];
-    for (const [item, code] of cases) expect(await reserveOne(item)).toMatchObject({ ok: false, code });
-    const unfunded = await createFundedKey(context);
-    expect(await reserveOne(reserveItem(unfunded, 'priced', 1n, 1n))).toMatchObject({
-      code: 'insufficient_credits',
+  describe('settle', () => {
+    it('charges the reported usage, never the estimate, and returns the rest', async () => {
+      const key = await createFundedKey(context, { packages: ['small'], credits: 10_000n });
+      const item = reserveItem(key, 'priced', 600n, 900n);
+      await reserveOne(item);
+      // Usage 700 in + 350 out = 1,050 tokens: 1,000 from the package (700 in, 300 out), 50 out from credit.
+      const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 700n, 350n)]);
+      expect(settled.body.results[0]).toMatchObject({
+        status: 'settled',
+        charged: { tokens: '1000', credits: '250' },
+        writtenOff: { tokens: '0', credits: '0' },
+      });
+      expect(await balancesOf(context, key.accountId)).toEqual({
+        tokens: 0n,
+        reservedTokens: 0n,
+        credits: 9750n,
+        reservedCredits: 0n,
+      });
     });
-    // An alias without a credit price can only be paid from a package: the truthful code names tokens.
-    expect(await reserveOne(reserveItem(unfunded, 'tokens-only', 1n, 1n))).toMatchObject({
-      code: 'insufficient_tokens',
+
+    it('charges usage beyond the reservation up to what is left, and writes off the rest', async () => {
+      const key = await createFundedKey(context, { packages: ['small'] });
+      const item = reserveItem(key, 'tokens-only', 100n, 100n);
+      await reserveOne(item);
+      // 1,500 tokens used; the whole package is 1,000: 1,000 charged, 500 written off.
+      const settled = await api.finish([settleItem(key, item.reservationId, 'tokens-only', 1000n, 500n)]);
+      expect(settled.body.results[0]).toMatchObject({
+        charged: { tokens: '1000' },
+        writtenOff: { tokens: '500' },
+      });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 0n, reservedTokens: 0n });
+      const writeOffs = await context.deps.db
+        .selectFrom('ledger_entries')
+        .select(['amount', 'available_delta'])
+        .where('reservation_id', '=', item.reservationId)
+        .where('kind', '=', 'write_off')
+        .execute();
+      expect(writeOffs).toEqual([{ amount: 500n, available_delta: 0n }]);
     });
-    expect(await balancesOf(context, funded.accountId)).toMatchObject({ tokens: 7300n, reservedTokens: 0n });
+
+    it('still charges correctly when the reservation was forgotten (lost asynchronous commit)', async () => {
+      const key = await createFundedKey(context, { packages: ['small'] });
+      const reservationId = randomUUID();
+      const settled = await api.finish([settleItem(key, reservationId, 'tokens-only', 30n, 20n)]);
+      expect(settled.body.results[0]).toMatchObject({
+        status: 'settled',
+        replay: false,
+        charged: { tokens: '50' },
+      });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 950n, reservedTokens: 0n });
+      const again = await api.finish([settleItem(key, reservationId, 'tokens-only', 30n, 20n)]);
+      expect(again.body.results[0]).toMatchObject({ replay: true });
+      expect((await balancesOf(context, key.accountId)).tokens).toBe(950n);
+    });
   });
 
-  it('reserves nothing for an id the gateway released before its reserve arrived', async () => {
-    const key = await createFundedKey(context, { credits: 10_000n });
-    const item = reserveItem(key, 'priced', 10n, 10n);
-    // The gateway gave up on the reserve and released its id; the reserve lands only afterwards.
-    const released = await api.finish([
-      endItem(key, item.reservationId, 'priced', 'release', 'gateway_error'),
-    ]);
-    expect(released.body.results[0]).toMatchObject({ status: 'released' });
-    await reserveOne(item);
-    expect(await balancesOf(context, key.accountId)).toEqual({
-      tokens: 0n,
-      reservedTokens: 0n,
-      credits: 10_000n,
-      reservedCredits: 0n,
+  describe('quantities above 2^53', () => {
+    it('are stored, reserved, settled and returned exactly', async () => {
+      const key = await createFundedKey(context, { packages: ['huge'], credits: 9_007_199_254_740_993n });
+      const item = reserveItem(key, 'tokens-only', 9_007_199_254_740_993n, 3n);
+      expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '9007199254740996' } });
+      const settled = await api.finish([
+        settleItem(key, item.reservationId, 'tokens-only', 9_007_199_254_740_993n, 1n),
+      ]);
+      expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '9007199254740994' } });
+      expect(await balancesOf(context, key.accountId)).toEqual({
+        tokens: 18_014_398_509_481_984n - 9_007_199_254_740_994n,
+        reservedTokens: 0n,
+        credits: 9_007_199_254_740_993n,
+        reservedCredits: 0n,
+      });
     });
-    const rows = await context.deps.db
-      .selectFrom('reservations')
-      .select(['status', 'reserved_credits'])
-      .where('id', '=', item.reservationId)
-      .execute();
-    expect(rows).toEqual([{ status: 'released', reserved_credits: 0n }]);
   });
 
-  it('answers a clean server_error when the money function returns something unexpected', async () => {
-    const key = await createFundedKey(context, { credits: 10_000n });
-    const item = reserveItem(key, 'priced', 1n, 1n);
-    await sql`alter function tollgate_reserve(jsonb) rename to tollgate_reserve_real`.execute(
-      context.deps.db,
-    );
-    await sql`
-      create function tollgate_reserve(p_items jsonb) returns jsonb language sql as $fn$
-        select jsonb_build_array(jsonb_build_object('reservation_id', p_items->0->>'reservation_id',
-          'ok', false, 'code', 'no_such_code'))
-      $fn$`.execute(context.deps.db);
-    try {
-      const response = await api.reserve([item]);
-      expect(response.status).toBe(500);
-      expect(response.body).toMatchObject({ code: 'server_error' });
-      expect(JSON.stringify(response.body)).not.toContain('TypeError');
-    } finally {
-      await sql`drop function tollgate_reserve(jsonb)`.execute(context.deps.db);
-      await sql`alter function tollgate_reserve_real(jsonb) rename to tollgate_reserve`.execute(
-        context.deps.db,
+  describe('reconciler', () => {
+    it('holds (never silently releases) reservations nobody settled within the timeout; releases expired holds', async () => {
+      const key = await createFundedKey(context, { packages: ['small'] });
+      const stale = reserveItem(key, 'tokens-only', 100n, 100n);
+      const held = reserveItem(key, 'tokens-only', 50n, 50n);
+      await reserveOne(stale);
+      await reserveOne(held);
+      await api.finish([
+        endItem(key, held.reservationId, 'tokens-only', 'hold', 'billing_settlement_pending'),
+      ]);
+
+      context.clock.advance(context.deps.config.billing.reservationTimeoutMs + 1000);
+      const first = await reconcileOnce(context.deps);
+      expect(first.reservations).toContainEqual({
+        id: stale.reservationId,
+        accountId: key.accountId,
+        alias: 'tokens-only',
+        action: 'hold',
+        reason: 'settlement_missing',
+      });
+      const statuses = await context.deps.db
+        .selectFrom('reservations')
+        .select(['id', 'status', 'outcome'])
+        .where('id', 'in', [stale.reservationId, held.reservationId])
+        .execute();
+      expect(statuses).toContainEqual({
+        id: stale.reservationId,
+        status: 'held',
+        outcome: 'settlement_missing',
+      });
+      expect(statuses).toContainEqual({
+        id: held.reservationId,
+        status: 'held',
+        outcome: 'billing_settlement_pending',
+      });
+      // Visible, with its reason, where an operator reviews holds.
+      const listed = await listHeld(context.deps, 1000);
+      expect(listed).toContainEqual(
+        expect.objectContaining({ id: stale.reservationId, reason: 'settlement_missing' }),
       );
-    }
-  });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 700n, reservedTokens: 300n });
 
-  it('bounds what runs past the balance in flight: with calls open, a new one must leave cover', async () => {
-    // RESERVE_OVERRUN_COVER_PERCENT = 10 (the default).
-    const key = await createFundedKey(context, { credits: 1000n });
-    const first = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400 credits
-    const second = await reserveOne(reserveItem(key, 'priced', 100n, 40n)); // 400: 200 left >= 10% of 800
-    expect([first.ok, second.ok]).toEqual([true, true]);
-    // 150 fits in the 200 left, but would leave 50 < 10% of 950 for overruns of the three calls.
-    const third = reserveItem(key, 'priced', 25n, 20n);
-    expect(await reserveOne(third)).toMatchObject({ ok: false, code: 'insufficient_credits' });
-    await api.finish([settleItem(key, first.reservationId, 'priced', 100n, 40n)]);
-    await api.finish([settleItem(key, second.reservationId, 'priced', 100n, 40n)]);
-    // Nothing open any more: a call alone is admitted up to the last credit it needs.
-    const alone = await reserveOne(reserveItem(key, 'priced', 25n, 20n));
-    expect(alone).toMatchObject({ ok: true, reserved: { credits: '150' } });
+      context.clock.advance(context.deps.config.billing.holdTimeoutMs + 1000);
+      const second = await reconcileOnce(context.deps);
+      expect(second.reservations.filter((row) => row.accountId === key.accountId)).toHaveLength(2);
+      expect(
+        second.reservations.every((row) => row.action === 'release' && row.reason === 'hold_expired'),
+      ).toBe(true);
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 1000n, reservedTokens: 0n });
 
-    const tokens = await createFundedKey(context, { packages: ['small'] });
-    expect((await reserveOne(reserveItem(tokens, 'tokens-only', 250n, 250n))).ok).toBe(true);
-    expect((await reserveOne(reserveItem(tokens, 'tokens-only', 200n, 200n))).ok).toBe(true);
-    expect(await reserveOne(reserveItem(tokens, 'tokens-only', 25n, 25n))).toMatchObject({
-      ok: false,
-      code: 'insufficient_tokens',
+      // A settle that arrives after the timeout still charges what was used.
+      const late = await api.finish([settleItem(key, stale.reservationId, 'tokens-only', 10n, 10n)]);
+      expect(late.body.results[0]).toMatchObject({ status: 'settled', charged: { tokens: '20' } });
+      expect((await balancesOf(context, key.accountId)).tokens).toBe(980n);
     });
-  });
-
-  it('refuses a revoked key in the very next call after revoke returns', async () => {
-    const key = await createFundedKey(context, { packages: ['small'] });
-    expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({ ok: true });
-    await changeKeyStatus(context.deps, key.accountId, key.keyId, 'revoked');
-    expect(await reserveOne(reserveItem(key, 'tokens-only', 1n, 1n))).toMatchObject({
-      ok: false,
-      code: 'api_key_revoked',
-    });
-  });
-
-  it('refuses disabled keys, expired keys and suspended accounts', async () => {
-    const disabled = await createFundedKey(context, { packages: ['small'] });
-    await changeKeyStatus(context.deps, disabled.accountId, disabled.keyId, 'disabled');
-    expect(await reserveOne(reserveItem(disabled, 'tokens-only', 1n, 1n))).toMatchObject({
-      code: 'api_key_disabled',
-    });
-
-    const expired = await createFundedKey(context, { packages: ['small'] });
-    await context.deps.db
-      .updateTable('api_keys')
-      .set({ expires_at: new Date(Date.now() - 1000) })
-      .where('id', '=', expired.keyId)
-      .execute();
-    expect(await reserveOne(reserveItem(expired, 'tokens-only', 1n, 1n))).toMatchObject({
-      code: 'api_key_expired',
-    });
-
-    const suspended = await createFundedKey(context, { packages: ['small'] });
-    await context.deps.db
-      .updateTable('accounts')
-      .set({ status: 'suspended' })
-      .where('id', '=', suspended.accountId)
-      .execute();
-    expect(await reserveOne(reserveItem(suspended, 'tokens-only', 1n, 1n))).toMatchObject({
-      code: 'account_suspended',
-    });
-  });
-
-  it('is idempotent by reservation id', async () => {
-    const key = await createFundedKey(context, { packages: ['small'] });
-    const item = reserveItem(key, 'tokens-only', 100n, 100n);
-    const first = await reserveOne(item);
-    const again = await reserveOne(item);
-    expect(again).toEqual(first);
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 800n, reservedTokens: 200n });
-  });
-});
-
-describe('settle', () => {
-  it('charges the reported usage, never the estimate, and returns the rest', async () => {
-    const key = await createFundedKey(context, { packages: ['small'], credits: 10_000n });
-    const item = reserveItem(key, 'priced', 600n, 900n);
-    await reserveOne(item);
-    // Usage 700 in + 350 out = 1,050 tokens: 1,000 from the package (700 in, 300 out), 50 out from credit.
-    const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 700n, 350n)]);
-    expect(settled.body.results[0]).toMatchObject({
-      status: 'settled',
-      charged: { tokens: '1000', credits: '250' },
-      writtenOff: { tokens: '0', credits: '0' },
-    });
-    expect(await balancesOf(context, key.accountId)).toEqual({
-      tokens: 0n,
-      reservedTokens: 0n,
-      credits: 9750n,
-      reservedCredits: 0n,
-    });
-  });
-
-  it('charges usage beyond the reservation up to what is left, and writes off the rest', async () => {
-    const key = await createFundedKey(context, { packages: ['small'] });
-    const item = reserveItem(key, 'tokens-only', 100n, 100n);
-    await reserveOne(item);
-    // 1,500 tokens used; the whole package is 1,000: 1,000 charged, 500 written off.
-    const settled = await api.finish([settleItem(key, item.reservationId, 'tokens-only', 1000n, 500n)]);
-    expect(settled.body.results[0]).toMatchObject({
-      charged: { tokens: '1000' },
-      writtenOff: { tokens: '500' },
-    });
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 0n, reservedTokens: 0n });
-    const writeOffs = await context.deps.db
-      .selectFrom('ledger_entries')
-      .select(['amount', 'available_delta'])
-      .where('reservation_id', '=', item.reservationId)
-      .where('kind', '=', 'write_off')
-      .execute();
-    expect(writeOffs).toEqual([{ amount: 500n, available_delta: 0n }]);
-  });
-
-  it('still charges correctly when the reservation was forgotten (lost asynchronous commit)', async () => {
-    const key = await createFundedKey(context, { packages: ['small'] });
-    const reservationId = randomUUID();
-    const settled = await api.finish([settleItem(key, reservationId, 'tokens-only', 30n, 20n)]);
-    expect(settled.body.results[0]).toMatchObject({
-      status: 'settled',
-      replay: false,
-      charged: { tokens: '50' },
-    });
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 950n, reservedTokens: 0n });
-    const again = await api.finish([settleItem(key, reservationId, 'tokens-only', 30n, 20n)]);
-    expect(again.body.results[0]).toMatchObject({ replay: true });
-    expect((await balancesOf(context, key.accountId)).tokens).toBe(950n);
-  });
-});
-
-describe('quantities above 2^53', () => {
-  it('are stored, reserved, settled and returned exactly', async () => {
-    const key = await createFundedKey(context, { packages: ['huge'], credits: 9_007_199_254_740_993n });
-    const item = reserveItem(key, 'tokens-only', 9_007_199_254_740_993n, 3n);
-    expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '9007199254740996' } });
-    const settled = await api.finish([
-      settleItem(key, item.reservationId, 'tokens-only', 9_007_199_254_740_993n, 1n),
-    ]);
-    expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '9007199254740994' } });
-    expect(await balancesOf(context, key.accountId)).toEqual({
-      tokens: 18_014_398_509_481_984n - 9_007_199_254_740_994n,
-      reservedTokens: 0n,
-      credits: 9_007_199_254_740_993n,
-      reservedCredits: 0n,
-    });
-  });
-});
-
-describe('reconciler', () => {
-  it('holds (never silently releases) reservations nobody settled within the timeout; releases expired holds', async () => {
-    const key = await createFundedKey(context, { packages: ['small'] });
-    const stale = reserveItem(key, 'tokens-only', 100n, 100n);
-    const held = reserveItem(key, 'tokens-only', 50n, 50n);
-    await reserveOne(stale);
-    await reserveOne(held);
-    await api.finish([endItem(key, held.reservationId, 'tokens-only', 'hold', 'billing_settlement_pending')]);
-
-    context.clock.advance(context.deps.config.billing.reservationTimeoutMs + 1000);
-    const first = await reconcileOnce(context.deps);
-    expect(first.reservations).toContainEqual({
-      id: stale.reservationId,
-      accountId: key.accountId,
-      alias: 'tokens-only',
-      action: 'hold',
-      reason: 'settlement_missing',
-    });
-    const statuses = await context.deps.db
-      .selectFrom('reservations')
-      .select(['id', 'status', 'outcome'])
-      .where('id', 'in', [stale.reservationId, held.reservationId])
-      .execute();
-    expect(statuses).toContainEqual({
-      id: stale.reservationId,
-      status: 'held',
-      outcome: 'settlement_missing',
-    });
-    expect(statuses).toContainEqual({
-      id: held.reservationId,
-      status: 'held',
-      outcome: 'billing_settlement_pending',
-    });
-    // Visible, with its reason, where an operator reviews holds.
-    const listed = await listHeld(context.deps, 1000);
-    expect(listed).toContainEqual(
-      expect.objectContaining({ id: stale.reservationId, reason: 'settlement_missing' }),
-    );
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 700n, reservedTokens: 300n });
-
-    context.clock.advance(context.deps.config.billing.holdTimeoutMs + 1000);
-    const second = await reconcileOnce(context.deps);
-    expect(second.reservations.filter((row) => row.accountId === key.accountId)).toHaveLength(2);
-    expect(
-      second.reservations.every((row) => row.action === 'release' && row.reason === 'hold_expired'),
-    ).toBe(true);
-    expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 1000n, reservedTokens: 0n });
-
-    // A settle that arrives after the timeout still charges what was used.
-    const late = await api.finish([settleItem(key, stale.reservationId, 'tokens-only', 10n, 10n)]);
-    expect(late.body.results[0]).toMatchObject({ status: 'settled', charged: { tokens: '20' } });
-    expect((await balancesOf(context, key.accountId)).tokens).toBe(980n);
   });
 });

@@ -1,4 +1,4 @@
-import { AppError, ERROR_CATALOG } from '@tollgate/errors';
+import { AppError } from '@tollgate/errors';
 import type {
   FinishBatchRequest,
   FinishBatchResponse,
@@ -6,76 +6,36 @@ import type {
   ReserveBatchResponse,
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
-import { lookupHashOf } from '../api-keys/key-crypto.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import * as repository from './billing.repository.ts';
+import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from './billing.rows.ts';
 
 /**
- * Reserves every item of a batch in one round trip. Key state, expiry, scope and alias are checked
- * again inside the transaction, so a key revoked a moment ago is refused here.
+ * Reserves every item of a batch: in the hot tier when there is one, else in one Postgres round
+ * trip, where key state, expiry, scope and alias are checked again inside the transaction. Either
+ * way a key revoked a moment ago is refused here.
  */
 export async function reserve(
   deps: Dependencies,
   request: ReserveBatchRequest,
 ): Promise<ReserveBatchResponse> {
-  const rows = request.items.map((item) => ({
-    reservation_id: item.reservationId,
-    lookup_hash: lookupHashOf(deps.config.keyPepper, item.keyDigest).toString('hex'),
-    alias: item.alias,
-    surface: item.surface,
-    estimate_input: item.estimate.inputTokens,
-    estimate_output: item.estimate.outputTokens,
-    cover_percent: deps.config.billing.overrunCoverPercent,
-  }));
-  const results = await repository.reserveBatch(deps.prepared, rows);
-  return {
-    results: results.map((result) =>
-      result.ok
-        ? {
-            ok: true as const,
-            reservationId: result.reservation_id,
-            keyId: result.key_id,
-            accountId: result.account_id,
-            providerId: result.provider_id,
-            upstreamModel: result.upstream_model,
-            reserved: { tokens: result.reserved_tokens, credits: result.reserved_credits },
-          }
-        : {
-            ok: false as const,
-            reservationId: result.reservation_id,
-            code: result.code,
-            message: ERROR_CATALOG[result.code].message,
-          },
-    ),
+  if (deps.hot) return deps.hot.reserve(request);
+  const settings = {
+    keyPepper: deps.config.keyPepper,
+    coverPercent: deps.config.billing.overrunCoverPercent,
   };
+  const results = await repository.reserveBatch(
+    deps.prepared,
+    request.items.map((item) => reserveRowOf(settings, item)),
+  );
+  return { results: results.map(reserveResultOf) };
 }
 
-/** Settles, releases or holds every item of a batch, idempotently, in one durable commit. */
+/** Settles, releases or holds every item of a batch, idempotently, durably. */
 export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
-  const rows: repository.FinishRow[] = request.items.map((item) => ({
-    action: item.action,
-    reservation_id: item.reservationId,
-    key_id: item.keyId,
-    account_id: item.accountId,
-    alias: item.alias,
-    surface: item.surface,
-    outcome: item.outcome,
-    http_status: item.httpStatus,
-    occurred_at: item.occurredAt,
-    ...(item.action === 'settle'
-      ? { input_tokens: item.usage.inputTokens, output_tokens: item.usage.outputTokens }
-      : {}),
-  }));
-  const results = await repository.finishBatch(deps.prepared, rows);
-  return {
-    results: results.map((result) => ({
-      reservationId: result.reservation_id,
-      status: result.status,
-      replay: result.replay,
-      charged: { tokens: result.charged_tokens, credits: result.charged_credits },
-      writtenOff: { tokens: result.written_off_tokens, credits: result.written_off_credits },
-    })),
-  };
+  if (deps.hot) return deps.hot.finish(request);
+  const results = await repository.finishBatch(deps.prepared, request.items.map(finishRowOfItem));
+  return { results: results.map(finishResultOf) };
 }
 
 export interface GrantPackageInput {
@@ -98,7 +58,7 @@ export async function grantPackage(
   const pack = await findPackage(deps, input.packageId);
   const now = deps.clock.now();
   const result = await deps.db.transaction().execute(async (trx) => {
-    await repository.lockAccount(trx, input.accountId);
+    await repository.lockAccount(trx, input.accountId, deps.hot);
     if (input.idempotencyKey) {
       const existing = await repository.findEntitlementByIdempotencyKey(trx, input.idempotencyKey);
       if (existing) return sameGrantOrConflict(existing, input);
@@ -140,7 +100,7 @@ export async function changeCredit(
   if (input.kind === 'grant' && input.amount <= 0n)
     throw AppError.validation({ amount: ['Must be positive.'] });
   await deps.db.transaction().execute(async (trx) => {
-    await repository.lockAccount(trx, input.accountId);
+    await repository.lockAccount(trx, input.accountId, deps.hot);
     try {
       await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
     } catch (error) {

@@ -71,6 +71,28 @@ export interface LedgerEntriesTable {
   reserved_delta: Generated<bigint>;
   amount: Generated<bigint>;
   reservation_id: string | null;
+  /** The hot-tier lease a row moved money into, out of, or charged (migration 0012). */
+  lease_id: Generated<string | null>;
   cause: string;
   created_at: Created;
+}
+
+/** A lease of an account's balances to the hot tier (migration 0012). */
+export interface HotLeasesTable {
+  id: string;
+  account_id: string;
+  version: bigint;
+  opened_at: Created;
+  closed_at: Date | null;
+  close_reason: string | null;
+}
+
+/** What a lease moved of one source (entitlement_id null: credit), and where it went. */
+export interface HotLeasePartsTable {
+  lease_id: string;
+  entitlement_id: string | null;
+  leased: bigint;
+  returned: bigint;
+  spent: bigint;
+  held: bigint;
 }

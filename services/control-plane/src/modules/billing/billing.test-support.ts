@@ -112,6 +112,8 @@ export function reserveItem(key: FundedKey, alias: string, input: bigint, output
   return {
     reservationId: randomUUID(),
     keyDigest: key.digest,
+    keyId: key.keyId,
+    accountId: key.accountId,
     alias,
     surface: alias === 'tokens-only' ? 'messages' : 'chat_completions',
     estimate: { inputTokens: String(input), outputTokens: String(output) },
@@ -160,7 +162,7 @@ export function endItem(
 }
 
 export function balancesOf(context: TestContext, accountId: string) {
-  return balancesOfAccount(context.deps.db, accountId);
+  return balancesOfAccount(context.deps, accountId);
 }
 
 /** Fails the test with the violations if any balance disagrees with its ledger rows. */

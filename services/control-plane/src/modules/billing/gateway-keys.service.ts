@@ -40,7 +40,7 @@ export async function resolveKeyForGateway(deps: Dependencies, keyDigest: string
 /** GET /v1/key/status: state, scope, ceilings, and balances (read-only; reserves nothing). */
 export async function readKeyStatusForGateway(deps: Dependencies, keyDigest: string): Promise<KeyStatus> {
   const key = await findKey(deps, keyDigest);
-  const balances = await readAccountBalances(deps.db, key.accountId, {
+  const balances = await readAccountBalances(deps, key.accountId, {
     now: deps.clock.now(),
     scope: key.scope,
   });

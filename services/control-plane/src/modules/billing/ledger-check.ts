@@ -5,7 +5,10 @@ import type { Database } from '../../db/schema.ts';
  * Checks the money invariants and returns every violation found (empty = consistent):
  * 1. each entitlement's remaining and reserved equal the sums of its ledger rows;
  * 2. each credit balance's available and reserved equal the sums of its ledger rows;
- * 3. what balances hold in reserve equals what open (reserved or held) reservations hold.
+ * 3. what balances hold in reserve equals what open (reserved or held) reservations hold plus
+ *    what open hot-tier leases hold;
+ * 4. each lease's figures per source (leased, returned, spent, held) equal the sums of the ledger
+ *    rows that moved them.
  */
 export async function verifyLedger(db: Kysely<Database>, accountId?: string): Promise<string[]> {
   const account = accountId ?? null;
@@ -54,8 +57,16 @@ export async function verifyLedger(db: Kysely<Database>, accountId?: string): Pr
     ), held as (
       select account_id, sum(tokens)::bigint as tokens, sum(credits)::bigint as credits from balances group by account_id
     ), open as (
-      select account_id, sum(reserved_tokens)::bigint as tokens, sum(reserved_credits)::bigint as credits
-      from reservations where status in ('reserved', 'held') group by account_id
+      select account_id, sum(tokens)::bigint as tokens, sum(credits)::bigint as credits from (
+        select account_id, reserved_tokens as tokens, reserved_credits as credits
+        from reservations where status in ('reserved', 'held')
+        union all
+        select l.account_id,
+               case when p.entitlement_id is null then 0 else p.leased - p.returned - p.spent - p.held end,
+               case when p.entitlement_id is null then p.leased - p.returned - p.spent - p.held else 0 end
+        from hot_leases l join hot_lease_parts p on p.lease_id = l.id
+        where l.closed_at is null
+      ) holders group by account_id
     )
     select coalesce(h.account_id, o.account_id) as account_id,
            coalesce(h.tokens, 0) as held_tokens, coalesce(o.tokens, 0) as open_tokens,
@@ -65,7 +76,35 @@ export async function verifyLedger(db: Kysely<Database>, accountId?: string): Pr
       and (coalesce(h.tokens, 0) <> coalesce(o.tokens, 0) or coalesce(h.credits, 0) <> coalesce(o.credits, 0))
   `.execute(db);
 
+  const leases = await sql<{
+    lease_id: string;
+    entitlement_id: string | null;
+    figures: string;
+    ledger: string;
+  }>`
+    select p.lease_id, p.entitlement_id,
+           concat_ws('/', p.leased, p.returned, p.spent, p.held) as figures,
+           concat_ws('/', coalesce(l.leased, 0), coalesce(l.returned, 0), coalesce(l.spent, 0), coalesce(l.held, 0)) as ledger
+    from hot_lease_parts p
+    join hot_leases h on h.id = p.lease_id
+    left join (
+      select lease_id, entitlement_id,
+             sum(amount) filter (where kind = 'reserve') as leased,
+             sum(amount) filter (where kind = 'release') as returned,
+             sum(amount) filter (where kind = 'settle') as spent,
+             sum(amount) filter (where kind = 'hold') as held
+      from ledger_entries where lease_id is not null group by 1, 2
+    ) l on l.lease_id = p.lease_id and l.entitlement_id is not distinct from p.entitlement_id
+    where (${account}::uuid is null or h.account_id = ${account}::uuid)
+      and (p.leased, p.returned, p.spent, p.held)
+          is distinct from (coalesce(l.leased, 0), coalesce(l.returned, 0), coalesce(l.spent, 0), coalesce(l.held, 0))
+  `.execute(db);
+
   return [
+    ...leases.rows.map(
+      (row) =>
+        `lease ${row.lease_id} (${row.entitlement_id ?? 'credit'}): leased/returned/spent/held ${row.figures}, ledger says ${row.ledger}`,
+    ),
     ...entitlements.rows.map(
       (row) =>
         `entitlement ${row.id}: remaining ${row.remaining} / reserved ${row.reserved}, ledger says ${row.available_sum} / ${row.reserved_sum}`,

@@ -24,9 +24,10 @@ export interface OrderGrant {
 export async function grantOrderInTransaction(
   trx: Transaction<Database>,
   grant: OrderGrant,
+  hot: repository.LeaseRecall | null,
 ): Promise<{ entitlementId: string }> {
   const { pack } = grant;
-  await repository.lockAccount(trx, grant.accountId);
+  await repository.lockAccount(trx, grant.accountId, hot);
   const cause = `order ${grant.orderId}`;
   const entitlementId = await repository.insertEntitlement(trx, {
     account_id: grant.accountId,
@@ -62,8 +63,9 @@ export async function clawBackOrderGrant(
     bonusCredits: bigint;
     now: Date;
   },
+  hot: repository.LeaseRecall | null,
 ): Promise<{ tokens: bigint; credits: bigint }> {
-  await repository.lockAccount(trx, input.accountId);
+  await repository.lockAccount(trx, input.accountId, hot);
   const cause = `refund of order ${input.orderId}`;
   let tokens = 0n;
   if (input.entitlementId) {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 
 /** The plan rate and concurrency ceilings that bound an account's keys; null where no plan bounds one. */
@@ -22,7 +22,8 @@ export async function readPlanCeilings(
     .selectFrom('entitlements')
     .select(['requests_per_minute', 'concurrency'])
     .where('account_id', '=', accountId)
-    .where('remaining', '>', 0n)
+    // What a hot-tier lease holds of it is spendable too (migration 0012).
+    .where(sql<boolean>`remaining + tollgate_hot_leased(id) > 0`)
     .where((where) => where.or([where('expires_at', 'is', null), where('expires_at', '>', now)]))
     .execute();
   const widest = (values: Array<number | null>): number | null =>

@@ -25,7 +25,9 @@ const BATCH = 200;
  * arrived (a gateway died, or its queue could not deliver) is held with reason
  * `settlement_missing`, so it shows in the held listing; a hold nobody resolved within the hold
  * timeout is released (`hold_expired`). A late settle still charges what was used (up to what is
- * left). Each change is in the result and the log, none is silent.
+ * left). With the hot tier, its pass over the leases does the same for calls in Redis (and writes
+ * what a stopped control plane left unwritten, returns idle leases). Each change is in the result
+ * and the log, none is silent.
  */
 export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult> {
   const now = deps.clock.now().getTime();
@@ -53,20 +55,34 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
       changes.map(({ row, action, reason }) => repository.finishRowOf(row, action, reason, occurredAt)),
     );
   }
-  const reservations = changes.map(({ row, action, reason }) => ({
+  const reservations: ReconciledReservation[] = changes.map(({ row, action, reason }) => ({
     id: row.id,
     accountId: row.account_id,
     alias: row.alias,
     action,
     reason,
   }));
-  if (reservations.length > 0) {
-    deps.logger.warn(
-      { held: stale.length, released: expiredHolds.length, reservations },
-      'reconciled reservations',
-    );
+  // Released holds gave their amounts back to Postgres: leases may take them.
+  if (deps.hot) {
+    for (const accountId of new Set(expiredHolds.map((row) => row.account_id)))
+      await deps.hot.markMore(accountId);
+    const swept = await deps.hot.sweep();
+    const heldRows = await repository.findReservations(deps.db, swept.held);
+    for (const row of heldRows) {
+      reservations.push({
+        id: row.id,
+        accountId: row.account_id,
+        alias: row.alias,
+        action: 'hold',
+        reason: 'settlement_missing',
+      });
+    }
   }
-  return { held: stale.length, released: expiredHolds.length, reservations };
+  const held = reservations.filter((row) => row.action === 'hold').length;
+  if (reservations.length > 0) {
+    deps.logger.warn({ held, released: expiredHolds.length, reservations }, 'reconciled reservations');
+  }
+  return { held, released: expiredHolds.length, reservations };
 }
 
 /** Runs reconcileOnce every interval until stopped; a failed pass is logged and retried. */

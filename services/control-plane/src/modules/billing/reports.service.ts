@@ -1,25 +1,25 @@
 import { AppError } from '@tollgate/errors';
 import type { Amounts } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
-import { readAccountBalances } from './balances.ts';
+import { leaseSplit, readAccountBalances, withLease } from './balances.ts';
 import * as repository from './billing.repository.ts';
 import type { ReservationStatus } from './billing.table.ts';
 
 /** What an account can spend and what requests in flight hold, as integer strings. */
 export async function readBalance(deps: Dependencies, accountId: string) {
-  const balances = await readAccountBalances(deps.db, accountId, { now: deps.clock.now() });
+  const balances = await readAccountBalances(deps, accountId, { now: deps.clock.now() });
   return { remaining: balances.remaining, reserved: balances.reserved };
 }
 
 export async function listEntitlements(deps: Dependencies, accountId: string) {
   const now = deps.clock.now();
   const rows = await repository.listEntitlements(deps.db, accountId);
+  const split = await leaseSplit(deps, accountId);
   return rows.map((row) => ({
     id: row.id,
     packageId: row.package_id,
     granted: String(row.granted),
-    remaining: String(row.remaining),
-    reserved: String(row.reserved),
+    ...mapAmounts(withLease(row, split.get(row.id))),
     expiresAt: row.expires_at?.toISOString() ?? null,
     expired: row.expires_at !== null && row.expires_at <= now,
     aliases: row.aliases,
@@ -162,4 +162,8 @@ export async function summarizeUsage(
     outputTokens: String(row.output_tokens),
     charged: { tokens: String(row.charged_tokens), credits: String(row.charged_credits) },
   }));
+}
+
+function mapAmounts(figures: { remaining: bigint; reserved: bigint }) {
+  return { remaining: String(figures.remaining), reserved: String(figures.reserved) };
 }

@@ -1,7 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { changeCredit, insertEntitlement, lockAccount } from './billing.repository.ts';
+import { changeCredit, insertEntitlement, type LeaseRecall, lockAccount } from './billing.repository.ts';
 
 /**
  * Transfers between two accounts (a reseller handing its own holdings to a customer). Both sides
@@ -10,8 +10,13 @@ import { changeCredit, insertEntitlement, lockAccount } from './billing.reposito
  */
 
 /** Locks both accounts in id order, so two transfers between the same pair cannot deadlock. */
-export async function lockPair(trx: Transaction<Database>, first: string, second: string): Promise<void> {
-  for (const id of [first, second].sort()) await lockAccount(trx, id);
+export async function lockPair(
+  trx: Transaction<Database>,
+  first: string,
+  second: string,
+  hot: LeaseRecall | null,
+): Promise<void> {
+  for (const id of [first, second].sort()) await lockAccount(trx, id, hot);
 }
 
 /** Moves credit; insufficient_credits when the giver holds less than `amount`. Both locked. */

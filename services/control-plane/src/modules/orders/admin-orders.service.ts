@@ -80,13 +80,17 @@ export async function refundOrder(
       amount: order.amount,
       currency: order.currency,
     });
-    const taken = await clawBackOrderGrant(trx, {
-      orderId: id,
-      accountId: order.account_id,
-      entitlementId: order.entitlement_id,
-      bonusCredits: order.bonus_credits,
-      now,
-    });
+    const taken = await clawBackOrderGrant(
+      trx,
+      {
+        orderId: id,
+        accountId: order.account_id,
+        entitlementId: order.entitlement_id,
+        bonusCredits: order.bonus_credits,
+        now,
+      },
+      deps.hot,
+    );
     await repository.updateOrder(trx, id, {
       status: 'refunded',
       closed_at: now,

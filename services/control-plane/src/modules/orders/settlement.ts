@@ -50,14 +50,18 @@ export async function settleSucceeded(
       }
       // A payment that arrives after the order expired, was cancelled or failed is still honoured:
       // money received is never ignored.
-      const { entitlementId } = await grantOrderInTransaction(trx, {
-        orderId,
-        accountId: order.account_id,
-        pack,
-        tokens: order.tokens + order.bonus_tokens,
-        bonusCredits: order.bonus_credits,
-        now,
-      });
+      const { entitlementId } = await grantOrderInTransaction(
+        trx,
+        {
+          orderId,
+          accountId: order.account_id,
+          pack,
+          tokens: order.tokens + order.bonus_tokens,
+          bonusCredits: order.bonus_credits,
+          now,
+        },
+        deps.hot,
+      );
       await repository.updateOrder(trx, orderId, {
         status: 'paid',
         entitlement_id: entitlementId,

@@ -67,8 +67,8 @@ describe('concurrency', () => {
     expect(
       [...refusedCodes].every((code) => code === 'insufficient_tokens' || code === 'rate_limit_exceeded'),
     ).toBe(true);
-    expect(await balancesOf(context.deps.db, reseller.id)).toMatchObject({ tokens: 0n, credits: 0n });
-    expect(await balancesOf(context.deps.db, customerId)).toMatchObject({ tokens: 1000n, credits: 1000n });
+    expect(await balancesOf(context.deps, reseller.id)).toMatchObject({ tokens: 0n, credits: 0n });
+    expect(await balancesOf(context.deps, customerId)).toMatchObject({ tokens: 1000n, credits: 1000n });
     expect(await verifyLedger(context.deps.db, reseller.id)).toEqual([]);
     expect(await verifyLedger(context.deps.db, customerId)).toEqual([]);
   }, 120_000);
@@ -86,10 +86,10 @@ describe('concurrency', () => {
     expect(responses.filter((response) => response.status === 201)).toHaveLength(1);
     expect(responses.filter((response) => response.status === 200)).toHaveLength(19);
     expect(new Set(responses.map((response) => response.body.data.grantId)).size).toBe(1);
-    expect(await balancesOf(context.deps.db, customerId)).toMatchObject({ credits: 100n });
+    expect(await balancesOf(context.deps, customerId)).toMatchObject({ credits: 100n });
     const different = await call({ credits: '200' });
     expect(different.status).toBe(422);
     expect(different.body.code).toBe('validation_failed');
-    expect(await balancesOf(context.deps.db, reseller.id)).toMatchObject({ credits: 900n });
+    expect(await balancesOf(context.deps, reseller.id)).toMatchObject({ credits: 900n });
   }, 120_000);
 });

@@ -71,7 +71,7 @@ export async function grantToCustomer(
       }
       return { result: first.result as GrantResult, replay: true };
     }
-    await lockPair(trx, actor.accountId, customer.id);
+    await lockPair(trx, actor.accountId, customer.id, deps.hot);
     const cause = `reseller ${actor.accountId} -> ${customer.id}${request.note ? `: ${request.note}` : ''}`;
     let result: GrantResult;
     if ('credits' in request) {

@@ -72,8 +72,8 @@ describe('reseller area (session)', () => {
       body: { credits: '200', note: 'welcome' },
     });
     expect(credits.status).toBe(201);
-    expect(await balancesOf(context.deps.db, reseller.id)).toMatchObject({ tokens: 600n, credits: 300n });
-    expect(await balancesOf(context.deps.db, customerId)).toMatchObject({ tokens: 400n, credits: 200n });
+    expect(await balancesOf(context.deps, reseller.id)).toMatchObject({ tokens: 600n, credits: 300n });
+    expect(await balancesOf(context.deps, customerId)).toMatchObject({ tokens: 400n, credits: 200n });
 
     const tooMuch = await reseller.request('POST', `/reseller/customers/${customerId}/grants`, {
       body: { packageId: 'small', tokens: '601' },
@@ -126,7 +126,7 @@ describe('reseller area (session)', () => {
       expect(response.status, `${method} ${path}`).toBe(404);
       expect(response.body.code).toBe('not_found');
     }
-    expect(await balancesOf(context.deps.db, reseller.id)).toMatchObject({ credits: 100n });
+    expect(await balancesOf(context.deps, reseller.id)).toMatchObject({ credits: 100n });
   });
 
   it("lists, creates, disables and revokes a customer's inference keys", async () => {

@@ -1,0 +1,166 @@
+/**
+ * A finished call as the hot tier's finish script records it (hot.lua.ts), and the row Postgres
+ * gets for it. Every figure is an integer string; write-offs are computed here, exactly, from the
+ * usage the provider reported, since Redis counts in doubles.
+ */
+export interface FinishedRecord {
+  id: string;
+  action: 'settle' | 'release' | 'hold';
+  status: 'settled' | 'released' | 'held';
+  outcome: string;
+  httpStatus: string;
+  lease: string;
+  keyId: string;
+  alias: string;
+  surface: string;
+  /** When it was reserved, µs since the epoch. */
+  created: string;
+  estIn: string;
+  estOut: string;
+  reservedTokens: string;
+  reservedCredits: string;
+  /** 'e:<entitlement>:<amount>' and 'c:c:<amount>:<input price>:<output price>', ';'-separated. */
+  legs: string;
+  usageIn: string;
+  usageOut: string;
+  /** When it finished (ms). */
+  at: string;
+  /** '<entitlement or c>:<amount>', ';'-separated: what was charged, per source. */
+  charges: string;
+  legTakeIn: string;
+  legTakeOut: string;
+  creditTake: string;
+  creditIn: string;
+  creditOut: string;
+  overTakeIn: string;
+  overTakeOut: string;
+  overCredit: string;
+  overIn: string;
+  overOut: string;
+}
+
+export interface PersistItem {
+  id: string;
+  account_id: string;
+  key_id: string;
+  alias: string;
+  surface: string;
+  status: FinishedRecord['status'];
+  outcome: string;
+  http_status: number | null;
+  created_at: string;
+  estimate_input: string;
+  estimate_output: string;
+  legs: Array<{
+    source: 'entitlement' | 'credit';
+    entitlementId?: string;
+    amount: string;
+    inputPrice?: string;
+    outputPrice?: string;
+  }>;
+  reserved_tokens: string;
+  reserved_credits: string;
+  input_tokens: string | null;
+  output_tokens: string | null;
+  charges: Array<{ entitlementId: string | null; amount: string }>;
+  charged_tokens: string;
+  charged_credits: string;
+  written_off_tokens: string;
+  written_off_credits: string;
+  lease_id: string;
+}
+
+const INT8_MAX = 9_223_372_036_854_775_807n;
+const big = (value: string) => (value === '' ? 0n : BigInt(value));
+
+/** µs since the epoch as an ISO time Postgres reads to the microsecond. */
+export function isoFromMicros(micros: string): string {
+  const value = BigInt(micros);
+  const iso = new Date(Number(value / 1000n)).toISOString();
+  return `${iso.slice(0, -1)}${String(value % 1000n).padStart(3, '0')}Z`;
+}
+
+export function parseLegs(text: string): PersistItem['legs'] {
+  return text
+    .split(';')
+    .filter(Boolean)
+    .map((part) => {
+      const [kind, source, amount, inputPrice, outputPrice] = part.split(':') as [
+        string,
+        string,
+        string,
+        string?,
+        string?,
+      ];
+      return kind === 'c'
+        ? { source: 'credit', amount, inputPrice: inputPrice ?? '0', outputPrice: outputPrice ?? '0' }
+        : { source: 'entitlement', entitlementId: source, amount };
+    });
+}
+
+/**
+ * What a settled call could not be charged, as tollgate_settle_legs and tollgate_charge_available
+ * compute it: tokens of an alias without a credit price beyond everything the account holds, and
+ * credits owed beyond its balance.
+ */
+export function writeOffsOf(record: FinishedRecord): { tokens: bigint; credits: bigint } {
+  if (record.status !== 'settled') return { tokens: 0n, credits: 0n };
+  const afterLegsIn = big(record.usageIn) - big(record.legTakeIn);
+  const afterLegsOut = big(record.usageOut) - big(record.legTakeOut);
+  let owed = 0n;
+  let tokens = 0n;
+  if (record.creditIn !== '') {
+    owed = afterLegsIn * big(record.creditIn) + afterLegsOut * big(record.creditOut) - big(record.creditTake);
+  } else {
+    const leftIn = afterLegsIn - big(record.overTakeIn);
+    const leftOut = afterLegsOut - big(record.overTakeOut);
+    if (leftIn + leftOut > 0n) {
+      if (record.overIn !== '') owed = leftIn * big(record.overIn) + leftOut * big(record.overOut);
+      else tokens = leftIn + leftOut;
+    }
+  }
+  const credits = owed - big(record.overCredit);
+  return { tokens, credits: credits > INT8_MAX ? INT8_MAX : credits < 0n ? 0n : credits };
+}
+
+export function persistItemOf(accountId: string, record: FinishedRecord): PersistItem {
+  const charges = record.charges
+    .split(';')
+    .filter(Boolean)
+    .map((part) => {
+      const [source, amount] = part.split(':') as [string, string];
+      return { entitlementId: source === 'c' ? null : source, amount };
+    });
+  const chargedTokens = charges
+    .filter((charge) => charge.entitlementId !== null)
+    .reduce((sum, charge) => sum + BigInt(charge.amount), 0n);
+  const chargedCredits = charges
+    .filter((charge) => charge.entitlementId === null)
+    .reduce((sum, charge) => sum + BigInt(charge.amount), 0n);
+  const writtenOff = writeOffsOf(record);
+  const settled = record.status === 'settled';
+  return {
+    id: record.id,
+    account_id: accountId,
+    key_id: record.keyId,
+    alias: record.alias,
+    surface: record.surface,
+    status: record.status,
+    outcome: record.outcome,
+    http_status: record.httpStatus === '' ? null : Number(record.httpStatus),
+    created_at: isoFromMicros(record.created),
+    estimate_input: record.estIn,
+    estimate_output: record.estOut,
+    legs: parseLegs(record.legs),
+    reserved_tokens: record.reservedTokens,
+    reserved_credits: record.reservedCredits,
+    input_tokens: settled ? record.usageIn : null,
+    output_tokens: settled ? record.usageOut : null,
+    charges,
+    charged_tokens: String(chargedTokens),
+    charged_credits: String(chargedCredits),
+    written_off_tokens: String(writtenOff.tokens),
+    written_off_credits: String(writtenOff.credits),
+    lease_id: record.lease,
+  };
+}

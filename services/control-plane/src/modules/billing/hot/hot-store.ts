@@ -1,0 +1,174 @@
+import { AppError } from '@tollgate/errors';
+import {
+  accountTag,
+  connectRedis,
+  type Logger,
+  type RedisConnection,
+  type RedisTarget,
+} from '@tollgate/service-kit';
+import {
+  CLAIM_LUA,
+  ENTRY_LUA,
+  FINISH_LUA,
+  LEASE_LUA,
+  MORE_LUA,
+  RECALL_LUA,
+  RESERVE_LUA,
+  SWEEP_LUA,
+} from './hot.lua.ts';
+
+/** Where Redis keeps one account's part of the hot tier (see hot.lua.ts). */
+export function hotKeys(prefix: string, accountId: string) {
+  const base = `${prefix}hot:${accountTag(accountId)}`;
+  return {
+    lease: base,
+    res: `${base}:res`,
+    done: `${base}:done`,
+    account: `${base}:acct`,
+    claim: `${base}:claim`,
+    key: (keyId: string) => `${base}:k:${keyId}`,
+    gone: (reservationId: string) => `${base}:gone:${reservationId}`,
+  };
+}
+
+export type HotKeys = ReturnType<typeof hotKeys>;
+
+/** One source of a lease as Redis gets it: 'c' is the credit. */
+export interface LeaseSource {
+  id: string;
+  net: string;
+  expiresAt: string;
+  aliases: string;
+}
+
+export interface LeaseWrite {
+  mode: 'install' | 'sync';
+  token: string;
+  leaseId: string;
+  version: string;
+  more: boolean;
+  now: number;
+  sources: LeaseSource[];
+}
+
+/** A lease as Redis holds it now, per source: what is free and what calls in flight hold. */
+export interface LeaseView {
+  leaseId: string;
+  sources: Map<string, { free: bigint; inFlight: bigint }>;
+}
+
+type Script = (keyCount: number, ...args: Array<string | number>) => Promise<unknown>;
+const SCRIPTS = {
+  hotReserve: RESERVE_LUA,
+  hotFinish: FINISH_LUA,
+  hotClaim: CLAIM_LUA,
+  hotLease: LEASE_LUA,
+  hotRecall: RECALL_LUA,
+  hotSweep: SWEEP_LUA,
+  hotEntry: ENTRY_LUA,
+  hotMore: MORE_LUA,
+} as const;
+
+/** How long a call waits for a (re)connecting Redis before it is refused. */
+const CONNECT_WAIT_MS = 500;
+
+/**
+ * The hot tier's Redis: one connection (or cluster client), every script registered once and
+ * sent by its hash. Commands of concurrent calls leave in one write (auto-pipelining). While Redis
+ * is unreachable every call fails at once with rate_limiter_unavailable: nothing is reserved.
+ */
+export function createHotStore(target: RedisTarget, prefix: string, logger: Logger) {
+  const redis: RedisConnection = connectRedis(target, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 1_000,
+    enableAutoPipelining: true,
+  });
+  redis.on('error', (error) => logger.warn({ err: error }, 'hot tier: redis error'));
+  for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { lua });
+  const scripts = redis as unknown as Record<keyof typeof SCRIPTS, Script>;
+
+  function connected(): Promise<boolean> {
+    if (redis.status === 'ready') return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (value: boolean) => {
+        clearTimeout(timer);
+        redis.off('ready', onReady);
+        resolve(value);
+      };
+      const onReady = () => done(true);
+      const timer = setTimeout(() => done(false), CONNECT_WAIT_MS);
+      redis.once('ready', onReady);
+    });
+  }
+
+  async function run<T>(
+    script: keyof typeof SCRIPTS,
+    keys: string[],
+    args: Array<string | number>,
+  ): Promise<T> {
+    if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
+    try {
+      return (await scripts[script](keys.length, ...keys, ...args)) as T;
+    } catch (error) {
+      throw new AppError('rate_limiter_unavailable', { cause: error });
+    }
+  }
+
+  return {
+    prefix,
+    keysOf: (accountId: string) => hotKeys(prefix, accountId),
+    run,
+    async writeLease(
+      accountId: string,
+      write: LeaseWrite,
+    ): Promise<'installed' | 'synced' | 'lost' | 'stale'> {
+      const keys = hotKeys(prefix, accountId);
+      return run(
+        'hotLease',
+        [keys.lease, keys.claim],
+        [
+          write.mode,
+          write.token,
+          write.leaseId,
+          write.version,
+          write.more ? '1' : '0',
+          write.now,
+          write.sources.length,
+          ...write.sources.flatMap((source) => [source.id, source.net, source.expiresAt, source.aliases]),
+        ],
+      );
+    },
+    async claim(accountId: string, token: string, ttlMs: number, mode: 'claim' | 'verify') {
+      const keys = hotKeys(prefix, accountId);
+      return run<'present' | 'busy' | 'claimed' | 'ok' | 'lost'>(
+        'hotClaim',
+        [keys.lease, keys.claim],
+        [token, ttlMs, mode],
+      );
+    },
+    async writeEntry(key: string, entry: object & { v: string }, ttlMs: number, now: number) {
+      return run<'written' | 'older'>('hotEntry', [key], [JSON.stringify(entry), entry.v, ttlMs, now]);
+    },
+    async readLease(accountId: string): Promise<LeaseView | null> {
+      if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
+      const hash = await redis.hgetall(hotKeys(prefix, accountId).lease);
+      if (!hash.lease) return null;
+      const sources = new Map<string, { free: bigint; inFlight: bigint }>();
+      for (const id of (hash.order ?? '').split(',').filter(Boolean)) {
+        sources.set(id, { free: BigInt(hash[`r:${id}`] ?? '0'), inFlight: BigInt(hash[`h:${id}`] ?? '0') });
+      }
+      return { leaseId: hash.lease, sources };
+    },
+    /** Forgets finished calls once Postgres has them. */
+    async written(accountId: string, ids: string[]): Promise<void> {
+      if (ids.length === 0) return;
+      await redis.hdel(hotKeys(prefix, accountId).done, ...ids);
+    },
+    async close(): Promise<void> {
+      redis.disconnect();
+    },
+  };
+}
+
+export type HotStore = ReturnType<typeof createHotStore>;

@@ -1,0 +1,543 @@
+import { LIMITS_LUA } from '@tollgate/service-kit';
+
+/**
+ * The hot tier's Redis scripts. Each one touches one account's keys only (one hash tag), so on a
+ * Redis Cluster it runs on one node as one atomic step.
+ *
+ * The account's lease (hash `lease`):
+ *   lease, ver        the Postgres lease it mirrors and the newest version of it applied
+ *   more, tried       1 when Postgres may hold more for it (a grant, a returned hold); when the
+ *                     last top-up ran (ms)
+ *   last              last reservation or finish (ms)
+ *   order             its sources in draw order: entitlement ids, then `c` (credit)
+ *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it)
+ *   r:<s>, h:<s>      of that, what is free, and what calls in flight hold
+ *   x:<s>, a:<s>      an entitlement's expiry (ms, 0 = none) and covered aliases (`,a,b,`; '' = all)
+ * `res`: reservation id -> record of a call in flight; `done`: id -> finished call not yet in
+ * Postgres. Key and account entries are JSON strings with a version (see hot-entries.ts).
+ *
+ * Amounts are Lua numbers (doubles): exact below 2^53, and every source a lease holds is kept
+ * below 2^52, so every amount moved is exact. Usage and estimates above that only ever meet
+ * min() against such amounts; write-offs, which are not bounded, are computed by the control
+ * plane from the exact figures the records carry.
+ */
+const COMMON = `
+local function num(value) return tonumber(value) or 0 end
+local function fmt(value) return string.format('%.0f', value) end
+local function split(text, separator)
+  local parts = {}
+  for part in string.gmatch(text, '([^' .. separator .. ']+)') do parts[#parts + 1] = part end
+  return parts
+end
+local function loadHash(key)
+  local flat = redis.call('HGETALL', key)
+  local hash = {}
+  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
+  return hash
+end
+local function usable(st, s, alias, now)
+  local expiry = num(st['x:' .. s])
+  if expiry > 0 and expiry <= now then return false end
+  local aliases = st['a:' .. s] or ''
+  return aliases == '' or string.find(aliases, ',' .. alias .. ',', 1, true) ~= nil
+end
+-- Legs: 'e:<id>:<amount>' per entitlement, 'c:c:<amount>:<input price>:<output price>' for credit.
+local function parseLegs(text)
+  local legs = {}
+  for _, part in ipairs(split(text, ';')) do
+    local f = split(part, ':')
+    legs[#legs + 1] = { source = f[2], amount = tonumber(f[3]), ip = f[4], op = f[5] }
+  end
+  return legs
+end
+`;
+
+/**
+ * Reserves a batch of one account's calls: checks the key (entry), the account, the alias, the
+ * limits, then draws from the lease, all or nothing per call.
+ *
+ * KEYS: lease, res, done, account entry, then per call: key entry, key rate, package rate, key
+ * leases, package leases, gone (tombstone of an id finished before its reserve arrived).
+ * ARGV: topup allowed (1/0), cover percent, lease ttl ms, top-up interval ms, n, then per call
+ * (15): id, key id, lookup hash, alias, alias state (ok, unknown, unpublished, protocol),
+ * surface, estimate in, estimate out, input price, output price ('' = unpriced), key rpm ('' =
+ * limits checked by the gateway), key concurrency, package rpm, package concurrency, window ms.
+ * Returns per call: {'ok', legs, tokens, credits} | {'no', code, retry ms} | {'miss'} (a key or
+ * account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short; Postgres may hold more).
+ */
+export const RESERVE_LUA = `${LIMITS_LUA}${COMMON}
+local now = redisNowMs()
+local time = redis.call('TIME')
+local createdUs = time[1] .. string.format('%06d', tonumber(time[2]))
+local st = loadHash(KEYS[1])
+local hot = st['lease'] ~= nil
+local changed = {}
+local function set(field, value) st[field] = value; changed[field] = value end
+local sources = hot and split(st['order'] or '', ',') or {}
+local accountRaw = redis.call('GET', KEYS[4])
+local account = accountRaw and cjson.decode(accountRaw) or nil
+local topupAllowed = ARGV[1] == '1'
+local cover = tonumber(ARGV[2])
+local leaseTtl = tonumber(ARGV[3])
+local topupEvery = tonumber(ARGV[4])
+local count = tonumber(ARGV[5])
+local reserved = 0
+
+local function anyCovering(alias)
+  for _, s in ipairs(sources) do
+    if s ~= 'c' and usable(st, s, alias, now) then return true end
+  end
+  return false
+end
+
+local function reserveOne(a, k)
+  local id, keyId, lookupHash, alias, aliasState = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+  local surface, estIn, estOut = ARGV[a + 6], tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8])
+  local inPrice, outPrice = ARGV[a + 9], ARGV[a + 10]
+  local existing = redis.call('HGET', KEYS[2], id)
+  if existing then
+    local f = split(existing, '|')
+    return {'ok', f[9] or '', f[7], f[8]}
+  end
+  if redis.call('HEXISTS', KEYS[3], id) == 1 or redis.call('EXISTS', KEYS[k + 6]) == 1 then
+    return {'ok', '', '0', '0'}
+  end
+  local keyRaw = redis.call('GET', KEYS[k + 1])
+  if not keyRaw or not account or account.st == 'changing' then return {'miss'} end
+  local key = cjson.decode(keyRaw)
+  if key.st == 'changing' then return {'miss'} end
+  if key.h ~= lookupHash then return {'no', 'invalid_api_key', '0'} end
+  if key.st == 'revoked' then return {'no', 'api_key_revoked', '0'} end
+  if key.st == 'disabled' then return {'no', 'api_key_disabled', '0'} end
+  if num(key.x) > 0 and num(key.x) <= now then return {'no', 'api_key_expired', '0'} end
+  if account.st == 'suspended' then return {'no', 'account_suspended', '0'} end
+  if aliasState == 'unknown' then return {'no', 'invalid_model', '0'} end
+  if aliasState == 'unpublished' or (key.sc ~= '' and string.find(key.sc, ',' .. alias .. ',', 1, true) == nil) then
+    return {'no', 'model_not_allowed', '0'}
+  end
+  if aliasState == 'protocol' then return {'no', 'model_unavailable', '0'} end
+  if not hot then return {'cold'} end
+
+  local limits = nil
+  if ARGV[a + 11] ~= '' then
+    limits = {
+      keyRate = KEYS[k + 2], planRate = KEYS[k + 3], keyLeases = KEYS[k + 4], planLeases = KEYS[k + 5],
+      keyRpm = tonumber(ARGV[a + 11]), keySlots = tonumber(ARGV[a + 12]),
+      planRpm = num(ARGV[a + 13]), planSlots = num(ARGV[a + 14]), window = tonumber(ARGV[a + 15]),
+    }
+    local verdict = limitsCheck(limits, now)
+    if verdict then
+      if verdict[1] <= 2 then return {'no', 'rate_limit_exceeded', fmt(verdict[2])} end
+      return {'no', 'concurrency_limit_exceeded', '0'}
+    end
+  end
+
+  -- The draw (as tollgate_reserve_one): entitlements covering the alias, soonest expiry first,
+  -- then credit at the alias's price; the whole estimate or nothing.
+  local need = estIn + estOut
+  local takes = {}
+  local tokens = 0
+  for _, s in ipairs(sources) do
+    if tokens >= need then break end
+    if s ~= 'c' then
+      local free = num(st['r:' .. s])
+      if free > 0 and usable(st, s, alias, now) then
+        local take = math.min(need - tokens, free)
+        takes[#takes + 1] = { s, take }
+        tokens = tokens + take
+      end
+    end
+  end
+  local credit = 0
+  local short = nil
+  local priced = inPrice ~= '' and outPrice ~= ''
+  if tokens < need then
+    local covered = false
+    if priced then
+      local coveredIn = math.min(tokens, estIn)
+      local cost = (estIn - coveredIn) * tonumber(inPrice) + (estOut - (tokens - coveredIn)) * tonumber(outPrice)
+      if cost <= num(st['r:c']) then
+        credit = cost
+        covered = true
+      end
+    end
+    if not covered then
+      short = ((not priced) or anyCovering(alias)) and 'insufficient_tokens' or 'insufficient_credits'
+    end
+  end
+  -- The overrun cover (RESERVE_OVERRUN_COVER_PERCENT), per pool, as in Postgres.
+  if not short and cover > 0 and tokens > 0 then
+    local poolHeld, poolFree = 0, 0
+    for _, s in ipairs(sources) do
+      if s ~= 'c' then
+        poolHeld = poolHeld + num(st['h:' .. s])
+        if num(st['r:' .. s]) > 0 and usable(st, s, alias, now) then poolFree = poolFree + num(st['r:' .. s]) end
+      end
+    end
+    if poolHeld > 0 and (poolFree - tokens) * 100 < cover * (poolHeld + tokens) then short = 'insufficient_tokens' end
+  end
+  if not short and cover > 0 and credit > 0 then
+    local held, free = num(st['h:c']), num(st['r:c'])
+    if held > 0 and (free - credit) * 100 < cover * (held + credit) then short = 'insufficient_credits' end
+  end
+  if short then
+    if topupAllowed and (st['more'] == '1' or now - num(st['tried']) >= topupEvery) then return {'topup', st['lease']} end
+    -- Refused for its balance, it still counts against the rate ceilings, as every call does.
+    if limits then limitsCount(limits, now) end
+    return {'no', short, '0'}
+  end
+
+  local legs = {}
+  for _, take in ipairs(takes) do
+    local s = take[1]
+    set('r:' .. s, fmt(num(st['r:' .. s]) - take[2]))
+    set('h:' .. s, fmt(num(st['h:' .. s]) + take[2]))
+    legs[#legs + 1] = 'e:' .. s .. ':' .. fmt(take[2])
+  end
+  if credit > 0 then
+    set('r:c', fmt(num(st['r:c']) - credit))
+    set('h:c', fmt(num(st['h:c']) + credit))
+    legs[#legs + 1] = 'c:c:' .. fmt(credit) .. ':' .. inPrice .. ':' .. outPrice
+  end
+  local legText = table.concat(legs, ';')
+  if limits then limitsTake(limits, now, id, leaseTtl) end
+  redis.call('HSET', KEYS[2], id, table.concat({keyId, alias, surface, createdUs, fmt(estIn), fmt(estOut),
+    fmt(tokens), fmt(credit), legText}, '|'))
+  reserved = reserved + 1
+  return {'ok', legText, fmt(tokens), fmt(credit)}
+end
+
+local results = {}
+for i = 1, count do
+  results[i] = reserveOne(5 + (i - 1) * 15, 4 + (i - 1) * 6)
+end
+if reserved > 0 then set('last', fmt(now)) end
+local flat = {}
+for field, value in pairs(changed) do
+  flat[#flat + 1] = field
+  flat[#flat + 1] = value
+end
+if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
+return results
+`;
+
+/**
+ * Finishes a batch of one account's calls: settle, release or hold, as tollgate_settle_legs and
+ * tollgate_charge_available do in Postgres. The finished call is kept in `done` until Postgres has
+ * it (a repeat answers from there). A call Redis does not know is answered `unknown` (the control
+ * plane looks in Postgres first), or, with `forgotten` set, charged from the lease as a
+ * reservation lost with Redis; a release or hold of one leaves a tombstone, so its reserve, if it
+ * arrives later, reserves nothing.
+ *
+ * KEYS: lease, res, done, then per call: gone. ARGV: forgotten (1/0), tombstone ttl ms, n, then
+ * per call (12): id, action, usage in, usage out, outcome, http status, key id, alias, surface,
+ * input price, output price (the alias's current prices; '' = unpriced), created (µs; for a
+ * forgotten call). Returns per call: {'done', record JSON} | {'unknown'} | {'cold'}.
+ */
+export const FINISH_LUA = `${COMMON}
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local st = loadHash(KEYS[1])
+local hot = st['lease'] ~= nil
+local changed = {}
+local function set(field, value) st[field] = value; changed[field] = value end
+local function add(field, delta) set(field, fmt(num(st[field]) + delta)) end
+local sources = hot and split(st['order'] or '', ',') or {}
+local forgotten = ARGV[1] == '1'
+local goneTtl = tonumber(ARGV[2])
+local count = tonumber(ARGV[3])
+local finished = 0
+
+local function finishOne(a, k)
+  local id, action = ARGV[a + 1], ARGV[a + 2]
+  local done = redis.call('HGET', KEYS[3], id)
+  if done then return {'done', done} end
+  local record = redis.call('HGET', KEYS[2], id)
+  if not record and not forgotten then return {'unknown'} end
+  if not hot then return {'cold'} end
+  local r = {
+    id = id, action = action, outcome = ARGV[a + 5], httpStatus = ARGV[a + 6], lease = st['lease'],
+    usageIn = ARGV[a + 3], usageOut = ARGV[a + 4], at = fmt(now), charges = '',
+    legTakeIn = '0', legTakeOut = '0', creditTake = '0', creditIn = '', creditOut = '',
+    overTakeIn = '0', overTakeOut = '0', overCredit = '0', overIn = '', overOut = '',
+  }
+  local legs = {}
+  if record then
+    local f = split(record, '|')
+    r.keyId, r.alias, r.surface, r.created, r.estIn, r.estOut = f[1], f[2], f[3], f[4], f[5], f[6]
+    r.reservedTokens, r.reservedCredits, r.legs = f[7], f[8], f[9] or ''
+    legs = parseLegs(r.legs)
+    redis.call('HDEL', KEYS[2], id)
+  else
+    r.keyId, r.alias, r.surface, r.created = ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 12]
+    r.estIn, r.estOut, r.reservedTokens, r.reservedCredits, r.legs = '0', '0', '0', '0', ''
+    if action ~= 'settle' then redis.call('SET', KEYS[k + 1], '1', 'PX', goneTtl) end
+  end
+
+  if action == 'release' then
+    r.status = 'released'
+    for _, leg in ipairs(legs) do
+      add('r:' .. leg.source, leg.amount)
+      add('h:' .. leg.source, -leg.amount)
+    end
+  elseif action == 'hold' then
+    -- What it holds leaves the lease for the held row; an admin or the hold timeout settles it.
+    r.status = 'held'
+    for _, leg in ipairs(legs) do add('h:' .. leg.source, -leg.amount) end
+  else
+    r.status = 'settled'
+    local remIn, remOut = tonumber(r.usageIn), tonumber(r.usageOut)
+    local charges = {}
+    local order = {}
+    local function charge(s, amount)
+      if amount <= 0 then return end
+      if not charges[s] then
+        charges[s] = 0
+        order[#order + 1] = s
+      end
+      charges[s] = charges[s] + amount
+    end
+    local legIn, legOut, tokens, credits, extra = 0, 0, 0, 0, 0
+    local creditLeg = false
+    for _, leg in ipairs(legs) do
+      add('h:' .. leg.source, -leg.amount)
+      if leg.source ~= 'c' then
+        local take = math.min(leg.amount, remIn + remOut)
+        local takeIn = math.min(take, remIn)
+        remIn = remIn - takeIn
+        remOut = remOut - (take - takeIn)
+        legIn = legIn + takeIn
+        legOut = legOut + (take - takeIn)
+        add('r:' .. leg.source, leg.amount - take)
+        charge(leg.source, take)
+        tokens = tokens + take
+      else
+        creditLeg = true
+        local cost = remIn * tonumber(leg.ip) + remOut * tonumber(leg.op)
+        local take = math.min(cost, leg.amount)
+        add('r:c', leg.amount - take)
+        charge('c', take)
+        credits = credits + take
+        extra = cost - take
+        r.creditTake, r.creditIn, r.creditOut = fmt(take), leg.ip, leg.op
+        remIn, remOut = 0, 0
+      end
+    end
+    r.legTakeIn, r.legTakeOut = fmt(legIn), fmt(legOut)
+    -- Usage beyond the reservation: from what the lease has free, then credit; the rest is
+    -- written off (computed exactly by the control plane).
+    local owed = extra
+    if remIn + remOut > 0 then
+      local overIn, overOut = 0, 0
+      for _, s in ipairs(sources) do
+        if remIn + remOut <= 0 then break end
+        local free = num(st['r:' .. s])
+        if s ~= 'c' and free > 0 and usable(st, s, r.alias, now) then
+          local take = math.min(remIn + remOut, free)
+          local takeIn = math.min(take, remIn)
+          remIn = remIn - takeIn
+          remOut = remOut - (take - takeIn)
+          overIn = overIn + takeIn
+          overOut = overOut + (take - takeIn)
+          add('r:' .. s, -take)
+          charge(s, take)
+          tokens = tokens + take
+        end
+      end
+      r.overTakeIn, r.overTakeOut = fmt(overIn), fmt(overOut)
+      local inPrice, outPrice = ARGV[a + 10], ARGV[a + 11]
+      if remIn + remOut > 0 and inPrice ~= '' and outPrice ~= '' then
+        owed = owed + remIn * tonumber(inPrice) + remOut * tonumber(outPrice)
+        r.overIn, r.overOut = inPrice, outPrice
+      end
+    end
+    if owed > 0 then
+      local take = math.min(owed, math.max(0, num(st['r:c'])))
+      if take > 0 then
+        add('r:c', -take)
+        charge('c', take)
+        credits = credits + take
+        r.overCredit = fmt(take)
+      end
+    end
+    local parts = {}
+    for _, s in ipairs(order) do parts[#parts + 1] = s .. ':' .. fmt(charges[s]) end
+    r.charges = table.concat(parts, ';')
+    r.chargedTokens, r.chargedCredits = fmt(tokens), fmt(credits)
+  end
+  local encoded = cjson.encode(r)
+  redis.call('HSET', KEYS[3], id, encoded)
+  finished = finished + 1
+  return {'done', encoded}
+end
+
+local results = {}
+for i = 1, count do
+  results[i] = finishOne(3 + (i - 1) * 12, 3 + (i - 1))
+end
+if finished > 0 and hot then set('last', fmt(now)) end
+local flat = {}
+for field, value in pairs(changed) do
+  flat[#flat + 1] = field
+  flat[#flat + 1] = value
+end
+if #flat > 0 and hot then redis.call('HSET', KEYS[1], unpack(flat)) end
+return results
+`;
+
+/**
+ * A control plane about to open a lease claims the account first, so only one installs one.
+ * KEYS: lease, claim. ARGV: token, ttl ms, mode ('claim': take it if free; 'verify': still ours,
+ * extended). Returns 'present' (a lease is installed), 'busy' (another holds the claim),
+ * 'claimed'/'ok', or 'lost'.
+ */
+export const CLAIM_LUA = `
+if redis.call('HEXISTS', KEYS[1], 'lease') == 1 then return 'present' end
+local holder = redis.call('GET', KEYS[2])
+if ARGV[3] == 'claim' then
+  if holder then return 'busy' end
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  return 'claimed'
+end
+if holder ~= ARGV[1] then return 'lost' end
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 'ok'
+`;
+
+/**
+ * Writes a lease's state as Postgres has it. 'install': a new lease, only by the claim's holder
+ * and only while none is installed. 'sync': the same lease with a newer (or the same) version:
+ * each source's free part moves by the change of its net amount.
+ * KEYS: lease, claim. ARGV: mode, token, lease id, version, more (1/0), now ms, n, then per source
+ * (4): id ('c' = credit), net, expiry ms, aliases (',a,b,' or '').
+ * Returns 'installed' | 'synced' | 'lost' | 'stale'.
+ */
+export const LEASE_LUA = `${COMMON}
+local mode, leaseId, version = ARGV[1], ARGV[3], tonumber(ARGV[4])
+local st = loadHash(KEYS[1])
+if mode == 'install' then
+  if st['lease'] ~= nil or redis.call('GET', KEYS[2]) ~= ARGV[2] then return 'lost' end
+  redis.call('DEL', KEYS[2])
+  st = {}
+elseif st['lease'] ~= leaseId or num(st['ver']) > version then
+  return 'stale'
+end
+local fields = {'lease', leaseId, 'ver', fmt(version), 'more', ARGV[5], 'tried', ARGV[6]}
+if mode == 'install' then
+  fields[#fields + 1] = 'last'
+  fields[#fields + 1] = ARGV[6]
+end
+local order = {}
+local count = tonumber(ARGV[7])
+for i = 1, count do
+  local a = 7 + (i - 1) * 4
+  local s, net = ARGV[a + 1], tonumber(ARGV[a + 2])
+  order[#order + 1] = s
+  local delta = net - num(st['n:' .. s])
+  for _, pair in ipairs({ {'n:' .. s, fmt(net)}, {'r:' .. s, fmt(num(st['r:' .. s]) + delta)},
+                          {'h:' .. s, fmt(num(st['h:' .. s]))}, {'x:' .. s, ARGV[a + 3]}, {'a:' .. s, ARGV[a + 4]} }) do
+    fields[#fields + 1] = pair[1]
+    fields[#fields + 1] = pair[2]
+  end
+end
+fields[#fields + 1] = 'order'
+fields[#fields + 1] = table.concat(order, ',')
+redis.call('HSET', KEYS[1], unpack(fields))
+return mode == 'install' and 'installed' or 'synced'
+`;
+
+/**
+ * Takes what is free in a lease out of Redis, to be returned in Postgres under `version`, and
+ * marks that Postgres may hold more (the next call short of balance tops up). Calls in flight
+ * keep what they hold. KEYS: lease, claim. ARGV: version.
+ * Returns {'absent', claimed (1/0)} | {'taken', lease id, source, amount, ...}.
+ */
+export const RECALL_LUA = `${COMMON}
+local st = loadHash(KEYS[1])
+if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[2])} end
+local result = {'taken', st['lease']}
+local fields = {'ver', ARGV[1], 'more', '1'}
+for _, s in ipairs(split(st['order'] or '', ',')) do
+  local free = num(st['r:' .. s])
+  if free > 0 then
+    for _, pair in ipairs({ {'r:' .. s, '0'}, {'n:' .. s, fmt(num(st['n:' .. s]) - free)} }) do
+      fields[#fields + 1] = pair[1]
+      fields[#fields + 1] = pair[2]
+    end
+    result[#result + 1] = s
+    result[#result + 1] = fmt(free)
+  end
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+return result
+`;
+
+/**
+ * The reconciler's pass over one lease: calls in flight past the reservation timeout are held
+ * (settlement_missing) and returned with finished calls Postgres has not had for a while (their
+ * control plane stopped); a lease idle long enough, with nothing in flight or unwritten, is
+ * removed from Redis, to be closed in Postgres.
+ * KEYS: lease, res, done, claim. ARGV: lease id, now ms, reservation timeout ms, unwritten after
+ * ms, idle ms. Returns {'absent', claimed} | {'other'} | {'closed'} | {'open', record JSON...}.
+ */
+export const SWEEP_LUA = `${COMMON}
+local st = loadHash(KEYS[1])
+if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[4])} end
+if st['lease'] ~= ARGV[1] then return {'other'} end
+local now, timeout, unwritten, idle = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local results = {'open'}
+-- Finished before this pass and still not in Postgres after a while: their control plane stopped.
+local finished = redis.call('HGETALL', KEYS[3])
+for i = 1, #finished, 2 do
+  if num(cjson.decode(finished[i + 1]).at) + unwritten < now then results[#results + 1] = finished[i + 1] end
+end
+local inFlight = redis.call('HGETALL', KEYS[2])
+for i = 1, #inFlight, 2 do
+  local f = split(inFlight[i + 1], '|')
+  if math.floor(tonumber(f[4]) / 1000) + timeout < now then
+    local r = {
+      id = inFlight[i], action = 'hold', status = 'held', outcome = 'settlement_missing', httpStatus = '',
+      lease = st['lease'], keyId = f[1], alias = f[2], surface = f[3], created = f[4], estIn = f[5], estOut = f[6],
+      reservedTokens = f[7], reservedCredits = f[8], legs = f[9] or '', usageIn = '', usageOut = '', at = fmt(now),
+      charges = '', legTakeIn = '0', legTakeOut = '0', creditTake = '0', creditIn = '', creditOut = '',
+      overTakeIn = '0', overTakeOut = '0', overCredit = '0', overIn = '', overOut = '',
+    }
+    for _, leg in ipairs(parseLegs(r.legs)) do
+      redis.call('HSET', KEYS[1], 'h:' .. leg.source, fmt(num(redis.call('HGET', KEYS[1], 'h:' .. leg.source)) - leg.amount))
+    end
+    local encoded = cjson.encode(r)
+    redis.call('HDEL', KEYS[2], inFlight[i])
+    redis.call('HSET', KEYS[3], inFlight[i], encoded)
+    results[#results + 1] = encoded
+  end
+end
+if #results == 1 and redis.call('HLEN', KEYS[2]) == 0 and redis.call('HLEN', KEYS[3]) == 0
+   and num(st['last']) + idle <= now then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return {'closed'}
+end
+return results
+`;
+
+/**
+ * Writes a key's or account's entry unless Redis has a newer one. An entry marked as changing
+ * (a change under way in Postgres) is replaced only by its own version or a newer one, or by
+ * anything once its mark has expired (the change was rolled back).
+ * KEYS: entry. ARGV: entry JSON, version, ttl ms, now ms. Returns 'written' | 'older'.
+ */
+export const ENTRY_LUA = `
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local current = cjson.decode(raw)
+  local expired = current.st == 'changing' and tonumber(current['until']) < tonumber(ARGV[4])
+  if tonumber(current.v) > tonumber(ARGV[2]) and not expired then return 'older' end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 'written'
+`;
+
+/** Postgres may hold more for this lease (a hold returned there): the next short call tops up. KEYS: lease. */
+export const MORE_LUA = `
+if redis.call('HEXISTS', KEYS[1], 'lease') == 1 then redis.call('HSET', KEYS[1], 'more', '1') end
+return 0
+`;

@@ -1,5 +1,5 @@
 import { getRequestListener } from '@hono/node-server';
-import type { FinishItem } from '@tollgate/schemas';
+import type { FinishItem, ReserveItem } from '@tollgate/schemas';
 import {
   createLogger,
   createTracing,
@@ -59,7 +59,15 @@ export async function startGateway(
     connections: config.billing.connections,
   });
   const metrics = config.metrics ? createGatewayMetrics() : undefined;
-  const reserver = createReserveBatcher(measuredBatch(metrics, 'reserve', controlPlane.reserve), {
+  const limiter = createLimiter({
+    redisUrl: config.redisUrl,
+    redisCluster: config.redisCluster,
+    redisKeyPrefix: config.redisKeyPrefix,
+    settings: config.limits,
+    logger,
+  });
+  const reserveBatch = (items: ReserveItem[]) => controlPlane.reserve(items, limiter.shared);
+  const reserver = createReserveBatcher(measuredBatch(metrics, 'reserve', reserveBatch), {
     maxInFlight: config.billing.reserveMaxInFlight,
     maxBatch: 100,
     timeoutMs: config.billing.timeoutMs,
@@ -108,13 +116,6 @@ export async function startGateway(
         logger,
       )
     : null;
-  const limiter = createLimiter({
-    redisUrl: config.redisUrl,
-    redisCluster: config.redisCluster,
-    redisKeyPrefix: config.redisKeyPrefix,
-    settings: config.limits,
-    logger,
-  });
   const upstream = tracedUpstream(tracing, timedUpstream(metrics, createUpstreamClient(config.upstream)));
   const credentials = loadCredentials({
     env: config.env,

@@ -127,6 +127,8 @@ export async function startTestStack(label: string, options: StackOptions = {}):
       TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
       // Long windows: a test never straddles a window boundary.
       LIMIT_WINDOW_SECONDS: '3600',
+      // Settlements a gateway keeps at a stop stay with this stack, never with another test file's.
+      GATEWAY_DATA_DIR: path.join(folder, 'gateway-data'),
       ...options.gatewayEnv,
     });
     gateways.push(
@@ -173,7 +175,7 @@ export async function startTestStack(label: string, options: StackOptions = {}):
         if (!(await gateway.drainBilling(10_000))) throw new Error('settlements did not drain');
       }
     },
-    balances: (accountId) => balancesOf(deps.db, accountId),
+    balances: (accountId) => balancesOf(deps, accountId),
     reservations: (accountId) => reservationsOf(deps.db, accountId),
     ledgerProblems: () => verifyLedger(deps.db),
     async close() {

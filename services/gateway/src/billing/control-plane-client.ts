@@ -6,6 +6,7 @@ import {
   type GatewayHeartbeat,
   GatewayHeartbeatAnswer,
   KeyStatus,
+  type LimiterSettings,
   ReserveBatchResponse,
   type ReserveItem,
   ResolvedKey,
@@ -80,7 +81,9 @@ export function createControlPlaneClient(options: ControlPlaneClientOptions) {
     catalog: () => call('GET', '/catalog', GatewayCatalog),
     resolveKey: (keyDigest: string) => call('POST', '/keys/resolve', ResolvedKey, { keyDigest }),
     keyStatus: (keyDigest: string) => call('POST', '/keys/status', KeyStatus, { keyDigest }),
-    reserve: (items: ReserveItem[]) => call('POST', '/reservations', ReserveBatchResponse, { items }),
+    /** `limiter`: where the items' limits are counted, when the control plane is to check them. */
+    reserve: (items: ReserveItem[], limiter?: LimiterSettings | null) =>
+      call('POST', '/reservations', ReserveBatchResponse, limiter ? { items, limiter } : { items }),
     finish: (items: FinishItem[]) => call('POST', '/reservations/finish', FinishBatchResponse, { items }),
     heartbeat: (beat: GatewayHeartbeat) => call('POST', '/status/heartbeat', GatewayHeartbeatAnswer, beat),
     close: () => pool.close(),

@@ -7,6 +7,8 @@ function item(): ReserveItem {
   return {
     reservationId: randomUUID(),
     keyDigest: 'a'.repeat(64),
+    keyId: 'k',
+    accountId: 'a',
     alias: 'm',
     surface: 'messages',
     estimate: { inputTokens: '1', outputTokens: '1' },
@@ -28,6 +30,7 @@ function slowSend(ms: number) {
               providerId: 'p',
               upstreamModel: 'u',
               reserved: { tokens: '0', credits: '2' },
+              limited: false,
             })),
           }),
         ms,

@@ -54,6 +54,10 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
 
   return {
     kind: 'memory',
+    shared: null,
+    // Nothing else can take a slot in this process's memory.
+    adopt: () => null,
+    reachable: async () => true,
     async acquire(request: LimitRequest): Promise<LimitDecision> {
       const time = now();
       const window = Math.floor(time / settings.windowMs);

@@ -1,5 +1,12 @@
 import { AppError } from '@tollgate/errors';
-import { connectRedis, type Logger, type RedisConnection, type RedisTarget } from '@tollgate/service-kit';
+import {
+  connectRedis,
+  LIMITS_LUA,
+  type Logger,
+  limiterKeys,
+  type RedisConnection,
+  type RedisTarget,
+} from '@tollgate/service-kit';
 import {
   type Lease,
   type LimitDecision,
@@ -8,48 +15,27 @@ import {
   type LimitRequest,
   renewIntervalMs,
 } from './limiter.ts';
-import { limiterKeys } from './redis-keys.ts';
 
 /**
- * All checks and all increments in one script, so a refused request changes nothing and several
- * gateway processes can never admit more than the ceiling. Fixed windows keyed by the window's
- * number (Redis's own clock, not the gateways'); concurrency as sorted sets of leases scored by
- * their expiry, so a lease whose holder died falls out by itself.
+ * All checks and all increments in one script (service-kit's LIMITS_LUA, the same rules the
+ * control plane's hot tier applies), so a refused request changes nothing and several gateway
+ * processes can never admit more than the ceiling.
  *
  * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases
  * ARGV: 1 key rpm, 2 plan rpm (0 = none), 3 window ms, 4 key concurrency (0 = no slot),
  *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms
  * Returns {0} allowed, {1, ms} key rate, {2, ms} plan rate, {3} key concurrency, {4} plan concurrency.
  */
-const ACQUIRE = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local window = tonumber(ARGV[3])
-local index = math.floor(now / window)
-local retry = window - (now % window)
-local keyRate = KEYS[1] .. index
-local planRate = KEYS[2] .. index
-local keyRpm = tonumber(ARGV[1])
-local planRpm = tonumber(ARGV[2])
-if tonumber(redis.call('GET', keyRate) or '0') >= keyRpm then return {1, retry} end
-if planRpm > 0 and tonumber(redis.call('GET', planRate) or '0') >= planRpm then return {2, retry} end
-local keySlots = tonumber(ARGV[4])
-local planSlots = tonumber(ARGV[5])
-local ttl = tonumber(ARGV[7])
-if keySlots > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  if redis.call('ZCARD', KEYS[3]) >= keySlots then return {3, 0} end
-  if planSlots > 0 then
-    redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-    if redis.call('ZCARD', KEYS[4]) >= planSlots then return {4, 0} end
-    redis.call('ZADD', KEYS[4], now + ttl, ARGV[6])
-    redis.call('PEXPIRE', KEYS[4], ttl)
-  end
-  redis.call('ZADD', KEYS[3], now + ttl, ARGV[6])
-  redis.call('PEXPIRE', KEYS[3], ttl)
-end
-if redis.call('INCR', keyRate) == 1 then redis.call('PEXPIRE', keyRate, window) end
-if planRpm > 0 and redis.call('INCR', planRate) == 1 then redis.call('PEXPIRE', planRate, window) end
+const ACQUIRE = `${LIMITS_LUA}
+local l = {
+  keyRate = KEYS[1], planRate = KEYS[2], keyLeases = KEYS[3], planLeases = KEYS[4],
+  keyRpm = tonumber(ARGV[1]), planRpm = tonumber(ARGV[2]), window = tonumber(ARGV[3]),
+  keySlots = tonumber(ARGV[4]), planSlots = tonumber(ARGV[5]),
+}
+local now = redisNowMs()
+local verdict = limitsCheck(l, now)
+if verdict then return verdict end
+limitsTake(l, now, ARGV[6], tonumber(ARGV[7]))
 return {0}
 `;
 
@@ -139,8 +125,27 @@ export function createRedisLimiter(
   }, renewIntervalMs(settings.leaseTtlMs));
   renewTimer.unref();
 
+  /** Keeps a taken slot renewed until its release, which frees it in Redis. */
+  function hold(request: LimitRequest): Lease {
+    const names = limiterKeys(prefix, request.keyId, request.plan?.id, request.accountId);
+    const sets = request.plan?.concurrency ? [names.keyLeases, names.planLeases] : [names.keyLeases];
+    held.set(request.leaseId, { sets, id: request.leaseId, tag: names.tag });
+    return {
+      async release() {
+        if (!held.delete(request.leaseId)) return;
+        try {
+          await scripts.tollgateRelease(sets.length, ...sets, ...sets.map(() => request.leaseId));
+        } catch (error) {
+          logger.warn({ err: error }, 'limiter: could not release a lease (it expires by itself)');
+        }
+      },
+    };
+  }
+
   return {
     kind: 'redis',
+    shared: { prefix, windowMs: settings.windowMs, leaseTtlMs: settings.leaseTtlMs },
+    reachable: () => connected(CONNECT_WAIT_MS),
     async acquire(request: LimitRequest): Promise<LimitDecision> {
       const plan = request.plan;
       const names = limiterKeys(prefix, request.keyId, plan?.id, request.accountId);
@@ -182,21 +187,9 @@ export function createRedisLimiter(
           retryAfterSeconds: settings.concurrencyRetryAfterSeconds,
         };
       }
-      if (request.keyConcurrency === null) return { allowed: true, lease: null };
-      const sets = plan?.concurrency ? [keyLeases, planLeases] : [keyLeases];
-      held.set(request.leaseId, { sets, id: request.leaseId, tag: names.tag });
-      const lease: Lease = {
-        async release() {
-          if (!held.delete(request.leaseId)) return;
-          try {
-            await scripts.tollgateRelease(sets.length, ...sets, ...sets.map(() => request.leaseId));
-          } catch (error) {
-            logger.warn({ err: error }, 'limiter: could not release a lease (it expires by itself)');
-          }
-        },
-      };
-      return { allowed: true, lease };
+      return { allowed: true, lease: request.keyConcurrency === null ? null : hold(request) };
     },
+    adopt: (request) => (request.keyConcurrency === null ? null : hold(request)),
     async close() {
       clearInterval(renewTimer);
       redis.disconnect();

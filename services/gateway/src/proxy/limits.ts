@@ -2,20 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
 import type { PlanCeilings, ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import type { Lease } from '../limiter/limiter.ts';
+import type { Lease, LimitRequest } from '../limiter/limiter.ts';
 
 /**
- * Counts the call against the key's request ceiling and its package's (the package is per
- * account), and for metered calls takes a concurrency slot. Refuses with the limiter's code and
- * Retry-After. The lease, when one was taken, must be released when the call ends.
+ * The limits of one call: the key's request ceiling and its package's (the package is per
+ * account), and for metered calls a concurrency slot named `leaseId`.
  */
-export async function takeLimits(
-  deps: GatewayDependencies,
+export function limitRequestOf(
   key: ResolvedKey,
   plan: PlanCeilings | null,
-  options: { holdsSlot: boolean },
-): Promise<Lease | null> {
-  const decision = await deps.limiter.acquire({
+  options: { holdsSlot: boolean; leaseId?: string },
+): LimitRequest {
+  return {
     keyId: key.keyId,
     accountId: key.accountId,
     keyRequestsPerMinute: key.limits.requestsPerMinute,
@@ -25,8 +23,22 @@ export async function takeLimits(
       requestsPerMinute: plan.requestsPerMinute,
       concurrency: options.holdsSlot ? plan.concurrency : null,
     },
-    leaseId: randomUUID(),
-  });
+    leaseId: options.leaseId ?? randomUUID(),
+  };
+}
+
+/**
+ * Counts the call against its ceilings and, for metered calls, takes a concurrency slot. Refuses
+ * with the limiter's code and Retry-After. The lease, when one was taken, must be released when
+ * the call ends.
+ */
+export async function takeLimits(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  plan: PlanCeilings | null,
+  options: { holdsSlot: boolean; leaseId?: string },
+): Promise<Lease | null> {
+  const decision = await deps.limiter.acquire(limitRequestOf(key, plan, options));
   if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
   return decision.lease;
 }

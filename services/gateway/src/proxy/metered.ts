@@ -1,8 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { AppError, toAppError } from '@tollgate/errors';
-import type { MeteredSurface, ReserveItem, ReserveResult, ResolvedKey } from '@tollgate/schemas';
+import type {
+  MeteredSurface,
+  PlanCeilings,
+  ReserveItem,
+  ReserveLimits,
+  ReserveResult,
+  ResolvedKey,
+} from '@tollgate/schemas';
 import { mayHaveReserved } from '../billing/reserve-batcher.ts';
 import type { GatewayDependencies } from '../deps.ts';
+import type { Lease } from '../limiter/limiter.ts';
 import type { InboundRequest } from '../request/inbound.ts';
 import {
   assertSupportedParameters,
@@ -15,10 +22,11 @@ import {
 import { authenticate } from './authenticate.ts';
 import { type Decision, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
-import { takeLimits } from './limits.ts';
+import { limitRequestOf, takeLimits } from './limits.ts';
 import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
+import { timeOrderedUuid } from './reservation-id.ts';
 import { selectAlias, selectPlan } from './select-alias.ts';
 
 /**
@@ -49,7 +57,10 @@ export async function handleMetered(
   });
   const stream = body.stream === true;
 
-  const lease = await takeLimits(deps, key, plan, { holdsSlot: true });
+  // With Redis the control plane checks the limits in the step that reserves; without, here first.
+  const deferred = deps.limiter.shared !== null;
+  if (deferred && !(await deps.limiter.reachable())) throw new AppError('rate_limiter_unavailable');
+  let lease = deferred ? null : await takeLimits(deps, key, plan, { holdsSlot: true });
   /** Set once the call's end owns the lease; until then this function frees it. */
   let ended: Promise<void> | null = null;
   try {
@@ -57,11 +68,14 @@ export async function handleMetered(
       inputTokens: String(estimateReservedInputTokens(surface, body, deps.config.inputEstimateMarginPercent)),
       outputTokens: String(maxOutput.value),
     };
-    const { reservationId, reservation } = await reserve(deps, key, {
+    const { reservationId, reservation } = await reserve(deps, key, plan, {
       keyDigest: digest,
+      keyId: key.keyId,
+      accountId: key.accountId,
       alias: alias.alias,
       surface,
       estimate,
+      ...(deferred ? { limits: reserveLimitsOf(key, plan) } : {}),
     });
     log.reservationId = reservationId;
     const context: ReservationContext = {
@@ -71,6 +85,7 @@ export async function handleMetered(
       alias: alias.alias,
       surface,
     };
+    if (deferred) lease = await leaseOf(deps, key, plan, context, reservation.limited);
 
     const fields: Record<string, string> = {
       model: JSON.stringify(reservation.upstreamModel),
@@ -113,6 +128,44 @@ export async function handleMetered(
 
 type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
 
+function reserveLimitsOf(key: ResolvedKey, plan: PlanCeilings | null): ReserveLimits {
+  const request = limitRequestOf(key, plan, { holdsSlot: true });
+  return {
+    keyRequestsPerMinute: request.keyRequestsPerMinute,
+    keyConcurrency: key.limits.concurrency,
+    plan: request.plan,
+  };
+}
+
+/**
+ * The concurrency slot of a reserved call whose limits the control plane was asked to check: the
+ * one it took (named by the reservation id), or, from a control plane that reserves in Postgres
+ * alone, one taken here now; refused then, the reservation is released (nothing was spent).
+ */
+async function leaseOf(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  plan: PlanCeilings | null,
+  context: ReservationContext,
+  limited: boolean,
+): Promise<Lease | null> {
+  const request = limitRequestOf(key, plan, { holdsSlot: true, leaseId: context.reservationId });
+  if (limited) return deps.limiter.adopt(request);
+  try {
+    return await takeLimits(deps, key, plan, { holdsSlot: true, leaseId: context.reservationId });
+  } catch (error) {
+    const appError = toAppError(error);
+    deps.billing.finish(
+      finishItemOf(context, {
+        action: 'release',
+        outcome: appError.code === 'rate_limiter_unavailable' ? 'gateway_error' : 'rate_limited',
+        httpStatus: appError.status,
+      }),
+    );
+    throw appError;
+  }
+}
+
 /**
  * Reserves the estimate. A reservation whose answer timed out or was lost may still be committed
  * at the control plane: it is released by its id (idempotent; a release that arrives first leaves
@@ -123,29 +176,39 @@ type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
 async function reserve(
   deps: GatewayDependencies,
   key: ResolvedKey,
+  plan: PlanCeilings | null,
   request: ReserveRequest,
 ): Promise<{ reservationId: string; reservation: Extract<ReserveResult, { ok: true }> }> {
-  let attempt = await reserveOnce(deps, key, request);
+  let attempt = await reserveOnce(deps, key, plan, request);
   if (
     !attempt.reservation.ok &&
     (attempt.reservation.code === 'insufficient_credits' ||
       attempt.reservation.code === 'insufficient_tokens') &&
     (await deps.billing.settledFor(key.accountId, deps.config.billing.timeoutMs))
   ) {
-    attempt = await reserveOnce(deps, key, request);
+    attempt = await reserveOnce(deps, key, plan, request);
   }
   const { reservationId, reservation } = attempt;
-  if (!reservation.ok) throw new AppError(reservation.code);
+  if (!reservation.ok) {
+    throw new AppError(reservation.code, {
+      retryAfterSeconds:
+        reservation.code === 'concurrency_limit_exceeded'
+          ? deps.config.limits.concurrencyRetryAfterSeconds
+          : reservation.retryAfterSeconds,
+    });
+  }
   return { reservationId, reservation };
 }
 
 async function reserveOnce(
   deps: GatewayDependencies,
   key: ResolvedKey,
+  plan: PlanCeilings | null,
   request: ReserveRequest,
 ): Promise<{ reservationId: string; reservation: ReserveResult }> {
-  // Chosen here, so that the gateway can release what it cannot know was reserved.
-  const reservationId = randomUUID();
+  // Chosen here, so that the gateway can release what it cannot know was reserved. Time-ordered,
+  // so Postgres appends its rows at the end of the index instead of all over it.
+  const reservationId = timeOrderedUuid();
   try {
     return { reservationId, reservation: await deps.billing.reserve({ reservationId, ...request }) };
   } catch (error) {
@@ -158,6 +221,12 @@ async function reserveOnce(
       );
     }
     if (mayHaveReserved(appError)) {
+      // A slot the control plane may have taken with it is freed too (it would expire by itself).
+      if (request.limits) {
+        void deps.limiter
+          .adopt(limitRequestOf(key, plan, { holdsSlot: true, leaseId: reservationId }))
+          ?.release();
+      }
       deps.billing.finish(
         finishItemOf(
           {

@@ -6,7 +6,8 @@
  * Settlement is asynchronous by design: the gateway answers first and sends settles, releases
  * and holds to the control plane in batches off the response path. A client that has its answer
  * therefore cannot know when the ledger has it, so the meter polls the database (every 25 ms, for
- * at most 10 s) until the expected reservations have left the `reserved` status.
+ * at most 10 s) until the expected reservations are there, none is still `reserved` and the hot
+ * tier holds none of the account's calls in Redis (its rows are written once a call has finished).
  */
 import type pg from 'pg';
 import { expect } from 'vitest';
@@ -66,12 +67,25 @@ async function readReservations(db: pg.Pool, accountId: string): Promise<Reserva
   }));
 }
 
+/**
+ * Balances as the account sees them once no call is in flight: what an open hot-tier lease holds
+ * (money moved to `reserved` so Redis can spend it) counts as spendable again.
+ */
 export async function readBalances(db: pg.Pool, accountId: string): Promise<Balances> {
   const { rows } = await db.query(
-    `select coalesce((select available from credit_balances where account_id = $1), 0)::text as credits,
-            coalesce((select reserved from credit_balances where account_id = $1), 0)::text as reserved_credits,
-            coalesce((select sum(remaining) from entitlements where account_id = $1), 0)::text as tokens,
-            coalesce((select sum(reserved) from entitlements where account_id = $1), 0)::text as reserved_tokens`,
+    `with leased as (
+       select p.entitlement_id, sum(p.leased - p.returned - p.spent - p.held) as amount
+       from hot_leases l join hot_lease_parts p on p.lease_id = l.id
+       where l.account_id = $1 and l.closed_at is null group by 1
+     )
+     select coalesce((select available from credit_balances where account_id = $1), 0)
+              + coalesce((select amount from leased where entitlement_id is null), 0) as credits,
+            coalesce((select reserved from credit_balances where account_id = $1), 0)
+              - coalesce((select amount from leased where entitlement_id is null), 0) as reserved_credits,
+            coalesce((select sum(remaining) from entitlements where account_id = $1), 0)
+              + coalesce((select sum(amount) from leased where entitlement_id is not null), 0) as tokens,
+            coalesce((select sum(reserved) from entitlements where account_id = $1), 0)
+              - coalesce((select sum(amount) from leased where entitlement_id is not null), 0) as reserved_tokens`,
     [accountId],
   );
   const row = rows[0];
@@ -101,6 +115,9 @@ async function ledgerOf(db: pg.Pool, reservationId: string) {
   return { ...sums, kinds };
 }
 
+/** What the meter reads: the database, and the calls the hot tier still holds in Redis. */
+export type MeteredStack = { db: pg.Pool; callsInRedis(accountId: string): Promise<number> };
+
 /**
  * Follows one account's reservations: `finished()` waits for the ones the last calls created and
  * checks that balances moved by exactly what those reservations charged (or still hold).
@@ -110,10 +127,12 @@ export class Meter {
   private baseline: Balances | null = null;
 
   private readonly db: pg.Pool;
+  private readonly stack: MeteredStack;
   readonly accountId: string;
 
-  constructor(db: pg.Pool, accountId: string) {
-    this.db = db;
+  constructor(stack: MeteredStack, accountId: string) {
+    this.db = stack.db;
+    this.stack = stack;
     this.accountId = accountId;
   }
 
@@ -139,7 +158,12 @@ export class Meter {
     const deadline = Date.now() + POLL_DEADLINE_MS;
     for (;;) {
       const rows = select(await readReservations(this.db, this.accountId));
-      if (ready(rows) && rows.every((row) => row.status !== 'reserved')) return rows;
+      if (
+        ready(rows) &&
+        rows.every((row) => row.status !== 'reserved') &&
+        (await this.stack.callsInRedis(this.accountId)) === 0
+      )
+        return rows;
       if (Date.now() > deadline) {
         throw new Error(
           `waited ${POLL_DEADLINE_MS} ms for ${what}; found ${JSON.stringify(rows.map((row) => row.status))}`,
@@ -181,20 +205,25 @@ export class Meter {
     const expected = { ...this.baseline };
     for (const row of rows) {
       const ledger = await ledgerOf(this.db, row.id);
+      // What a call's own rows take out of the account, tokens and credits apart. In Postgres alone
+      // the reservation moves money from available to reserved and its end moves it on; in the hot
+      // tier the call drew from a lease (already in reserved) and its rows move only the charge.
+      const out = {
+        tokens: -(ledger.tokens.available + ledger.tokens.reserved),
+        credits: -(ledger.credits.available + ledger.credits.reserved),
+      };
       if (row.status === 'held') {
         // A hold keeps what was reserved, untouched, for reconciliation; nothing is charged.
         expect(row.chargedTokens + row.chargedCredits).toBe(0n);
-        expect(ledger.tokens).toEqual({ available: -row.reservedTokens, reserved: row.reservedTokens });
-        expect(ledger.credits).toEqual({ available: -row.reservedCredits, reserved: row.reservedCredits });
+        expect(out).toEqual({ tokens: 0n, credits: 0n });
         expect(ledger.kinds).toContain('hold');
         expected.tokens -= row.reservedTokens;
         expected.reservedTokens += row.reservedTokens;
         expected.credits -= row.reservedCredits;
         expected.reservedCredits += row.reservedCredits;
       } else {
-        // Settled or released: nothing stays reserved, and exactly the charge left the balance.
-        expect(ledger.tokens).toEqual({ available: -row.chargedTokens, reserved: 0n });
-        expect(ledger.credits).toEqual({ available: -row.chargedCredits, reserved: 0n });
+        // Settled or released: exactly the charge left the account.
+        expect(out).toEqual({ tokens: row.chargedTokens, credits: row.chargedCredits });
         if (row.status === 'released') expect(row.chargedTokens + row.chargedCredits).toBe(0n);
         expected.tokens -= row.chargedTokens;
         expected.credits -= row.chargedCredits;

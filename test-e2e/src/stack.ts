@@ -23,6 +23,7 @@ import {
   testSecrets,
   waitHealthy,
 } from '@tollgate/test-harness';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { inject } from 'vitest';
 
@@ -85,6 +86,11 @@ export interface E2EStack {
   /** `kill -9` of the control plane: no drain, no goodbye; resolves once the process is gone. */
   killControlPlane(): Promise<void>;
   startControlPlane(): Promise<void>;
+  /**
+   * Calls of the account the control plane's hot tier holds in Redis: in flight, or finished and
+   * not yet written to Postgres (0 without the hot tier). A test reads the ledger once this is 0.
+   */
+  callsInRedis(accountId: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -208,8 +214,12 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     return { url, service };
   }
 
+  const redis = shared.REDIS_URL ? new Redis(shared.REDIS_URL, { lazyConnect: true }) : null;
+  redis?.on('error', () => {});
+
   async function close(): Promise<void> {
     for (const service of [...running].reverse()) await service.stop();
+    redis?.disconnect();
     await db.end();
     await database.drop();
     // E2E_KEEP_LOGS=1 keeps each service's log (and the catalogue) for a look after the run.
@@ -258,12 +268,21 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         await ended;
       },
       startControlPlane,
+      callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
       close,
     };
   } catch (error) {
     await close().catch(() => {});
     throw error;
   }
+}
+
+/** See E2EStack.callsInRedis; the hot tier's keys are hot-tier.ts's (hotKeys). */
+async function callsInRedis(redis: Redis | null, prefix: string, accountId: string): Promise<number> {
+  if (!redis) return 0;
+  const base = `${prefix}hot:{a:${accountId}}`;
+  const [inFlight, unwritten] = await Promise.all([redis.hlen(`${base}:res`), redis.hlen(`${base}:done`)]);
+  return inFlight + unwritten;
 }
 
 /** In-container ports: fixed, since each service has its own network address. */
@@ -299,8 +318,12 @@ async function startContainerStack(
     LOG_LEVEL: 'info',
   };
 
+  const redis = new Redis(services.redisUrl, { lazyConnect: true });
+  redis.on('error', () => {});
+
   async function close(): Promise<void> {
     for (const service of [...running].reverse()) await service.stop().catch(() => {});
+    redis.disconnect();
     await db.end();
     await database.drop();
     if (process.env.E2E_KEEP_LOGS) console.info(`e2e logs kept in ${folder}`);
@@ -402,6 +425,8 @@ async function startContainerStack(
       stopControlPlane: processOnly('stopControlPlane'),
       killControlPlane: processOnly('killControlPlane'),
       startControlPlane: processOnly('startControlPlane'),
+      // The containers' Redis is the test Redis, which this process reaches on its published port.
+      callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
       close,
     };
   } catch (error) {

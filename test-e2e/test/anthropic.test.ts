@@ -27,7 +27,7 @@ beforeAll(async () => {
   ({ secret } = await customer.createKey({ name: 'anthropic client', scope: ['claude-e2e'] }));
   withApiKey = anthropicClient(stack.gatewayUrl, { apiKey: secret });
   withAuthToken = anthropicClient(stack.gatewayUrl, { authToken: secret });
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 // Each test accounts for its own calls only, even after an earlier test failed half-way.

@@ -44,7 +44,7 @@ async function createPromotion(body: Record<string, unknown>): Promise<void> {
 
 /** One metered call on the package-only alias, then the tokens left on the account. */
 async function callModelAndReadTokens(customer: Customer): Promise<string> {
-  const meter = new Meter(stack.db, customer.accountId);
+  const meter = new Meter(stack, customer.accountId);
   await meter.mark();
   const { secret } = await customer.createKey({ name: 'bought' });
   const completion = await openaiClient(stack.gatewayUrl, secret).chat.completions.create({

@@ -27,7 +27,7 @@ beforeAll(async () => {
   stack = await startStack('errors-keys', { fromImages: true });
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
   ({ secret } = await customer.createKey({ name: 'default' }));
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 beforeEach(() => meter.mark());

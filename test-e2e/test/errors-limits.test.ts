@@ -27,7 +27,7 @@ beforeAll(async () => {
   stack = await startStack('errors-limits', { fromImages: true });
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
   ({ secret } = await customer.createKey({ name: 'default' }));
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 beforeEach(() => meter.mark());
@@ -188,7 +188,7 @@ describe('balances', () => {
   it('refuses an account without credit with insufficient_credits (402) and charges nothing', async () => {
     const broke = await signUpCustomer(stack);
     const key = await broke.createKey();
-    const brokeMeter = new Meter(stack.db, broke.accountId);
+    const brokeMeter = new Meter(stack, broke.accountId);
     await brokeMeter.mark();
     await expectOpenAIError(
       openaiClient(stack.gatewayUrl, key.secret).chat.completions.create(chatRequest()),
@@ -208,7 +208,7 @@ describe('balances', () => {
   it('charges usage beyond the reservation from what is left, writes off the rest, then refuses with insufficient_tokens', async () => {
     const holder = await signUpCustomer(stack, { packages: ['e2e-tokens'] });
     const key = await holder.createKey();
-    const tokensMeter = new Meter(stack.db, holder.accountId);
+    const tokensMeter = new Meter(stack, holder.accountId);
     await tokensMeter.mark();
     const openai = openaiClient(stack.gatewayUrl, key.secret);
     // The package holds 50,000 tokens; the provider reports 60,010 for a call reserved at about 110.

@@ -52,15 +52,18 @@ async function lastReservation(accountId: string) {
   return rows[0]!;
 }
 
-async function waitUntilNoneOpen(accountId: string): Promise<void> {
+/** Waits until the account has `count` finished calls and none open (a finished call's row is written once it has finished). */
+async function waitForFinished(accountId: string, count: number): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const { rows } = await stack.db.query<{ open: string }>(
-      `select count(*)::text as open from reservations where account_id = $1 and status = 'reserved'`,
+    const { rows } = await stack.db.query<{ open: string; finished: string }>(
+      `select count(*) filter (where status = 'reserved')::text as open,
+              count(*) filter (where status <> 'reserved')::text as finished
+       from reservations where account_id = $1`,
       [accountId],
     );
-    if (rows[0]?.open === '0') return;
-    if (Date.now() > deadline) throw new Error(`${rows[0]?.open} reservations still open`);
+    if (rows[0]?.open === '0' && Number(rows[0]?.finished) >= count) return;
+    if (Date.now() > deadline) throw new Error(`${rows[0]?.finished} of ${count} calls finished`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -101,7 +104,7 @@ describe('200 concurrent calls on a balance for N', () => {
       expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('insufficient_credits');
     }
 
-    await waitUntilNoneOpen(racer.accountId);
+    await waitForFinished(racer.accountId, ADMITTED);
     const { rows } = await stack.db.query<{ status: string; count: string; charged: string }>(
       `select status, count(*)::text as count, sum(charged_credits)::text as charged
          from reservations where account_id = $1 group by status`,
@@ -115,8 +118,11 @@ describe('200 concurrent calls on a balance for N', () => {
   });
 });
 
+let probeCalls = 0;
+
 async function lastReservationAfterCall(accountId: string, secret: string, inputTokens: number) {
   await openaiClient(stack.gatewayUrl, secret).chat.completions.create(body(inputTokens));
-  await waitUntilNoneOpen(accountId);
+  probeCalls += 1;
+  await waitForFinished(accountId, probeCalls);
   return lastReservation(accountId);
 }

@@ -57,7 +57,8 @@ describe('gateway metrics', () => {
     ).toBe(1);
     expect(sample(text, 'tollgate_gateway_limiter_refusals_total', { code: 'rate_limit_exceeded' })).toBe(1);
     expect(sample(text, 'tollgate_gateway_request_duration_seconds_count', { route })).toBe(3);
-    expect(sample(text, 'tollgate_gateway_billing_batch_items_sum', { kind: 'reserve' })).toBe(2);
+    // The rate ceiling is checked in the step that reserves: the refused call was a reserve item too.
+    expect(sample(text, 'tollgate_gateway_billing_batch_items_sum', { kind: 'reserve' })).toBe(3);
     expect(text).toMatch(/^tollgate_gateway_settlements_pending\{service="gateway"\} \d+$/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds\{service="gateway"\} /m);
   });
@@ -72,8 +73,9 @@ describe('gateway metrics', () => {
     await rejection(openai.chat.completions.create(chatRequest('gpt-e2e', 'Hi @mock(status=500)')));
     const text = await (await fetch(metricsUrl)).text();
     const route = '/v1/chat/completions';
-    // Three successful reservations so far (two above, one streamed), one more for the failed call.
-    expect(sample(text, 'tollgate_gateway_reserve_duration_seconds_count', { result: 'ok' })).toBe(4);
+    // Reservation steps answered so far: three granted (two above, one streamed), the one refused
+    // for its rate in the first test, and one for the failed call.
+    expect(sample(text, 'tollgate_gateway_reserve_duration_seconds_count', { result: 'ok' })).toBe(5);
     expect(sample(text, 'tollgate_gateway_upstream_headers_seconds_count', { result: 'ok' })).toBe(4);
     expect(sample(text, 'tollgate_gateway_upstream_headers_seconds_sum', { result: 'ok' })).toBeGreaterThan(
       0,
@@ -91,7 +93,7 @@ describe('gateway metrics', () => {
   it('time a stream the client leaves without changing how it is settled', async () => {
     // The first-byte timing reads streams through a pass-through: a hang-up must still reach the relay.
     const { secret: leaving } = await customer.createKey({ name: 'metrics-hang-up' });
-    const meter = new Meter(stack.db, customer.accountId);
+    const meter = new Meter(stack, customer.accountId);
     await meter.mark();
     const controller = new AbortController();
     const stream = await openaiClient(gateway.url, leaving).chat.completions.create(

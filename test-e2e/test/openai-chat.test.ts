@@ -21,7 +21,7 @@ beforeAll(async () => {
   const customer = await signUpCustomer(stack, { credits: 10_000_000n, packages: ['e2e-tokens'] });
   const { secret } = await customer.createKey({ name: 'openai client' });
   openai = openaiClient(stack.gatewayUrl, secret);
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 // Each test accounts for its own calls only, even after an earlier test failed half-way.

@@ -107,7 +107,7 @@ describe('reseller', () => {
       'invalid_api_key',
     );
 
-    const meter = new Meter(stack.db, customerId);
+    const meter = new Meter(stack, customerId);
     await meter.mark();
     const completion = await openaiClient(stack.gatewayUrl, inferenceSecret).chat.completions.create(
       chatRequest('gpt-tokens-e2e', 'Hello @mock(input_tokens=120,output_tokens=30)'),

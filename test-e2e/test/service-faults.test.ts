@@ -19,7 +19,7 @@ let meter: Meter;
 beforeAll(async () => {
   stack = await startStack('service-faults');
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 beforeEach(() => meter.mark());

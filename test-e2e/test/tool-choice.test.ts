@@ -24,7 +24,7 @@ beforeAll(async () => {
   const { secret } = await customer.createKey({ name: 'tool choice' });
   openai = openaiClient(stack.gatewayUrl, secret);
   anthropic = anthropicClient(stack.gatewayUrl, { apiKey: secret });
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 beforeEach(() => meter.mark());

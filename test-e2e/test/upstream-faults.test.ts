@@ -40,7 +40,7 @@ beforeAll(async () => {
     openai: openaiClient(gateway.url, secret),
     anthropic: anthropicClient(gateway.url, { apiKey: secret }),
   };
-  meter = new Meter(stack.db, customer.accountId);
+  meter = new Meter(stack, customer.accountId);
 });
 
 beforeEach(() => meter.mark());

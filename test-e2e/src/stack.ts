@@ -280,9 +280,9 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
 /** See E2EStack.callsInRedis; the hot tier's keys are hot-tier.ts's (hotKeys). */
 async function callsInRedis(redis: Redis | null, prefix: string, accountId: string): Promise<number> {
   if (!redis) return 0;
-  const base = `${prefix}hot:{a:${accountId}}`;
-  const [inFlight, unwritten] = await Promise.all([redis.hlen(`${base}:res`), redis.hlen(`${base}:done`)]);
-  return inFlight + unwritten;
+  // In flight (R) or finished and not yet written (D); tombstones (G) hold nothing.
+  const calls = await redis.hvals(`${prefix}hot:{a:${accountId}}:calls`);
+  return calls.filter((call) => !call.startsWith('G')).length;
 }
 
 /** In-container ports: fixed, since each service has its own network address. */

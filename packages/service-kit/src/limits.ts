@@ -32,48 +32,64 @@ export function accountTag(accountId: string): string {
  * Lua functions both scripts include. `l` is one call's limits: keyRate/planRate (key prefixes,
  * the window's number appended), keyLeases/planLeases (sorted sets of leases scored by expiry),
  * keyRpm, planRpm (0 = none), window (ms), keySlots (0 = takes no slot), planSlots (0 = none).
- * Fixed windows keyed by the window's number on Redis's clock; a lease whose holder died falls
- * out of its set by itself.
+ * Fixed windows keyed by the window's number on Redis's clock; a lease whose holder died falls out
+ * of its set by itself. Few commands per call, since a script pays for each one.
  *
- * limitsCheck(l, now) changes no count: nil when allowed, else {1|2, retryMs} for the key's or
- * the package's rate, {3|4} for their concurrency. limitsCount counts the call against both
- * rates; limitsTake also takes its slots, under `id`, for `ttl` ms.
+ * rateTake(l, now) counts the call against both rates: nil, or {1|2, retry ms} when a ceiling is
+ * reached (the call is then not counted). rateGive takes a count back. slotsFree: nil when a slot
+ * is free under both ceilings, else {3|4}. slotTake holds one under `id` for `ttl` ms.
  */
 export const LIMITS_LUA = `
-local function limitsCheck(l, now)
+local function rateGive(l, now)
+  local index = math.floor(now / l.window)
+  redis.call('DECR', l.keyRate .. index)
+  if l.planRpm > 0 then redis.call('DECR', l.planRate .. index) end
+end
+
+local function rateTake(l, now)
   local index = math.floor(now / l.window)
   local retry = l.window - (now % l.window)
-  if tonumber(redis.call('GET', l.keyRate .. index) or '0') >= l.keyRpm then return {1, retry} end
-  if l.planRpm > 0 and tonumber(redis.call('GET', l.planRate .. index) or '0') >= l.planRpm then return {2, retry} end
-  if l.keySlots > 0 then
-    redis.call('ZREMRANGEBYSCORE', l.keyLeases, '-inf', now)
-    if redis.call('ZCARD', l.keyLeases) >= l.keySlots then return {3, 0} end
-    if l.planSlots > 0 then
-      redis.call('ZREMRANGEBYSCORE', l.planLeases, '-inf', now)
-      if redis.call('ZCARD', l.planLeases) >= l.planSlots then return {4, 0} end
+  local key = l.keyRate .. index
+  local count = redis.call('INCR', key)
+  if count == 1 then redis.call('PEXPIRE', key, l.window) end
+  if count > l.keyRpm then
+    redis.call('DECR', key)
+    return {1, retry}
+  end
+  if l.planRpm > 0 then
+    local plan = l.planRate .. index
+    count = redis.call('INCR', plan)
+    if count == 1 then redis.call('PEXPIRE', plan, l.window) end
+    if count > l.planRpm then
+      redis.call('DECR', plan)
+      redis.call('DECR', key)
+      return {2, retry}
     end
   end
   return nil
 end
 
-local function limitsCount(l, now)
-  local index = math.floor(now / l.window)
-  if redis.call('INCR', l.keyRate .. index) == 1 then redis.call('PEXPIRE', l.keyRate .. index, l.window) end
-  if l.planRpm > 0 and redis.call('INCR', l.planRate .. index) == 1 then
-    redis.call('PEXPIRE', l.planRate .. index, l.window)
-  end
+local function slotFull(set, slots, now)
+  if redis.call('ZCARD', set) < slots then return false end
+  -- Full as counted: drop the leases whose holder stopped renewing them, then count again.
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', now)
+  return redis.call('ZCARD', set) >= slots
 end
 
-local function limitsTake(l, now, id, ttl)
-  if l.keySlots > 0 then
-    if l.planSlots > 0 then
-      redis.call('ZADD', l.planLeases, now + ttl, id)
-      redis.call('PEXPIRE', l.planLeases, ttl)
-    end
-    redis.call('ZADD', l.keyLeases, now + ttl, id)
-    redis.call('PEXPIRE', l.keyLeases, ttl)
+local function slotsFree(l, now)
+  if l.keySlots > 0 and slotFull(l.keyLeases, l.keySlots, now) then return {3, 0} end
+  if l.keySlots > 0 and l.planSlots > 0 and slotFull(l.planLeases, l.planSlots, now) then return {4, 0} end
+  return nil
+end
+
+local function slotTake(l, now, id, ttl)
+  if l.keySlots == 0 then return end
+  if l.planSlots > 0 then
+    redis.call('ZADD', l.planLeases, now + ttl, id)
+    redis.call('PEXPIRE', l.planLeases, ttl)
   end
-  limitsCount(l, now)
+  redis.call('ZADD', l.keyLeases, now + ttl, id)
+  redis.call('PEXPIRE', l.keyLeases, ttl)
 end
 
 local function redisNowMs()

@@ -33,16 +33,15 @@ local l = {
   keySlots = tonumber(ARGV[4]), planSlots = tonumber(ARGV[5]),
 }
 local now = redisNowMs()
-local verdict = limitsCheck(l, now)
-if verdict then return verdict end
-limitsTake(l, now, ARGV[6], tonumber(ARGV[7]))
+local rate = rateTake(l, now)
+if rate then return rate end
+local full = slotsFree(l, now)
+if full then
+  rateGive(l, now)
+  return full
+end
+slotTake(l, now, ARGV[6], tonumber(ARGV[7]))
 return {0}
-`;
-
-/** Removes released leases. KEYS: lease sets; ARGV: lease ids (pairwise). */
-const RELEASE = `
-for i = 1, #KEYS do redis.call('ZREM', KEYS[i], ARGV[i]) end
-return 0
 `;
 
 /** How long a request waits for a (re)connecting Redis before it is refused. */
@@ -83,9 +82,8 @@ export function createRedisLimiter(
   redis.on('error', (error) => logger.warn({ err: error }, 'limiter: redis error'));
   // EVALSHA with a fallback to EVAL; the key count is passed with each call.
   redis.defineCommand('tollgateAcquire', { lua: ACQUIRE });
-  redis.defineCommand('tollgateRelease', { lua: RELEASE });
   const scripts = redis as unknown as Record<
-    'tollgateAcquire' | 'tollgateRelease',
+    'tollgateAcquire',
     (keyCount: number, ...args: Array<string | number>) => Promise<unknown>
   >;
   /** Resolves once connected, or false after `ms`: a short wait, never an unbounded queue. */
@@ -134,7 +132,8 @@ export function createRedisLimiter(
       async release() {
         if (!held.delete(request.leaseId)) return;
         try {
-          await scripts.tollgateRelease(sets.length, ...sets, ...sets.map(() => request.leaseId));
+          // Plain commands (one write with the other calls' of this tick), not a script.
+          await Promise.all(sets.map((set) => redis.zrem(set, request.leaseId)));
         } catch (error) {
           logger.warn({ err: error }, 'limiter: could not release a lease (it expires by itself)');
         }

@@ -116,9 +116,13 @@ describe.each([
           ];
       if (hotTier) expect(await reserveOne(item)).toMatchObject({ ok: true });
       const settle = settleItem(key, item.reservationId, 'priced', 1n, 1n);
-      await sql.raw(`alter function ${fn}(jsonb) rename to ${fn}_real`).execute(context.deps.db);
+      const { rows } = await sql<{ args: string; types: string }>`
+        select pg_get_function_arguments(oid) as args, pg_get_function_identity_arguments(oid) as types
+        from pg_proc where proname = ${fn}`.execute(context.deps.db);
+      const { args, types } = rows[0]!;
+      await sql.raw(`alter function ${fn}(${types}) rename to ${fn}_real`).execute(context.deps.db);
       await sql
-        .raw(`create function ${fn}(p_items jsonb) returns jsonb language sql as $fn$ ${garbage} $fn$`)
+        .raw(`create function ${fn}(${args}) returns jsonb language sql as $fn$ ${garbage} $fn$`)
         .execute(context.deps.db);
       try {
         const response = hotTier ? await api.finish([settle]) : await api.reserve([item]);
@@ -126,8 +130,8 @@ describe.each([
         expect(response.body).toMatchObject({ code: 'server_error' });
         expect(JSON.stringify(response.body)).not.toContain('TypeError');
       } finally {
-        await sql.raw(`drop function ${fn}(jsonb)`).execute(context.deps.db);
-        await sql.raw(`alter function ${fn}_real(jsonb) rename to ${fn}`).execute(context.deps.db);
+        await sql.raw(`drop function ${fn}(${types})`).execute(context.deps.db);
+        await sql.raw(`alter function ${fn}_real(${types}) rename to ${fn}`).execute(context.deps.db);
       }
       if (hotTier) {
         // The gateway sends the batch again: the call is charged once, as Redis recorded it.

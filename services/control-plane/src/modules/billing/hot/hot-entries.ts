@@ -5,32 +5,12 @@ import type { HotStore } from './hot-store.ts';
 
 /**
  * What the hot tier checks of a key and of its account on every reservation, kept in Redis as
- * small JSON entries with the version Postgres gave the row (migration 0012). An entry is written
- * only over an older one, so a slow read can never bring back a state that changed after it.
+ * short strings with the version Postgres gave the row (migration 0012). An entry is written only
+ * over an older one, so a slow read can never bring back a state that changed after it.
+ *   key      `version|state|lookup hash (hex)|expiry ms (0: none)|,alias,alias,` ('' = any alias)
+ *   account  `version|state`
+ *   change under way (not to be trusted until it lands or `until` passes)  `version|changing|until ms`
  */
-export interface KeyEntry {
-  v: string;
-  st: 'active' | 'disabled' | 'revoked' | 'changing';
-  /** Lookup hash (hex): a rotated key's old secret no longer matches. */
-  h: string;
-  /** Expiry (ms since the epoch), '0' for none. */
-  x: string;
-  /** The key's scope as ',alias,alias,', '' for every alias. */
-  sc: string;
-}
-
-export interface AccountEntry {
-  v: string;
-  st: 'active' | 'suspended' | 'changing';
-}
-
-/** A change under way: the entry is not to be trusted until `until` (ms) or the change lands. */
-interface ChangingEntry {
-  v: string;
-  st: 'changing';
-  until: string;
-}
-
 /** Entries expire unused after this long (and are read again from Postgres when needed). */
 export const ENTRY_TTL_MS = 3_600_000;
 /** How long a change may take in Postgres; past it, its mark no longer blocks a fresh read. */
@@ -54,18 +34,23 @@ export interface AccountRow {
   state_version: bigint;
 }
 
-export function keyEntryOf(row: KeyRow): KeyEntry {
-  return {
-    v: String(row.state_version),
-    st: row.status,
-    h: row.lookup_hash.toString('hex'),
-    x: String(row.expires_at?.getTime() ?? 0),
-    sc: row.scope && row.scope.length > 0 ? `,${row.scope.join(',')},` : '',
-  };
+export function keyEntryOf(row: KeyRow): string {
+  const scope = row.scope && row.scope.length > 0 ? `,${row.scope.join(',')},` : '';
+  return [
+    row.state_version,
+    row.status,
+    row.lookup_hash.toString('hex'),
+    row.expires_at?.getTime() ?? 0,
+    scope,
+  ].join('|');
 }
 
-export function accountEntryOf(row: AccountRow): AccountEntry {
-  return { v: String(row.state_version), st: row.status };
+export function accountEntryOf(row: AccountRow): string {
+  return `${row.state_version}|${row.status}`;
+}
+
+function changingEntry(version: bigint, until: number): string {
+  return `${version}|changing|${until}`;
 }
 
 /** The rows behind the entries of these keys and their account (one account). */
@@ -108,10 +93,10 @@ export async function loadEntries(
   const writes: Array<Promise<unknown>> = [];
   for (const keyId of keyIds) {
     const row = keys.find((key) => key.id === keyId);
-    const entry: KeyEntry = row ? keyEntryOf(row) : { v: '0', st: 'revoked', h: '', x: '0', sc: '' };
+    const entry = row ? keyEntryOf(row) : '0|revoked||0|';
     writes.push(store.writeEntry(names.key(keyId), entry, ENTRY_TTL_MS, now));
   }
-  const accountEntry: AccountEntry = account ? accountEntryOf(account) : { v: '0', st: 'suspended' };
+  const accountEntry = account ? accountEntryOf(account) : '0|suspended';
   writes.push(store.writeEntry(names.account, accountEntry, ENTRY_TTL_MS, now));
   await Promise.all(writes);
 }
@@ -140,11 +125,9 @@ export async function changeEntries<T>(
     const outcome = await change(trx);
     if (store && outcome.changed) {
       try {
-        await writeAll(store, outcome.changed, now(), (version) => ({
-          v: version,
-          st: 'changing',
-          until: String(now() + CHANGE_MARK_MS),
-        }));
+        await writeAll(store, outcome.changed, now(), (version) =>
+          changingEntry(version, now() + CHANGE_MARK_MS),
+        );
       } catch (error) {
         throw new AppError(
           'server_error',
@@ -166,16 +149,16 @@ function writeAll(
   store: HotStore,
   changed: ChangedEntries,
   now: number,
-  mark: ((version: string) => ChangingEntry) | null,
+  mark: ((version: bigint) => string) | null,
 ): Promise<unknown> {
   const names = store.keysOf(changed.accountId);
   const writes: Array<Promise<unknown>> = [];
   for (const key of changed.keys ?? []) {
-    const entry = mark ? mark(String(key.state_version)) : keyEntryOf(key);
+    const entry = mark ? mark(key.state_version) : keyEntryOf(key);
     writes.push(store.writeEntry(names.key(key.id), entry, ENTRY_TTL_MS, now));
   }
   if (changed.account) {
-    const entry = mark ? mark(String(changed.account.state_version)) : accountEntryOf(changed.account);
+    const entry = mark ? mark(changed.account.state_version) : accountEntryOf(changed.account);
     writes.push(store.writeEntry(names.account, entry, ENTRY_TTL_MS, now));
   }
   return Promise.all(writes);

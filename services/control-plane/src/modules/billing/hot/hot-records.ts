@@ -3,6 +3,49 @@
  * gets for it. Every figure is an integer string; write-offs are computed here, exactly, from the
  * usage the provider reported, since Redis counts in doubles.
  */
+
+/** The record's fields, in the order the scripts write them, '|'-separated (hot.lua.ts, `record`). */
+export const RECORD_FIELDS = [
+  'id',
+  'action',
+  'status',
+  'outcome',
+  'httpStatus',
+  'lease',
+  'keyId',
+  'alias',
+  'surface',
+  'created',
+  'estIn',
+  'estOut',
+  'reservedTokens',
+  'reservedCredits',
+  'legs',
+  'usageIn',
+  'usageOut',
+  'at',
+  'charges',
+  'legTakeIn',
+  'legTakeOut',
+  'creditTake',
+  'creditIn',
+  'creditOut',
+  'overTakeIn',
+  'overTakeOut',
+  'overCredit',
+  'overIn',
+  'overOut',
+  'forgotten',
+] as const;
+
+export function parseRecord(text: string): FinishedRecord {
+  const values = text.split('|');
+  if (values.length !== RECORD_FIELDS.length) throw new Error('malformed hot-tier record');
+  return Object.fromEntries(
+    RECORD_FIELDS.map((field, index) => [field, values[index]]),
+  ) as unknown as FinishedRecord;
+}
+
 export interface FinishedRecord {
   id: string;
   action: 'settle' | 'release' | 'hold';
@@ -37,6 +80,8 @@ export interface FinishedRecord {
   overCredit: string;
   overIn: string;
   overOut: string;
+  /** '1': Redis did not know the call (lost with it, or released before its reserve arrived). */
+  forgotten: string;
 }
 
 export interface PersistItem {
@@ -163,4 +208,48 @@ export function persistItemOf(accountId: string, record: FinishedRecord): Persis
     written_off_credits: String(writtenOff.credits),
     lease_id: record.lease,
   };
+}
+
+/** The call of tollgate_hot_persist (migration 0012): one array per column. */
+export const PERSIST_SQL = `select tollgate_hot_persist($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[],
+  $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[],
+  $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[],
+  $21::uuid[], $22::int[], $23::uuid[], $24::bigint[]) as results`;
+
+/** The items as PERSIST_SQL's parameters (ids unique: a repeat would be charged twice). */
+export function persistColumns(items: PersistItem[]): unknown[] {
+  const column = <T>(pick: (item: PersistItem) => T) => items.map(pick);
+  const charges = items.flatMap((item, index) =>
+    item.charges.map((charge) => ({
+      call: index + 1,
+      entitlementId: charge.entitlementId,
+      amount: charge.amount,
+    })),
+  );
+  return [
+    column((item) => item.id),
+    column((item) => item.account_id),
+    column((item) => item.key_id),
+    column((item) => item.alias),
+    column((item) => item.surface),
+    column((item) => item.status),
+    column((item) => item.outcome),
+    column((item) => item.http_status),
+    column((item) => item.created_at),
+    column((item) => item.estimate_input),
+    column((item) => item.estimate_output),
+    column((item) => JSON.stringify(item.legs)),
+    column((item) => item.reserved_tokens),
+    column((item) => item.reserved_credits),
+    column((item) => item.input_tokens),
+    column((item) => item.output_tokens),
+    column((item) => item.charged_tokens),
+    column((item) => item.charged_credits),
+    column((item) => item.written_off_tokens),
+    column((item) => item.written_off_credits),
+    column((item) => item.lease_id),
+    charges.map((charge) => charge.call),
+    charges.map((charge) => charge.entitlementId),
+    charges.map((charge) => charge.amount),
+  ];
 }

@@ -15,6 +15,7 @@ import {
   RECALL_LUA,
   RESERVE_LUA,
   SWEEP_LUA,
+  WRITTEN_LUA,
 } from './hot.lua.ts';
 
 /** Where Redis keeps one account's part of the hot tier (see hot.lua.ts). */
@@ -22,12 +23,10 @@ export function hotKeys(prefix: string, accountId: string) {
   const base = `${prefix}hot:${accountTag(accountId)}`;
   return {
     lease: base,
-    res: `${base}:res`,
-    done: `${base}:done`,
+    calls: `${base}:calls`,
     account: `${base}:acct`,
     claim: `${base}:claim`,
     key: (keyId: string) => `${base}:k:${keyId}`,
-    gone: (reservationId: string) => `${base}:gone:${reservationId}`,
   };
 }
 
@@ -67,6 +66,7 @@ const SCRIPTS = {
   hotSweep: SWEEP_LUA,
   hotEntry: ENTRY_LUA,
   hotMore: MORE_LUA,
+  hotWritten: WRITTEN_LUA,
 } as const;
 
 /** How long a call waits for a (re)connecting Redis before it is refused. */
@@ -147,8 +147,13 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
         [token, ttlMs, mode],
       );
     },
-    async writeEntry(key: string, entry: object & { v: string }, ttlMs: number, now: number) {
-      return run<'written' | 'older'>('hotEntry', [key], [JSON.stringify(entry), entry.v, ttlMs, now]);
+    /** `entry`: the entry's text, `version|...` (hot-entries.ts). */
+    async writeEntry(key: string, entry: string, ttlMs: number, now: number) {
+      return run<'written' | 'older'>(
+        'hotEntry',
+        [key],
+        [entry, entry.slice(0, entry.indexOf('|')), ttlMs, now],
+      );
     },
     async readLease(accountId: string): Promise<LeaseView | null> {
       if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
@@ -160,10 +165,13 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
       }
       return { leaseId: hash.lease, sources };
     },
-    /** Forgets finished calls once Postgres has them. */
-    async written(accountId: string, ids: string[]): Promise<void> {
+    /**
+     * Forgets finished calls once Postgres has them; a release or hold of a call Redis never saw
+     * stays as a tombstone until `until` (ms).
+     */
+    async written(accountId: string, ids: string[], until: number): Promise<void> {
       if (ids.length === 0) return;
-      await redis.hdel(hotKeys(prefix, accountId).done, ...ids);
+      await run('hotWritten', [hotKeys(prefix, accountId).calls], [until, ...ids]);
     },
     async close(): Promise<void> {
       redis.disconnect();

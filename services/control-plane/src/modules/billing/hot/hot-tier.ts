@@ -21,7 +21,14 @@ import { lookupHashOf } from '../../api-keys/key-crypto.ts';
 import * as repository from '../billing.repository.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from '../billing.rows.ts';
 import { accountEntryOf, ENTRY_TTL_MS, keyEntryOf, loadEntries, readEntryRows } from './hot-entries.ts';
-import { type FinishedRecord, type PersistItem, persistItemOf } from './hot-records.ts';
+import {
+  type FinishedRecord,
+  PERSIST_SQL,
+  type PersistItem,
+  parseRecord,
+  persistColumns,
+  persistItemOf,
+} from './hot-records.ts';
 import { createHotStore, type HotStore, type LeaseSource, type LeaseView } from './hot-store.ts';
 
 /** Each source a lease holds stays below this, so Redis counts every amount exactly. */
@@ -129,8 +136,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
           'hotReserve',
           [
             names.lease,
-            names.res,
-            names.done,
+            names.calls,
             names.account,
             ...items.flatMap((item) => reserveKeys(names, item, request)),
           ],
@@ -208,14 +214,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       item.limits?.plan?.id ?? undefined,
       item.accountId,
     );
-    return [
-      names.key(item.keyId),
-      limits.keyRate,
-      limits.planRate,
-      limits.keyLeases,
-      limits.planLeases,
-      names.gone(item.reservationId),
-    ];
+    return [names.key(item.keyId), limits.keyRate, limits.planRate, limits.keyLeases, limits.planLeases];
   }
 
   function reserveArgs(item: ReserveItem, request: ReserveBatchRequest, catalog: Map<string, AliasInfo>) {
@@ -397,6 +396,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
         await store.written(
           accountId,
           group.map((item) => item.reservationId),
+          now() + TOMBSTONE_TTL_MS,
         );
         const replies = await finishForgotten(accountId, group, catalog);
         replies.forEach((reply, position) => {
@@ -423,10 +423,9 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     const names = store.keysOf(accountId);
     return store.run<Reply[]>(
       'hotFinish',
-      [names.lease, names.res, names.done, ...items.map((item) => names.gone(item.reservationId))],
+      [names.lease, names.calls],
       [
         forgotten ? '1' : '0',
-        TOMBSTONE_TTL_MS,
         items.length,
         ...items.flatMap((item) => {
           const alias = catalog.get(item.alias);
@@ -514,8 +513,8 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     const items: PersistItem[] = entries.map(({ accountId, record }) => persistItemOf(accountId, record));
     const [row] = await deps.prepared.run<{ results: unknown }>(
       'tollgate_hot_persist',
-      'select tollgate_hot_persist($1::jsonb) as results',
-      [JSON.stringify(items)],
+      PERSIST_SQL,
+      persistColumns(items),
     );
     const stale: string[] = [];
     for (const result of repository.parsePersistResults(row?.results, items.length)) {
@@ -533,6 +532,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
           .written(
             accountId,
             group.map(({ record }) => record.id),
+            now() + TOMBSTONE_TTL_MS,
           )
           .catch((error: unknown) => {
             deps.logger.warn(
@@ -619,7 +619,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       const names = store.keysOf(lease.account_id);
       const reply = await store.run<string[]>(
         'hotSweep',
-        [names.lease, names.res, names.done, names.claim],
+        [names.lease, names.calls, names.claim],
         [lease.id, now(), deps.reservationTimeoutMs, deps.writeGraceMs, deps.idleMs],
       );
       if (reply[0] === 'closed' || (reply[0] === 'absent' && Number(reply[1]) === 0)) {
@@ -680,7 +680,7 @@ function leaseWrite(mode: 'install' | 'sync', token: string, state: LeaseState, 
 }
 
 function parse(text: string): FinishedRecord {
-  return JSON.parse(text) as FinishedRecord;
+  return parseRecord(text);
 }
 
 function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {

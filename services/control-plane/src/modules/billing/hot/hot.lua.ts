@@ -2,7 +2,8 @@ import { LIMITS_LUA } from '@tollgate/service-kit';
 
 /**
  * The hot tier's Redis scripts. Each one touches one account's keys only (one hash tag), so on a
- * Redis Cluster it runs on one node as one atomic step.
+ * Redis Cluster it runs on one node as one atomic step. Every `redis.call` costs a script a few
+ * µs, so a call does as few as it can: one hash for the lease, one for the calls, a string per key.
  *
  * The account's lease (hash `lease`):
  *   lease, ver        the Postgres lease it mirrors and the newest version of it applied
@@ -13,11 +14,16 @@ import { LIMITS_LUA } from '@tollgate/service-kit';
  *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it)
  *   r:<s>, h:<s>      of that, what is free, and what calls in flight hold
  *   x:<s>, a:<s>      an entitlement's expiry (ms, 0 = none) and covered aliases (`,a,b,`; '' = all)
- * `res`: reservation id -> record of a call in flight; `done`: id -> finished call not yet in
- * Postgres. Key and account entries are JSON strings with a version (see hot-entries.ts).
+ * The account's calls (hash `calls`), by reservation id:
+ *   R|key|alias|surface|created µs|estimate in|estimate out|tokens|credits|legs   in flight
+ *   D|<record>        finished, not yet in Postgres (RECORD_FIELDS, hot-records.ts)
+ *   G|<until ms>      tombstone: finished before its reserve arrived, so the reserve takes nothing
+ * Key and account entries are strings with the version Postgres gave the row (hot-entries.ts):
+ *   key `version|state|lookup hash|expiry ms|,scope,`, account `version|state`, a change under way
+ *   `version|changing|until ms`.
  *
  * Amounts are Lua numbers (doubles): exact below 2^53, and every source a lease holds is kept
- * below 2^52, so every amount moved is exact. Usage and estimates above that only ever meet
+ * below 2^50, so every amount moved is exact. Usage and estimates above that only ever meet
  * min() against such amounts; write-offs, which are not bounded, are computed by the control
  * plane from the exact figures the records carry.
  */
@@ -29,11 +35,25 @@ local function split(text, separator)
   for part in string.gmatch(text, '([^' .. separator .. ']+)') do parts[#parts + 1] = part end
   return parts
 end
+-- Fields of a '|' record, empty ones kept.
+local function fields(text)
+  local parts = {}
+  for part in string.gmatch(text .. '|', '([^|]*)|') do parts[#parts + 1] = part end
+  return parts
+end
 local function loadHash(key)
   local flat = redis.call('HGETALL', key)
   local hash = {}
   for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
   return hash
+end
+local function writeHash(key, changed)
+  local flat = {}
+  for field, value in pairs(changed) do
+    flat[#flat + 1] = field
+    flat[#flat + 1] = value
+  end
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 end
 local function usable(st, s, alias, now)
   local expiry = num(st['x:' .. s])
@@ -50,14 +70,28 @@ local function parseLegs(text)
   end
   return legs
 end
+-- A finished call (hot-records.ts, RECORD_FIELDS: the same order).
+local function record(r)
+  return table.concat({r.id, r.action, r.status, r.outcome, r.httpStatus, r.lease, r.keyId, r.alias, r.surface,
+    r.created, r.estIn, r.estOut, r.reservedTokens, r.reservedCredits, r.legs, r.usageIn, r.usageOut, r.at,
+    r.charges, r.legTakeIn, r.legTakeOut, r.creditTake, r.creditIn, r.creditOut, r.overTakeIn, r.overTakeOut,
+    r.overCredit, r.overIn, r.overOut, r.forgotten}, '|')
+end
+local function finishedRecord(id, action, status, outcome, httpStatus, lease, call, at)
+  return { id = id, action = action, status = status, outcome = outcome, httpStatus = httpStatus, lease = lease,
+    keyId = call[1], alias = call[2], surface = call[3], created = call[4], estIn = call[5], estOut = call[6],
+    reservedTokens = call[7], reservedCredits = call[8], legs = call[9] or '', usageIn = '', usageOut = '', at = at,
+    charges = '', legTakeIn = '0', legTakeOut = '0', creditTake = '0', creditIn = '', creditOut = '',
+    overTakeIn = '0', overTakeOut = '0', overCredit = '0', overIn = '', overOut = '', forgotten = '0' }
+end
 `;
 
 /**
  * Reserves a batch of one account's calls: checks the key (entry), the account, the alias, the
  * limits, then draws from the lease, all or nothing per call.
  *
- * KEYS: lease, res, done, account entry, then per call: key entry, key rate, package rate, key
- * leases, package leases, gone (tombstone of an id finished before its reserve arrived).
+ * KEYS: lease, calls, account entry, then per call: key entry, key rate, package rate, key leases,
+ * package leases.
  * ARGV: topup allowed (1/0), cover percent, lease ttl ms, top-up interval ms, n, then per call
  * (15): id, key id, lookup hash, alias, alias state (ok, unknown, unpublished, protocol),
  * surface, estimate in, estimate out, input price, output price ('' = unpriced), key rpm ('' =
@@ -66,16 +100,16 @@ end
  * account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short; Postgres may hold more).
  */
 export const RESERVE_LUA = `${LIMITS_LUA}${COMMON}
-local now = redisNowMs()
 local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local createdUs = time[1] .. string.format('%06d', tonumber(time[2]))
 local st = loadHash(KEYS[1])
 local hot = st['lease'] ~= nil
 local changed = {}
 local function set(field, value) st[field] = value; changed[field] = value end
 local sources = hot and split(st['order'] or '', ',') or {}
-local accountRaw = redis.call('GET', KEYS[4])
-local account = accountRaw and cjson.decode(accountRaw) or nil
+local accountRaw = redis.call('GET', KEYS[3])
+local account = accountRaw and fields(accountRaw) or nil
 local topupAllowed = ARGV[1] == '1'
 local cover = tonumber(ARGV[2])
 local leaseTtl = tonumber(ARGV[3])
@@ -96,23 +130,23 @@ local function reserveOne(a, k)
   local inPrice, outPrice = ARGV[a + 9], ARGV[a + 10]
   local existing = redis.call('HGET', KEYS[2], id)
   if existing then
-    local f = split(existing, '|')
-    return {'ok', f[9] or '', f[7], f[8]}
-  end
-  if redis.call('HEXISTS', KEYS[3], id) == 1 or redis.call('EXISTS', KEYS[k + 6]) == 1 then
-    return {'ok', '', '0', '0'}
+    -- A repeat: what it holds; or it finished before this reserve arrived: nothing.
+    if string.sub(existing, 1, 1) ~= 'R' then return {'ok', '', '0', '0'} end
+    local f = fields(existing)
+    return {'ok', f[10], f[8], f[9]}
   end
   local keyRaw = redis.call('GET', KEYS[k + 1])
-  if not keyRaw or not account or account.st == 'changing' then return {'miss'} end
-  local key = cjson.decode(keyRaw)
-  if key.st == 'changing' then return {'miss'} end
-  if key.h ~= lookupHash then return {'no', 'invalid_api_key', '0'} end
-  if key.st == 'revoked' then return {'no', 'api_key_revoked', '0'} end
-  if key.st == 'disabled' then return {'no', 'api_key_disabled', '0'} end
-  if num(key.x) > 0 and num(key.x) <= now then return {'no', 'api_key_expired', '0'} end
-  if account.st == 'suspended' then return {'no', 'account_suspended', '0'} end
+  if not keyRaw or not account or account[2] == 'changing' then return {'miss'} end
+  local key = fields(keyRaw)
+  local state = key[2]
+  if state == 'changing' then return {'miss'} end
+  if key[3] ~= lookupHash then return {'no', 'invalid_api_key', '0'} end
+  if state == 'revoked' then return {'no', 'api_key_revoked', '0'} end
+  if state == 'disabled' then return {'no', 'api_key_disabled', '0'} end
+  if num(key[4]) > 0 and num(key[4]) <= now then return {'no', 'api_key_expired', '0'} end
+  if account[2] == 'suspended' then return {'no', 'account_suspended', '0'} end
   if aliasState == 'unknown' then return {'no', 'invalid_model', '0'} end
-  if aliasState == 'unpublished' or (key.sc ~= '' and string.find(key.sc, ',' .. alias .. ',', 1, true) == nil) then
+  if aliasState == 'unpublished' or (key[5] ~= '' and string.find(key[5], ',' .. alias .. ',', 1, true) == nil) then
     return {'no', 'model_not_allowed', '0'}
   end
   if aliasState == 'protocol' then return {'no', 'model_unavailable', '0'} end
@@ -125,9 +159,10 @@ local function reserveOne(a, k)
       keyRpm = tonumber(ARGV[a + 11]), keySlots = tonumber(ARGV[a + 12]),
       planRpm = num(ARGV[a + 13]), planSlots = num(ARGV[a + 14]), window = tonumber(ARGV[a + 15]),
     }
-    local verdict = limitsCheck(limits, now)
-    if verdict then
-      if verdict[1] <= 2 then return {'no', 'rate_limit_exceeded', fmt(verdict[2])} end
+    local rate = rateTake(limits, now)
+    if rate then return {'no', 'rate_limit_exceeded', fmt(rate[2])} end
+    if slotsFree(limits, now) then
+      rateGive(limits, now)
       return {'no', 'concurrency_limit_exceeded', '0'}
     end
   end
@@ -181,9 +216,12 @@ local function reserveOne(a, k)
     if held > 0 and (free - credit) * 100 < cover * (held + credit) then short = 'insufficient_credits' end
   end
   if short then
-    if topupAllowed and (st['more'] == '1' or now - num(st['tried']) >= topupEvery) then return {'topup', st['lease']} end
+    if topupAllowed and (st['more'] == '1' or now - num(st['tried']) >= topupEvery) then
+      -- Asked again after the top-up: counted then.
+      if limits then rateGive(limits, now) end
+      return {'topup', st['lease']}
+    end
     -- Refused for its balance, it still counts against the rate ceilings, as every call does.
-    if limits then limitsCount(limits, now) end
     return {'no', short, '0'}
   end
 
@@ -200,8 +238,8 @@ local function reserveOne(a, k)
     legs[#legs + 1] = 'c:c:' .. fmt(credit) .. ':' .. inPrice .. ':' .. outPrice
   end
   local legText = table.concat(legs, ';')
-  if limits then limitsTake(limits, now, id, leaseTtl) end
-  redis.call('HSET', KEYS[2], id, table.concat({keyId, alias, surface, createdUs, fmt(estIn), fmt(estOut),
+  if limits then slotTake(limits, now, id, leaseTtl) end
+  redis.call('HSET', KEYS[2], id, table.concat({'R', keyId, alias, surface, createdUs, fmt(estIn), fmt(estOut),
     fmt(tokens), fmt(credit), legText}, '|'))
   reserved = reserved + 1
   return {'ok', legText, fmt(tokens), fmt(credit)}
@@ -209,30 +247,25 @@ end
 
 local results = {}
 for i = 1, count do
-  results[i] = reserveOne(5 + (i - 1) * 15, 4 + (i - 1) * 6)
+  results[i] = reserveOne(5 + (i - 1) * 15, 3 + (i - 1) * 5)
 end
 if reserved > 0 then set('last', fmt(now)) end
-local flat = {}
-for field, value in pairs(changed) do
-  flat[#flat + 1] = field
-  flat[#flat + 1] = value
-end
-if #flat > 0 then redis.call('HSET', KEYS[1], unpack(flat)) end
+writeHash(KEYS[1], changed)
 return results
 `;
 
 /**
  * Finishes a batch of one account's calls: settle, release or hold, as tollgate_settle_legs and
- * tollgate_charge_available do in Postgres. The finished call is kept in `done` until Postgres has
- * it (a repeat answers from there). A call Redis does not know is answered `unknown` (the control
- * plane looks in Postgres first), or, with `forgotten` set, charged from the lease as a
- * reservation lost with Redis; a release or hold of one leaves a tombstone, so its reserve, if it
+ * tollgate_charge_available do in Postgres. The finished call is kept (D) until Postgres has it (a
+ * repeat answers from there). A call Redis does not know is answered `unknown` (the control plane
+ * looks in Postgres first), or, with `forgotten` set, charged from the lease as a reservation lost
+ * with Redis; a release or hold of one leaves a tombstone once written, so its reserve, if it
  * arrives later, reserves nothing.
  *
- * KEYS: lease, res, done, then per call: gone. ARGV: forgotten (1/0), tombstone ttl ms, n, then
- * per call (12): id, action, usage in, usage out, outcome, http status, key id, alias, surface,
- * input price, output price (the alias's current prices; '' = unpriced), created (µs; for a
- * forgotten call). Returns per call: {'done', record JSON} | {'unknown'} | {'cold'}.
+ * KEYS: lease, calls. ARGV: forgotten (1/0), n, then per call (12): id, action, usage in, usage
+ * out, outcome, http status, key id, alias, surface, input price, output price (the alias's
+ * current prices; '' = unpriced), created (µs; for a forgotten call).
+ * Returns per call: {'done', record} | {'unknown'} | {'cold'}.
  */
 export const FINISH_LUA = `${COMMON}
 local time = redis.call('TIME')
@@ -244,48 +277,38 @@ local function set(field, value) st[field] = value; changed[field] = value end
 local function add(field, delta) set(field, fmt(num(st[field]) + delta)) end
 local sources = hot and split(st['order'] or '', ',') or {}
 local forgotten = ARGV[1] == '1'
-local goneTtl = tonumber(ARGV[2])
-local count = tonumber(ARGV[3])
+local count = tonumber(ARGV[2])
 local finished = 0
 
-local function finishOne(a, k)
+local function finishOne(a)
   local id, action = ARGV[a + 1], ARGV[a + 2]
-  local done = redis.call('HGET', KEYS[3], id)
-  if done then return {'done', done} end
-  local record = redis.call('HGET', KEYS[2], id)
-  if not record and not forgotten then return {'unknown'} end
+  local existing = redis.call('HGET', KEYS[2], id)
+  local kind = existing and string.sub(existing, 1, 1) or nil
+  if kind == 'D' then return {'done', string.sub(existing, 3)} end
+  if kind ~= 'R' and not forgotten then return {'unknown'} end
   if not hot then return {'cold'} end
-  local r = {
-    id = id, action = action, outcome = ARGV[a + 5], httpStatus = ARGV[a + 6], lease = st['lease'],
-    usageIn = ARGV[a + 3], usageOut = ARGV[a + 4], at = fmt(now), charges = '',
-    legTakeIn = '0', legTakeOut = '0', creditTake = '0', creditIn = '', creditOut = '',
-    overTakeIn = '0', overTakeOut = '0', overCredit = '0', overIn = '', overOut = '',
-  }
+  local call
   local legs = {}
-  if record then
-    local f = split(record, '|')
-    r.keyId, r.alias, r.surface, r.created, r.estIn, r.estOut = f[1], f[2], f[3], f[4], f[5], f[6]
-    r.reservedTokens, r.reservedCredits, r.legs = f[7], f[8], f[9] or ''
-    legs = parseLegs(r.legs)
-    redis.call('HDEL', KEYS[2], id)
+  if kind == 'R' then
+    call = fields(string.sub(existing, 3))
+    legs = parseLegs(call[9] or '')
   else
-    r.keyId, r.alias, r.surface, r.created = ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 12]
-    r.estIn, r.estOut, r.reservedTokens, r.reservedCredits, r.legs = '0', '0', '0', '0', ''
-    if action ~= 'settle' then redis.call('SET', KEYS[k + 1], '1', 'PX', goneTtl) end
+    call = {ARGV[a + 7], ARGV[a + 8], ARGV[a + 9], ARGV[a + 12], '0', '0', '0', '0', ''}
   end
+  local status = action == 'release' and 'released' or (action == 'hold' and 'held' or 'settled')
+  local r = finishedRecord(id, action, status, ARGV[a + 5], ARGV[a + 6], st['lease'], call, fmt(now))
+  if kind ~= 'R' then r.forgotten = '1' end
 
   if action == 'release' then
-    r.status = 'released'
     for _, leg in ipairs(legs) do
       add('r:' .. leg.source, leg.amount)
       add('h:' .. leg.source, -leg.amount)
     end
   elseif action == 'hold' then
     -- What it holds leaves the lease for the held row; an admin or the hold timeout settles it.
-    r.status = 'held'
     for _, leg in ipairs(legs) do add('h:' .. leg.source, -leg.amount) end
   else
-    r.status = 'settled'
+    r.usageIn, r.usageOut = ARGV[a + 3], ARGV[a + 4]
     local remIn, remOut = tonumber(r.usageIn), tonumber(r.usageOut)
     local charges = {}
     local order = {}
@@ -297,8 +320,7 @@ local function finishOne(a, k)
       end
       charges[s] = charges[s] + amount
     end
-    local legIn, legOut, tokens, credits, extra = 0, 0, 0, 0, 0
-    local creditLeg = false
+    local legIn, legOut, extra = 0, 0, 0
     for _, leg in ipairs(legs) do
       add('h:' .. leg.source, -leg.amount)
       if leg.source ~= 'c' then
@@ -310,14 +332,11 @@ local function finishOne(a, k)
         legOut = legOut + (take - takeIn)
         add('r:' .. leg.source, leg.amount - take)
         charge(leg.source, take)
-        tokens = tokens + take
       else
-        creditLeg = true
         local cost = remIn * tonumber(leg.ip) + remOut * tonumber(leg.op)
         local take = math.min(cost, leg.amount)
         add('r:c', leg.amount - take)
         charge('c', take)
-        credits = credits + take
         extra = cost - take
         r.creditTake, r.creditIn, r.creditOut = fmt(take), leg.ip, leg.op
         remIn, remOut = 0, 0
@@ -341,7 +360,6 @@ local function finishOne(a, k)
           overOut = overOut + (take - takeIn)
           add('r:' .. s, -take)
           charge(s, take)
-          tokens = tokens + take
         end
       end
       r.overTakeIn, r.overTakeOut = fmt(overIn), fmt(overOut)
@@ -356,33 +374,47 @@ local function finishOne(a, k)
       if take > 0 then
         add('r:c', -take)
         charge('c', take)
-        credits = credits + take
         r.overCredit = fmt(take)
       end
     end
     local parts = {}
     for _, s in ipairs(order) do parts[#parts + 1] = s .. ':' .. fmt(charges[s]) end
     r.charges = table.concat(parts, ';')
-    r.chargedTokens, r.chargedCredits = fmt(tokens), fmt(credits)
   end
-  local encoded = cjson.encode(r)
-  redis.call('HSET', KEYS[3], id, encoded)
+  local text = record(r)
+  redis.call('HSET', KEYS[2], id, 'D|' .. text)
   finished = finished + 1
-  return {'done', encoded}
+  return {'done', text}
 end
 
 local results = {}
 for i = 1, count do
-  results[i] = finishOne(3 + (i - 1) * 12, 3 + (i - 1))
+  results[i] = finishOne(2 + (i - 1) * 12)
 end
 if finished > 0 and hot then set('last', fmt(now)) end
-local flat = {}
-for field, value in pairs(changed) do
-  flat[#flat + 1] = field
-  flat[#flat + 1] = value
-end
-if #flat > 0 and hot then redis.call('HSET', KEYS[1], unpack(flat)) end
+if hot then writeHash(KEYS[1], changed) end
 return results
+`;
+
+/**
+ * Postgres has these finished calls: Redis forgets them, but for a release or hold of a call it
+ * never saw, which stays as a tombstone until `until` (its reserve may still be on its way).
+ * KEYS: calls. ARGV: until ms, then ids.
+ */
+export const WRITTEN_LUA = `
+for i = 2, #ARGV do
+  local value = redis.call('HGET', KEYS[1], ARGV[i])
+  if value and string.sub(value, 1, 1) == 'D' then
+    local forgotten = string.sub(value, -2) == '|1'
+    local settle = string.find(value, '^D|[^|]*|settle|') ~= nil
+    if forgotten and not settle then
+      redis.call('HSET', KEYS[1], ARGV[i], 'G|' .. ARGV[1])
+    else
+      redis.call('HDEL', KEYS[1], ARGV[i])
+    end
+  end
+end
+return 0
 `;
 
 /**
@@ -422,10 +454,10 @@ if mode == 'install' then
 elseif st['lease'] ~= leaseId or num(st['ver']) > version then
   return 'stale'
 end
-local fields = {'lease', leaseId, 'ver', fmt(version), 'more', ARGV[5], 'tried', ARGV[6]}
+local values = {'lease', leaseId, 'ver', fmt(version), 'more', ARGV[5], 'tried', ARGV[6]}
 if mode == 'install' then
-  fields[#fields + 1] = 'last'
-  fields[#fields + 1] = ARGV[6]
+  values[#values + 1] = 'last'
+  values[#values + 1] = ARGV[6]
 end
 local order = {}
 local count = tonumber(ARGV[7])
@@ -436,13 +468,13 @@ for i = 1, count do
   local delta = net - num(st['n:' .. s])
   for _, pair in ipairs({ {'n:' .. s, fmt(net)}, {'r:' .. s, fmt(num(st['r:' .. s]) + delta)},
                           {'h:' .. s, fmt(num(st['h:' .. s]))}, {'x:' .. s, ARGV[a + 3]}, {'a:' .. s, ARGV[a + 4]} }) do
-    fields[#fields + 1] = pair[1]
-    fields[#fields + 1] = pair[2]
+    values[#values + 1] = pair[1]
+    values[#values + 1] = pair[2]
   end
 end
-fields[#fields + 1] = 'order'
-fields[#fields + 1] = table.concat(order, ',')
-redis.call('HSET', KEYS[1], unpack(fields))
+values[#values + 1] = 'order'
+values[#values + 1] = table.concat(order, ',')
+redis.call('HSET', KEYS[1], unpack(values))
 return mode == 'install' and 'installed' or 'synced'
 `;
 
@@ -456,88 +488,88 @@ export const RECALL_LUA = `${COMMON}
 local st = loadHash(KEYS[1])
 if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[2])} end
 local result = {'taken', st['lease']}
-local fields = {'ver', ARGV[1], 'more', '1'}
+local values = {'ver', ARGV[1], 'more', '1'}
 for _, s in ipairs(split(st['order'] or '', ',')) do
   local free = num(st['r:' .. s])
   if free > 0 then
     for _, pair in ipairs({ {'r:' .. s, '0'}, {'n:' .. s, fmt(num(st['n:' .. s]) - free)} }) do
-      fields[#fields + 1] = pair[1]
-      fields[#fields + 1] = pair[2]
+      values[#values + 1] = pair[1]
+      values[#values + 1] = pair[2]
     end
     result[#result + 1] = s
     result[#result + 1] = fmt(free)
   end
 end
-redis.call('HSET', KEYS[1], unpack(fields))
+redis.call('HSET', KEYS[1], unpack(values))
 return result
 `;
 
 /**
  * The reconciler's pass over one lease: calls in flight past the reservation timeout are held
  * (settlement_missing) and returned with finished calls Postgres has not had for a while (their
- * control plane stopped); a lease idle long enough, with nothing in flight or unwritten, is
- * removed from Redis, to be closed in Postgres.
- * KEYS: lease, res, done, claim. ARGV: lease id, now ms, reservation timeout ms, unwritten after
- * ms, idle ms. Returns {'absent', claimed} | {'other'} | {'closed'} | {'open', record JSON...}.
+ * control plane stopped); expired tombstones go; a lease idle long enough, with nothing in flight
+ * or unwritten, is removed from Redis, to be closed in Postgres.
+ * KEYS: lease, calls, claim. ARGV: lease id, now ms, reservation timeout ms, unwritten after ms,
+ * idle ms. Returns {'absent', claimed} | {'other'} | {'closed'} | {'open', record...}.
  */
 export const SWEEP_LUA = `${COMMON}
 local st = loadHash(KEYS[1])
-if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[4])} end
+if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[3])} end
 if st['lease'] ~= ARGV[1] then return {'other'} end
 local now, timeout, unwritten, idle = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local results = {'open'}
--- Finished before this pass and still not in Postgres after a while: their control plane stopped.
-local finished = redis.call('HGETALL', KEYS[3])
-for i = 1, #finished, 2 do
-  if num(cjson.decode(finished[i + 1]).at) + unwritten < now then results[#results + 1] = finished[i + 1] end
-end
-local inFlight = redis.call('HGETALL', KEYS[2])
-for i = 1, #inFlight, 2 do
-  local f = split(inFlight[i + 1], '|')
-  if math.floor(tonumber(f[4]) / 1000) + timeout < now then
-    local r = {
-      id = inFlight[i], action = 'hold', status = 'held', outcome = 'settlement_missing', httpStatus = '',
-      lease = st['lease'], keyId = f[1], alias = f[2], surface = f[3], created = f[4], estIn = f[5], estOut = f[6],
-      reservedTokens = f[7], reservedCredits = f[8], legs = f[9] or '', usageIn = '', usageOut = '', at = fmt(now),
-      charges = '', legTakeIn = '0', legTakeOut = '0', creditTake = '0', creditIn = '', creditOut = '',
-      overTakeIn = '0', overTakeOut = '0', overCredit = '0', overIn = '', overOut = '',
-    }
-    for _, leg in ipairs(parseLegs(r.legs)) do
-      redis.call('HSET', KEYS[1], 'h:' .. leg.source, fmt(num(redis.call('HGET', KEYS[1], 'h:' .. leg.source)) - leg.amount))
+local live = 0
+local calls = redis.call('HGETALL', KEYS[2])
+for i = 1, #calls, 2 do
+  local id, value = calls[i], calls[i + 1]
+  local kind = string.sub(value, 1, 1)
+  local text = string.sub(value, 3)
+  if kind == 'G' then
+    if num(text) < now then redis.call('HDEL', KEYS[2], id) end
+  elseif kind == 'D' then
+    live = live + 1
+    -- Finished a while ago and still not in Postgres: its control plane stopped.
+    if num(fields(text)[18]) + unwritten < now then results[#results + 1] = text end
+  else
+    live = live + 1
+    local call = fields(text)
+    if math.floor(tonumber(call[4]) / 1000) + timeout < now then
+      local r = finishedRecord(id, 'hold', 'held', 'settlement_missing', '', st['lease'], call, fmt(now))
+      for _, leg in ipairs(parseLegs(r.legs)) do
+        redis.call('HSET', KEYS[1], 'h:' .. leg.source, fmt(num(redis.call('HGET', KEYS[1], 'h:' .. leg.source)) - leg.amount))
+      end
+      local finished = record(r)
+      redis.call('HSET', KEYS[2], id, 'D|' .. finished)
+      results[#results + 1] = finished
     end
-    local encoded = cjson.encode(r)
-    redis.call('HDEL', KEYS[2], inFlight[i])
-    redis.call('HSET', KEYS[3], inFlight[i], encoded)
-    results[#results + 1] = encoded
   end
 end
-if #results == 1 and redis.call('HLEN', KEYS[2]) == 0 and redis.call('HLEN', KEYS[3]) == 0
-   and num(st['last']) + idle <= now then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+if live == 0 and num(st['last']) + idle <= now then
+  redis.call('DEL', KEYS[1], KEYS[2])
   return {'closed'}
 end
 return results
-`;
-
-/**
- * Writes a key's or account's entry unless Redis has a newer one. An entry marked as changing
- * (a change under way in Postgres) is replaced only by its own version or a newer one, or by
- * anything once its mark has expired (the change was rolled back).
- * KEYS: entry. ARGV: entry JSON, version, ttl ms, now ms. Returns 'written' | 'older'.
- */
-export const ENTRY_LUA = `
-local raw = redis.call('GET', KEYS[1])
-if raw then
-  local current = cjson.decode(raw)
-  local expired = current.st == 'changing' and tonumber(current['until']) < tonumber(ARGV[4])
-  if tonumber(current.v) > tonumber(ARGV[2]) and not expired then return 'older' end
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-return 'written'
 `;
 
 /** Postgres may hold more for this lease (a hold returned there): the next short call tops up. KEYS: lease. */
 export const MORE_LUA = `
 if redis.call('HEXISTS', KEYS[1], 'lease') == 1 then redis.call('HSET', KEYS[1], 'more', '1') end
 return 0
+`;
+
+/**
+ * Writes a key's or account's entry unless Redis has a newer one. An entry marked as changing
+ * (a change under way in Postgres) is replaced only by its own version or a newer one, or by
+ * anything once its mark has expired (the change was rolled back).
+ * KEYS: entry. ARGV: entry, version, ttl ms, now ms. Returns 'written' | 'older'.
+ */
+export const ENTRY_LUA = `
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local version, state, rest = string.match(raw, '^([^|]*)|([^|]*)|?(.*)$')
+  local expired = state == 'changing' and tonumber(rest) < tonumber(ARGV[4])
+  if tonumber(version) > tonumber(ARGV[2]) and not expired then return 'older' end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 'written'
 `;

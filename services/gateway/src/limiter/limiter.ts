@@ -19,8 +19,10 @@ export type LimitDecision =
 /** A held concurrency slot. Expires by itself if the process holding it dies. */
 export interface Lease {
   /**
-   * Frees the slot; resolves once the limiter has it (never rejects). Await it before answering,
-   * so the client's next call, through any gateway, cannot find this finished call in flight.
+   * Frees the slot (never rejects). Call it before answering: once it resolves, the limiter has
+   * the release (in memory), or it is written to Redis ahead of anything the client can send
+   * after the answer, so the client's next call, through any gateway, cannot find this finished
+   * call in flight.
    */
   release(): Promise<void>;
 }

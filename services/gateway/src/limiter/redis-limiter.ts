@@ -131,12 +131,15 @@ export function createRedisLimiter(
     return {
       async release() {
         if (!held.delete(request.leaseId)) return;
-        try {
-          // Plain commands (one write with the other calls' of this tick), not a script.
-          await Promise.all(sets.map((set) => redis.zrem(set, request.leaseId)));
-        } catch (error) {
+        // Written to Redis now, in this call, before the caller answers; not waited for. Anything
+        // the client does after reading the answer reaches Redis after this (it is in Redis's socket
+        // already), so its next call cannot find this one in flight; a reply would only add a round
+        // trip to every answer. If Redis is away the lease expires by itself.
+        const pipeline = redis.pipeline();
+        for (const set of sets) pipeline.zrem(set, request.leaseId);
+        pipeline.exec().catch((error: unknown) => {
           logger.warn({ err: error }, 'limiter: could not release a lease (it expires by itself)');
-        }
+        });
       },
     };
   }

@@ -91,6 +91,8 @@ export interface E2EStack {
    * not yet written to Postgres (0 without the hot tier). A test reads the ledger once this is 0.
    */
   callsInRedis(accountId: string): Promise<number>;
+  /** The control plane's (and gateways') Redis key prefix. */
+  redisPrefix: string;
   close(): Promise<void>;
 }
 
@@ -269,6 +271,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       },
       startControlPlane,
       callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
+      redisPrefix: shared.REDIS_KEY_PREFIX,
       close,
     };
   } catch (error) {
@@ -427,6 +430,7 @@ async function startContainerStack(
       startControlPlane: processOnly('startControlPlane'),
       // The containers' Redis is the test Redis, which this process reaches on its published port.
       callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
+      redisPrefix: shared.REDIS_KEY_PREFIX,
       close,
     };
   } catch (error) {

@@ -7,13 +7,15 @@
  *
  * Every call asks the mock to report a usage unique to it (input tokens = 10 + call number), so a
  * reservation's recorded usage names the client call it belongs to: the test maps each answer the
- * client got to the settlement the ledger holds for it.
+ * client got to the settlement the ledger holds for it. The control plane runs its hot tier on
+ * the test's Redis: calls in flight are there (and only there) until they finish.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { run } from '@tollgate/test-harness';
+import { Redis } from 'ioredis';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openaiClient } from '../src/clients.ts';
@@ -142,19 +144,20 @@ interface Row {
   reservedCredits: bigint;
   chargedCredits: bigint;
   holdReason: string | null;
-  /** Sums of its credit ledger rows, and how many of them settle. */
-  availableDelta: bigint;
-  reservedDelta: bigint;
+  /** What its own credit ledger rows took out of the account (available and reserved together). */
+  out: bigint;
+  /** How many of them settle, and how many hold. */
   settleRows: number;
+  holdRows: number;
 }
 
 async function readRows(accountId: string): Promise<Row[]> {
   const { rows } = await stack.db.query(
     `select r.id, r.status, r.input_tokens::text, r.reserved_credits::text, r.charged_credits::text,
             r.hold_reason,
-            coalesce(sum(l.available_delta), 0)::text as available_delta,
-            coalesce(sum(l.reserved_delta), 0)::text as reserved_delta,
-            count(l.id) filter (where l.kind = 'settle')::int as settle_rows
+            (-coalesce(sum(l.available_delta + l.reserved_delta), 0))::text as out,
+            count(l.id) filter (where l.kind = 'settle')::int as settle_rows,
+            count(l.id) filter (where l.kind = 'hold')::int as hold_rows
      from reservations r
      left join ledger_entries l on l.reservation_id = r.id and l.entitlement_id is null
      where r.account_id = $1
@@ -168,21 +171,52 @@ async function readRows(accountId: string): Promise<Row[]> {
     reservedCredits: BigInt(row.reserved_credits),
     chargedCredits: BigInt(row.charged_credits),
     holdReason: row.hold_reason,
-    availableDelta: BigInt(row.available_delta),
-    reservedDelta: BigInt(row.reserved_delta),
+    out: BigInt(row.out),
     settleRows: row.settle_rows,
+    holdRows: row.hold_rows,
   }));
 }
 
-/** Waits (at most 30 s) until no reservation of the account is open; its rows then. */
-async function waitUntilNoneOpen(accountId: string): Promise<Row[]> {
+/**
+ * Waits (at most 30 s) until no call of the account is open (in flight in Redis, or finished and
+ * not yet written) and at least `count` are written; its rows then.
+ */
+async function waitUntilNoneOpen(accountId: string, count = 0): Promise<Row[]> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const rows = await readRows(accountId);
-    const open = rows.filter((row) => row.status === 'reserved').length;
-    if (open === 0) return rows;
-    if (Date.now() > deadline) throw new Error(`${open} reservations still open after 30 s`);
+    const open =
+      rows.filter((row) => row.status === 'reserved').length + (await stack.callsInRedis(accountId));
+    if (open === 0 && rows.length >= count) return rows;
+    if (Date.now() > deadline)
+      throw new Error(`${open} calls still open after 30 s (${rows.length} written)`);
     await sleep(100);
+  }
+}
+
+/** The account's calls in flight in the hot tier (its Redis `calls` hash, R entries): id -> entry. */
+async function inFlightInRedis(accountId: string): Promise<Map<string, string>> {
+  const client = new Redis(redis.url);
+  try {
+    const calls = await client.hgetall(`${stack.redisPrefix}hot:{a:${accountId}}:calls`);
+    return new Map(Object.entries(calls).filter(([, value]) => value.startsWith('R|')));
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Makes the calls in flight look a day old to the reconcile pass (as RESERVATION_TIMEOUT_MINUTES passing would). */
+async function ageInFlight(accountId: string): Promise<void> {
+  const client = new Redis(redis.url);
+  try {
+    const key = `${stack.redisPrefix}hot:{a:${accountId}}:calls`;
+    for (const [id, value] of await inFlightInRedis(accountId)) {
+      const fields = value.split('|');
+      fields[4] = String(BigInt(fields[4]!) - 86_400_000_000n);
+      await client.hset(key, id, fields.join('|'));
+    }
+  } finally {
+    client.disconnect();
   }
 }
 
@@ -203,7 +237,7 @@ function expectAnsweredSettledOnce(outcomes: Outcome[], settled: Map<number, Row
 
 /**
  * The money checks every fault must pass: each reservation's credit ledger rows match its status
- * (settled: exactly its charge left the balance; released: nothing; held: its reserve kept aside),
+ * (settled: exactly its charge left the account; released: nothing; held: its reserve kept aside),
  * each call number is settled at most once and at its own price, the balance is the grant minus
  * the charges (and what holds keep aside), and the account's running balance never went below
  * zero. Returns the settled rows by call number.
@@ -220,23 +254,14 @@ async function expectMoneyAddsUp(accountId: string, rows: Row[]): Promise<Map<nu
       settled.set(index, row);
       expect(row.chargedCredits).toBe(costOf(index));
       expect(row.settleRows).toBeGreaterThan(0);
-      expect({ available: row.availableDelta, reserved: row.reservedDelta }).toEqual({
-        available: -row.chargedCredits,
-        reserved: 0n,
-      });
+      expect(row.out).toBe(row.chargedCredits);
       charged += row.chargedCredits;
     } else if (row.status === 'released') {
-      expect({
-        charged: row.chargedCredits,
-        available: row.availableDelta,
-        reserved: row.reservedDelta,
-      }).toEqual({ charged: 0n, available: 0n, reserved: 0n });
+      expect({ charged: row.chargedCredits, out: row.out }).toEqual({ charged: 0n, out: 0n });
     } else if (row.status === 'held') {
-      expect({
-        charged: row.chargedCredits,
-        available: row.availableDelta,
-        reserved: row.reservedDelta,
-      }).toEqual({ charged: 0n, available: -row.reservedCredits, reserved: row.reservedCredits });
+      // Kept aside for review: nothing charged, nothing left the account.
+      expect({ charged: row.chargedCredits, out: row.out }).toEqual({ charged: 0n, out: 0n });
+      if (row.reservedCredits > 0n) expect(row.holdRows).toBeGreaterThan(0);
       held += row.reservedCredits;
     } else {
       throw new Error(`reservation ${row.id} is still open`);
@@ -295,7 +320,10 @@ describe('kill -9 of the control plane under load', () => {
     expectEveryWorkerServedAfter(outcomes, workers, restartedAt);
 
     // The gateway delivers what it queued during the outage; then nothing is left open.
-    const rows = await waitUntilNoneOpen(accountId);
+    const rows = await waitUntilNoneOpen(
+      accountId,
+      outcomes.filter((outcome) => outcome.status === 200).length,
+    );
     const settled = await expectMoneyAddsUp(accountId, rows);
     // Every call answered 200 is settled, once, at its price; no refused call costs anything.
     expectAnsweredSettledOnce(outcomes, settled);
@@ -349,19 +377,21 @@ describe('kill -9 of a gateway under load', () => {
     // (An answer already on its way may be read a moment after the kill, on this busy box.)
     expect(answered.every((outcome) => outcome.endedAt <= killedAt + 3_000)).toBe(true);
 
-    // A reserve the victim sent just before it died may still be committing: wait until the
-    // account's reservations stop changing.
-    let rows = await readRows(accountId);
+    // Finishes the victim sent just before it died may still be landing: wait until what the
+    // account has in flight in Redis, and its rows, stop changing.
+    const snapshot = async () => ({
+      inFlight: [...(await inFlightInRedis(accountId)).keys()].sort(),
+      rows: (await readRows(accountId)).map((row) => `${row.id}:${row.status}`).sort(),
+    });
+    let seen = await snapshot();
     for (let stable = 0, rounds = 0; stable < 3 && rounds < 100; rounds++) {
       await sleep(200);
-      const now = await readRows(accountId);
-      const same =
-        JSON.stringify(now.map((row) => [row.id, row.status])) ===
-        JSON.stringify(rows.map((row) => [row.id, row.status]));
-      stable = same ? stable + 1 : 0;
-      rows = now;
+      const now = await snapshot();
+      stable = JSON.stringify(now) === JSON.stringify(seen) ? stable + 1 : 0;
+      seen = now;
     }
-    const open = rows.filter((row) => row.status === 'reserved');
+    const rows = await readRows(accountId);
+    const open = seen.inFlight;
     const settledIndexes = new Set(rows.flatMap((row) => (row.status === 'settled' ? [row.index] : [])));
     const unsettledAnswers = answered.filter((outcome) => !settledIndexes.has(outcome.index));
     // What was settled before the kill stays settled; an answered call can lack its settlement
@@ -373,13 +403,9 @@ describe('kill -9 of a gateway under load', () => {
     expect(open.length).toBeGreaterThanOrEqual(unsettledAnswers.length);
     expect(open.length).toBeLessThanOrEqual(noAnswer.length + unsettledAnswers.length);
 
-    // RESERVATION_TIMEOUT_MINUTES passes (the rows are aged rather than the test waiting for it),
+    // RESERVATION_TIMEOUT_MINUTES passes (the calls are aged rather than the test waiting for it),
     // then the reconcile pass holds exactly the open reservations, none released unseen.
-    await stack.db.query(
-      `update reservations set created_at = created_at - interval '1 day'
-       where account_id = $1 and status = 'reserved'`,
-      [accountId],
-    );
+    await ageInFlight(accountId);
     const pass = await stack.admin('reconcile');
     const mine = pass.reservations.filter((change: { accountId: string }) => change.accountId === accountId);
     expect(mine).toHaveLength(open.length);
@@ -392,7 +418,7 @@ describe('kill -9 of a gateway under load', () => {
 
     const after = await readRows(accountId);
     const held = after.filter((row) => row.status === 'held');
-    expect(held.map((row) => row.id).sort()).toEqual(open.map((row) => row.id).sort());
+    expect(held.map((row) => row.id).sort()).toEqual(open);
     expect(held.every((row) => row.holdReason === 'settlement_missing')).toBe(true);
     const settled = await expectMoneyAddsUp(accountId, after);
     // Nothing settled that no client called; every settled call was answered or in flight.
@@ -410,7 +436,7 @@ describe('kill -9 of a gateway under load', () => {
 /** Waits (at most 15 s) until `count` calls of the account hold a reservation: they are under way. */
 async function waitReserved(accountId: string, count: number): Promise<void> {
   const deadline = Date.now() + 15_000;
-  while ((await readRows(accountId)).filter((row) => row.status === 'reserved').length < count) {
+  while ((await inFlightInRedis(accountId)).size < count) {
     if (Date.now() > deadline) throw new Error(`${count} calls did not get under way`);
     await sleep(50);
   }
@@ -453,7 +479,10 @@ describe('a Redis restart under load', () => {
     ).toBe(true);
     expectEveryWorkerServedAfter(outcomes, workers, restartedAt);
 
-    const rows = await waitUntilNoneOpen(accountId);
+    const rows = await waitUntilNoneOpen(
+      accountId,
+      outcomes.filter((outcome) => outcome.status === 200).length,
+    );
     const settled = await expectMoneyAddsUp(accountId, rows);
     // Refused before any reservation: the outage cost nothing and every answered call is billed.
     expectAnsweredSettledOnce(outcomes, settled);
@@ -575,7 +604,7 @@ describe('a Redis restart under load', () => {
 
       // The gateway starts again on its data folder and delivers its own copy.
       const again = await stack.startGateway('keeper-again', env);
-      const rows = await waitUntilNoneOpen(accountId);
+      const rows = await waitUntilNoneOpen(accountId, 1);
       expect(rows.map((row) => ({ status: row.status, index: row.index }))).toEqual([
         { status: 'settled', index },
       ]);

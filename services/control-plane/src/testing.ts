@@ -17,8 +17,10 @@ import { createInternalApi } from './http/internal-api.ts';
 import { openHotTier } from './modules/billing/hot/hot-tier.ts';
 
 export interface TestClock extends Clock {
-  /** Moves time forward (ms). Real time keeps running underneath. */
+  /** Moves time forward (ms; back with a negative amount). Real time keeps running underneath. */
   advance(ms: number): void;
+  /** How far it has been moved from real time (ms). */
+  offset(): number;
 }
 
 export function createTestClock(): TestClock {
@@ -28,6 +30,7 @@ export function createTestClock(): TestClock {
     advance(ms) {
       offset += ms;
     },
+    offset: () => offset,
   };
 }
 

@@ -1,11 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { INVALIDATION_CHANNEL } from '@tollgate/schemas';
 import { connectRedis, createLogger, type RedisTarget } from '@tollgate/service-kit';
-import { createRedisNamespace, findFreePort, run } from '@tollgate/test-harness';
+import {
+  createRedisNamespace,
+  type LocalRedisCluster,
+  startRedisCluster,
+  waitFor,
+} from '@tollgate/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subscribeToInvalidations } from '../events/invalidation-subscriber.ts';
 import type { Limiter, LimiterSettings, LimitRequest } from './limiter.ts';
@@ -18,74 +19,18 @@ const settings: LimiterSettings = {
   leaseTtlMs: 60_000,
   concurrencyRetryAfterSeconds: 1,
 };
-const nodes: ChildProcess[] = [];
 const opened: Array<{ close(): Promise<void> }> = [];
-let folder: string;
+let cluster: LocalRedisCluster;
 let target: RedisTarget;
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 beforeAll(async () => {
-  folder = await mkdtemp(path.join(tmpdir(), 'tollgate-cluster-'));
-  const ports = [await findFreePort(), await findFreePort(), await findFreePort()];
-  for (const port of ports) {
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        `nodes-${port}.conf`,
-        '--dir',
-        folder,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-      ],
-      { stdio: 'ignore' },
-    );
-    nodes.push(child);
-    await waitFor(
-      async () => (await run('redis-cli', ['-p', String(port), 'ping'])).trim() === 'PONG',
-      `node ${port}`,
-    );
-  }
-  await run('redis-cli', [
-    '--cluster',
-    'create',
-    ...ports.map((port) => `127.0.0.1:${port}`),
-    '--cluster-replicas',
-    '0',
-    '--cluster-yes',
-  ]);
-  for (const port of ports) {
-    await waitFor(
-      async () =>
-        (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).includes('cluster_state:ok'),
-      `cluster state on ${port}`,
-    );
-  }
-  target = { url: `redis://127.0.0.1:${ports[0]}`, cluster: true };
+  cluster = await startRedisCluster();
+  target = { url: cluster.url, cluster: true };
 }, 60_000);
 
 afterAll(async () => {
   for (const item of opened.splice(0)) await item.close();
-  for (const node of nodes) node.kill('SIGTERM');
-  await Promise.all(
-    nodes.map((node) => (node.exitCode === null ? new Promise((r) => node.once('exit', r)) : null)),
-  );
-  if (folder) await rm(folder, { recursive: true, force: true });
+  await cluster?.stop();
 });
 
 function limiters(count: number, options: Partial<LimiterSettings> = {}): Limiter[] {
@@ -126,6 +71,21 @@ describe('redis limiter on a three-node Redis Cluster', () => {
       );
       expect(decisions.filter((decision) => decision.allowed)).toHaveLength(5);
     }
+  });
+
+  it('serves calls of accounts on different nodes made in the same moment', async () => {
+    const [a] = limiters(1);
+    const keyIds = Array.from({ length: 12 }, () => {
+      const keyId = randomUUID();
+      accountOf.set(keyId, randomUUID());
+      return keyId;
+    });
+    const decisions = await Promise.all(keyIds.map((keyId) => a!.acquire(request(keyId))));
+    expect(decisions.every((decision) => decision.allowed)).toBe(true);
+    // Their releases, in the same moment too, all land: the slots are free again.
+    await Promise.all(decisions.map((decision) => (decision.allowed ? decision.lease?.release() : null)));
+    const again = await Promise.all(keyIds.map((keyId) => a!.acquire(request(keyId, { keyConcurrency: 1 }))));
+    expect(again.every((decision) => decision.allowed)).toBe(true);
   });
 
   it('counts a key once whichever package its calls draw from', async () => {

@@ -76,8 +76,9 @@ export function createRedisLimiter(
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 1_000,
-    // Commands of all requests handled in one event-loop turn leave in one write.
-    enableAutoPipelining: true,
+    // Commands of all requests handled in one event-loop turn leave in one write. Not on a
+    // cluster: ioredis would put scripts of different slots in one pipeline, which it refuses.
+    enableAutoPipelining: !(typeof redisUrl === 'object' && redisUrl.cluster),
   });
   redis.on('error', (error) => logger.warn({ err: error }, 'limiter: redis error'));
   // EVALSHA with a fallback to EVAL; the key count is passed with each call.

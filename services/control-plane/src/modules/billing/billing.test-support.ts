@@ -4,6 +4,7 @@ import {
   apiKeyDigest,
   type FinishBatchResponse,
   type FinishItem,
+  type LimiterSettings,
   type ReserveBatchResponse,
   type ReserveItem,
   SERVICE_TOKEN_AUDIENCE,
@@ -103,7 +104,8 @@ export function internalApi(context: TestContext) {
   }
   return {
     call,
-    reserve: (items: ReserveItem[]) => call<ReserveBatchResponse>('/reservations', { items }),
+    reserve: (items: ReserveItem[], limiter?: LimiterSettings) =>
+      call<ReserveBatchResponse>('/reservations', limiter ? { items, limiter } : { items }),
     finish: (items: FinishItem[]) => call<FinishBatchResponse>('/reservations/finish', { items }),
   };
 }

@@ -82,7 +82,9 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: 1_000,
-    enableAutoPipelining: true,
+    // Commands of concurrent calls leave in one write. Not on a cluster: ioredis would put scripts
+    // of accounts on different slots in one pipeline, which a cluster refuses.
+    enableAutoPipelining: !target.cluster,
   });
   redis.on('error', (error) => logger.warn({ err: error }, 'hot tier: redis error'));
   for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { lua });

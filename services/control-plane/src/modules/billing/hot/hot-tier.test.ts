@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestContext, type TestContext } from '../../../testing.ts';
@@ -14,6 +15,7 @@ import {
   seedCatalog,
   settleItem,
 } from '../billing.test-support.ts';
+import { clawBackOrderGrant } from '../order-grants.ts';
 import { reconcileOnce } from '../reconciler.ts';
 import { openHotTier } from './hot-tier.ts';
 
@@ -149,6 +151,39 @@ describe('balance changes made in Postgres while a lease is out', () => {
       reservedTokens: 20n,
       credits: 9_930n,
       reservedCredits: 70n,
+    });
+  });
+
+  it('a refunded package is drawn from no more, even for what a call in flight gives back', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const { entitlementId } = await grantPackage(context.deps, {
+      accountId: key.accountId,
+      packageId: 'small',
+      cause: 'test',
+    });
+    const inFlight = await reserveOk(key, 'priced', 100n, 100n); // 200 tokens of the package
+    await context.deps.db
+      .transaction()
+      .execute((trx) =>
+        clawBackOrderGrant(
+          trx,
+          {
+            orderId: randomUUID(),
+            accountId: key.accountId,
+            entitlementId,
+            bonusCredits: 0n,
+            now: new Date(),
+          },
+          context.deps.hot,
+        ),
+      );
+    // The call in flight ends having used nothing: its 200 tokens go back to the lease...
+    await api.finish([endItem(key, inFlight.reservationId, 'priced', 'release', 'upstream_unavailable')]);
+    // ...and yet the next call pays from credit: the package ended at the refund.
+    const next = reserveItem(key, 'priced', 10n, 10n);
+    expect((await api.reserve([next])).body.results[0]).toMatchObject({
+      ok: true,
+      reserved: { tokens: '0', credits: '70' },
     });
   });
 

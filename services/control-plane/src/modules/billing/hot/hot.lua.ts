@@ -151,6 +151,9 @@ local function reserveOne(a, k)
   end
   if aliasState == 'protocol' then return {'no', 'model_unavailable', '0'} end
   if not hot then return {'cold'} end
+  -- Balances changed in Postgres since (a grant, a refund, a returned hold): the lease takes them
+  -- in first, so this call already draws in the right order from the right sources.
+  if topupAllowed and st['more'] == '1' then return {'topup', st['lease']} end
 
   local limits = nil
   if ARGV[a + 11] ~= '' then

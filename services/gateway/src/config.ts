@@ -35,10 +35,11 @@ export const GatewayEnv = z.object({
   BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000),
   BILLING_CONNECTIONS: withDefault(positiveInt, 16),
   /**
-   * Reservation calls under way at once; reservations queued behind them leave as one batch. 4,
-   * not 1: with one, each reservation waited for the previous round trip (README, Benchmarks).
+   * Reservation calls under way at once; reservations queued behind them leave as one batch. One:
+   * now that a reservation is one Redis script behind the control plane, larger batches cost less
+   * than a second round trip saves (README, Benchmarks).
    */
-  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 2),
+  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1),
   /** Settles/releases/holds wait at most this long to leave together in one batch. */
   FINISH_FLUSH_MS: withDefault(positiveInt, 20),
   /** Most settlements held in memory while the control plane is unreachable; the rest are kept on disk/Redis. */

@@ -1,13 +1,14 @@
 /**
- * Reserve + settle benchmark of the control plane against a real Postgres: the control plane runs
- * as its own process; this script plays the gateway, calling the internal billing API over HTTP
- * with a service token. Each worker reserves, then settles what it reserved (batched like the
- * gateway's finish queue), at several concurrencies and batch sizes. Prints operations/s,
- * latency percentiles, CPU per operation of the control plane and Postgres, and checks the ledger.
+ * Reserve + settle benchmark of the control plane, both engines one after the other: Postgres
+ * alone (no Redis), and the hot tier (Redis + Postgres). The control plane runs as its own
+ * process; this script plays the gateway, calling the internal billing API over HTTP with a
+ * service token. Each worker reserves, then settles what it reserved (batched like the gateway's
+ * finish queue), at several concurrencies and batch sizes. Prints operations/s, latency
+ * percentiles, CPU per operation of the control plane, Postgres and Redis, and checks the ledger.
  * Usage: `pnpm bench:billing` (or `node bench/billing.ts`).
  *
  * Environment: BENCH_DATABASE_URL (admin URL; default postgres://postgres@127.0.0.1:5432/postgres),
- * BENCH_SECONDS (per run, default 5).
+ * BENCH_REDIS_URL (default redis://127.0.0.1:6379), BENCH_SECONDS (per run, default 5).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,19 +16,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { apiKeyDigest } from '@tollgate/schemas';
 import { ROOT, run, startService, waitHealthy } from '@tollgate/test-harness';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
 import { internalApiClient } from './src/internal-api.ts';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const PORTS = { public: 18281, internal: 18282 };
 const ACCOUNTS = 20;
 
 const work = mkdtempSync(path.join(tmpdir(), 'tollgate-billing-bench-'));
-const databaseName = `tollgate_billing_bench_${randomBytes(4).toString('hex')}`;
 
-function databaseUrl(): string {
+function databaseUrl(databaseName: string): string {
   const url = new URL(adminUrl);
   url.pathname = `/${databaseName}`;
   return url.toString();
@@ -53,13 +55,16 @@ function percentile(sorted: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? Number.NaN;
 }
 
-async function main() {
+async function bench(engine: 'postgres' | 'hot tier'): Promise<string[]> {
+  const databaseName = `tollgate_billing_bench_${randomBytes(4).toString('hex')}`;
+  const redisPrefix = `tollgate-billing-bench:${randomBytes(4).toString('hex')}:`;
   await admin(`create database "${databaseName}"`);
   const env: Record<string, string> = {
     INTERNAL_TOKEN_SECRET: randomBytes(32).toString('hex'),
     KEY_PEPPER: randomBytes(32).toString('hex'),
     KEY_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    DATABASE_URL: databaseUrl(),
+    DATABASE_URL: databaseUrl(databaseName),
+    ...(engine === 'hot tier' ? { REDIS_URL: redisUrl, REDIS_KEY_PREFIX: redisPrefix } : {}),
     CATALOG_FILE: path.join(ROOT, 'deploy/catalog.example.yaml'),
     CONTROL_PLANE_PORT: String(PORTS.public),
     CONTROL_PLANE_HOST: '127.0.0.1',
@@ -92,13 +97,17 @@ async function main() {
 
     const { call, close } = await internalApiClient(PORTS.internal, env.INTERNAL_TOKEN_SECRET as string, 64);
 
-    const groups = { controlPlane: () => [controlPlane.child.pid!], postgres: () => pidsNamed('postgres') };
+    const groups = {
+      controlPlane: () => [controlPlane.child.pid!],
+      postgres: () => pidsNamed('postgres'),
+      redis: () => pidsNamed('redis-server'),
+    };
     const lines: string[] = [
       '',
-      `Reserve + settle against Postgres (${seconds}s per run; control plane as its own process; ${ACCOUNTS} accounts)`,
+      `Reserve + settle, ${engine} (${seconds}s per run; control plane as its own process; ${ACCOUNTS} accounts)`,
       '',
-      '| workers | items per call | reserve+settle/s | reserve p50 ms | reserve p99 ms | settle p50 ms | settle p99 ms | refused | CPU us/op: control plane | postgres |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| workers | items per call | reserve+settle/s | reserve p50 ms | reserve p99 ms | settle p50 ms | settle p99 ms | refused | CPU us/op: control plane | postgres | redis |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     ];
     for (const [workers, batch] of [
       [1, 1],
@@ -125,6 +134,8 @@ async function main() {
               items: items.map(({ account, reservationId }) => ({
                 reservationId,
                 keyDigest: account.digest,
+                keyId: account.keyId,
+                accountId: account.accountId,
                 alias: 'gpt-mock',
                 surface: 'chat_completions',
                 estimate: { inputTokens: '200', outputTokens: '500' },
@@ -166,19 +177,28 @@ async function main() {
         refused,
         ((cpu.controlPlane! * 1000) / operations).toFixed(0),
         ((cpu.postgres! * 1000) / operations).toFixed(0),
+        ((cpu.redis! * 1000) / operations).toFixed(0),
       ];
       lines.push(`| ${row.join(' | ')} |`);
-      console.error(`workers ${workers}, batch ${batch}: ${row[2]} reserve+settle/s`);
+      console.error(`${engine}: workers ${workers}, batch ${batch}: ${row[2]} reserve+settle/s`);
     }
     await close();
     const ledger = JSON.parse(await cli('verify-ledger')) as { consistent: boolean; problems: string[] };
-    lines.push('', `Ledger consistent after the runs: ${ledger.consistent}`, '');
-    console.log(lines.join('\n'));
+    lines.push('', `Ledger consistent after the runs: ${ledger.consistent}`);
+    return lines;
   } finally {
     await controlPlane.stop();
     await admin(`drop database if exists "${databaseName}" with (force)`).catch(() => {});
-    rmSync(work, { recursive: true, force: true });
+    const redis = new Redis(redisUrl);
+    const keys = await redis.keys(`${redisPrefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
   }
 }
 
-await main();
+try {
+  const lines = [...(await bench('postgres')), ...(await bench('hot tier'))];
+  console.log([...lines, ''].join('\n'));
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

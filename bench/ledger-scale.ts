@@ -74,6 +74,9 @@ async function main() {
     CONTROL_PLANE_HOST: '127.0.0.1',
     CONTROL_PLANE_INTERNAL_PORT: String(ports.internal),
     LOG_LEVEL: 'warn',
+    // The production shape: reservations answered by the hot tier (Redis), written to Postgres.
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_KEY_PREFIX: `tollgate-scale-bench:${randomBytes(4).toString('hex')}:`,
   };
   const cli = (...args: string[]) =>
     run(process.execPath, ['bin/tollgate-admin.ts', ...args], {
@@ -357,6 +360,8 @@ async function hotPath(internalPort: number, secret: string, account: Account): 
         {
           reservationId,
           keyDigest: key.digest,
+          keyId: key.keyId,
+          accountId: account.accountId,
           alias: 'gpt-mock',
           surface: 'chat_completions',
           estimate: { inputTokens: '200', outputTokens: '500' },

@@ -162,21 +162,19 @@ describe('balance changes made in Postgres while a lease is out', () => {
       cause: 'test',
     });
     const inFlight = await reserveOk(key, 'priced', 100n, 100n); // 200 tokens of the package
-    await context.deps.db
-      .transaction()
-      .execute((trx) =>
-        clawBackOrderGrant(
-          trx,
-          {
-            orderId: randomUUID(),
-            accountId: key.accountId,
-            entitlementId,
-            bonusCredits: 0n,
-            now: new Date(),
-          },
-          context.deps.hot,
-        ),
-      );
+    await context.deps.db.transaction().execute((trx) =>
+      clawBackOrderGrant(
+        trx,
+        {
+          orderId: randomUUID(),
+          accountId: key.accountId,
+          entitlementId,
+          bonusCredits: 0n,
+          now: new Date(),
+        },
+        context.deps.hot,
+      ),
+    );
     // The call in flight ends having used nothing: its 200 tokens go back to the lease...
     await api.finish([endItem(key, inFlight.reservationId, 'priced', 'release', 'upstream_unavailable')]);
     // ...and yet the next call pays from credit: the package ended at the refund.

@@ -31,3 +31,21 @@ export function connectRedis(target: RedisTarget | string, options: RedisOptions
     },
   });
 }
+
+/**
+ * Resolves true once the connection is ready (at once if it is), false after `ms`: a short wait
+ * for a reconnect, never an unbounded queue of calls behind a Redis that is away.
+ */
+export function redisReady(redis: RedisConnection, ms: number): Promise<boolean> {
+  if (redis.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (value: boolean) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      resolve(value);
+    };
+    const onReady = () => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    redis.once('ready', onReady);
+  });
+}

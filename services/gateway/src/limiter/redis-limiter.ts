@@ -6,6 +6,7 @@ import {
   limiterKeys,
   type RedisConnection,
   type RedisTarget,
+  redisReady,
 } from '@tollgate/service-kit';
 import {
   type Lease,
@@ -87,20 +88,7 @@ export function createRedisLimiter(
     'tollgateAcquire',
     (keyCount: number, ...args: Array<string | number>) => Promise<unknown>
   >;
-  /** Resolves once connected, or false after `ms`: a short wait, never an unbounded queue. */
-  function connected(ms: number): Promise<boolean> {
-    if (redis.status === 'ready') return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const done = (value: boolean) => {
-        clearTimeout(timer);
-        redis.off('ready', onReady);
-        resolve(value);
-      };
-      const onReady = () => done(true);
-      const timer = setTimeout(() => done(false), ms);
-      redis.once('ready', onReady);
-    });
-  }
+  const connected = (ms: number) => redisReady(redis, ms);
   const held = new Map<string, HeldLease>();
   const renewTimer = setInterval(() => {
     if (held.size === 0) return;

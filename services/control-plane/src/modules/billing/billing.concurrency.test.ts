@@ -3,6 +3,7 @@ import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   balancesOf,
   createFundedKey,
+  ENGINES,
   endItem,
   expectLedgerConsistent,
   internalApi,
@@ -12,10 +13,7 @@ import {
 } from './billing.test-support.ts';
 
 /** Exactness under concurrency, whichever engine answers: Postgres alone, or the hot tier. */
-describe.each([
-  ['postgres', false],
-  ['hot tier', true],
-])('%s', (_engine, hotTier) => {
+describe.each(ENGINES)('%s', (_engine, hotTier) => {
   let context: TestContext;
   let api: ReturnType<typeof internalApi>;
 

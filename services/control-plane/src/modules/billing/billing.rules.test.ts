@@ -6,6 +6,7 @@ import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import {
   balancesOf,
   createFundedKey,
+  ENGINES,
   endItem,
   expectLedgerConsistent,
   internalApi,
@@ -17,10 +18,7 @@ import { listHeld } from './holds.service.ts';
 import { reconcileOnce } from './reconciler.ts';
 
 /** The same rules, whichever engine answers: Postgres alone, or the hot tier (Redis + Postgres). */
-describe.each([
-  ['postgres', false],
-  ['hot tier', true],
-])('%s', (_engine, hotTier) => {
+describe.each(ENGINES)('%s', (_engine, hotTier) => {
   let context: TestContext;
   let api: ReturnType<typeof internalApi>;
 

@@ -172,3 +172,9 @@ export async function expectLedgerConsistent(context: TestContext): Promise<void
   const problems = await verifyLedger(context.deps.db);
   if (problems.length > 0) throw new Error(`ledger inconsistent:\n${problems.join('\n')}`);
 }
+
+/** The two engines every money rule is checked on: Postgres alone, and the hot tier (Redis + Postgres). */
+export const ENGINES = [
+  ['postgres', false],
+  ['hot tier', true],
+] as const;

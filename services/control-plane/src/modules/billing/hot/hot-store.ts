@@ -5,6 +5,7 @@ import {
   type Logger,
   type RedisConnection,
   type RedisTarget,
+  redisReady,
 } from '@tollgate/service-kit';
 import {
   CLAIM_LUA,
@@ -90,19 +91,7 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
   for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { lua });
   const scripts = redis as unknown as Record<keyof typeof SCRIPTS, Script>;
 
-  function connected(): Promise<boolean> {
-    if (redis.status === 'ready') return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const done = (value: boolean) => {
-        clearTimeout(timer);
-        redis.off('ready', onReady);
-        resolve(value);
-      };
-      const onReady = () => done(true);
-      const timer = setTimeout(() => done(false), CONNECT_WAIT_MS);
-      redis.once('ready', onReady);
-    });
-  }
+  const connected = () => redisReady(redis, CONNECT_WAIT_MS);
 
   async function run<T>(
     script: keyof typeof SCRIPTS,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { AppError, ERROR_CATALOG, toAppError } from '@tollgate/errors';
 import type {
   FinishBatchRequest,
@@ -12,7 +11,7 @@ import type {
   ReserveResult,
 } from '@tollgate/schemas';
 import { type Logger, limiterKeys } from '@tollgate/service-kit';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { ControlPlaneConfig } from '../../../config.ts';
 import type { PreparedQueries } from '../../../db/database.ts';
 import type { Database } from '../../../db/schema.ts';
@@ -20,7 +19,9 @@ import type { Clock } from '../../../deps.ts';
 import { lookupHashOf } from '../../api-keys/key-crypto.ts';
 import * as repository from '../billing.repository.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from '../billing.rows.ts';
-import { accountEntryOf, ENTRY_TTL_MS, keyEntryOf, loadEntries, readEntryRows } from './hot-entries.ts';
+import { type AliasInfo, createAliasCache } from './hot-aliases.ts';
+import { loadEntries } from './hot-entries.ts';
+import { createLeases, LEASE_CAP } from './hot-leases.ts';
 import {
   type FinishedRecord,
   PERSIST_SQL,
@@ -29,14 +30,10 @@ import {
   persistColumns,
   persistItemOf,
 } from './hot-records.ts';
-import { createHotStore, type HotStore, type LeaseSource, type LeaseView } from './hot-store.ts';
+import { createHotStore, type HotStore, type LeaseView } from './hot-store.ts';
 
-/** Each source a lease holds stays below this, so Redis counts every amount exactly. */
-export const LEASE_CAP = 2n ** 50n;
 /** Reservations at least this large are made in Postgres, against what the lease gives back. */
 const HOT_MAX_ESTIMATE = LEASE_CAP;
-/** How long a control plane opening a lease keeps the account to itself. */
-const CLAIM_TTL_MS = 5_000;
 /** A release or hold of an id Redis never saw blocks that id's reserve this long. */
 const TOMBSTONE_TTL_MS = 10 * 60_000;
 /** A call short of balance asks Postgres for more at most this often (unless told it has more). */
@@ -56,23 +53,6 @@ export interface HotTierDependencies {
   writeGraceMs: number;
 }
 
-interface AliasInfo {
-  published: boolean;
-  protocols: string[];
-  providerId: string;
-  upstreamModel: string;
-  inputPrice: string;
-  outputPrice: string;
-}
-
-/** The state tollgate_hot_open / tollgate_hot_topup return (migration 0012). */
-interface LeaseState {
-  lease: string;
-  version: string;
-  more: boolean;
-  sources: Array<{ id: string | null; net: string; expiresAt?: string; aliases?: string[] | null }>;
-}
-
 type Reply = string[];
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -87,6 +67,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export function createHotTier(deps: HotTierDependencies, store: HotStore) {
   const aliases = createAliasCache(deps.db);
   const now = () => deps.clock.now().getTime();
+  const leases = createLeases({ db: deps.db, logger: deps.logger, now }, store);
 
   // -------------------------------------------------------------------------------------------
   // Reservations.
@@ -184,14 +165,14 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       const keyIds = [...new Set(next.map((index) => request.items[index]!.keyId))];
       try {
         if (cold) {
-          if ((await openLease(accountId, keyIds)) === 'busy') await sleep(5 * 2 ** round);
+          if ((await leases.open(accountId, keyIds)) === 'busy') await sleep(5 * 2 ** round);
         } else if (missing) {
           await loadEntries(store, deps.db, accountId, keyIds, now());
           // A change of the key under way holds its entry until it commits (a few ms).
           if (round > 0) await sleep(5 * 2 ** round);
         }
         if (topup) {
-          await topUp(accountId, topup);
+          await leases.topUp(accountId, topup);
           topupAllowed = false;
         }
       } catch (error) {
@@ -284,58 +265,6 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     });
   }
 
-  /**
-   * Opens a lease for an account Redis holds none of. One control plane at a time: the claim in
-   * Redis, checked again under the account's lock in Postgres, so a lease live in Redis is never
-   * closed under it. 'busy' when another one is opening it.
-   */
-  async function openLease(accountId: string, keyIds: string[]): Promise<'done' | 'busy'> {
-    const token = randomUUID();
-    const claimed = await store.claim(accountId, token, CLAIM_TTL_MS, 'claim');
-    if (claimed === 'present') return 'done';
-    if (claimed !== 'claimed') return 'busy';
-    const leaseId = randomUUID();
-    const opened = await deps.db.transaction().execute(async (trx) => {
-      await repository.lockAccount(trx, accountId);
-      if ((await store.claim(accountId, token, CLAIM_TTL_MS, 'verify')) !== 'ok') return null;
-      const { rows } = await sql<{ state: LeaseState }>`
-        select tollgate_hot_open(${accountId}::uuid, ${leaseId}::uuid, ${String(LEASE_CAP)}::bigint) as state
-      `.execute(trx);
-      return { state: rows[0]!.state, entries: await readEntryRows(trx, accountId, keyIds) };
-    });
-    if (!opened) return 'busy';
-    const names = store.keysOf(accountId);
-    const at = now();
-    await Promise.all([
-      ...opened.entries.keys.map((key) =>
-        store.writeEntry(names.key(key.id), keyEntryOf(key), ENTRY_TTL_MS, at),
-      ),
-      opened.entries.account
-        ? store.writeEntry(names.account, accountEntryOf(opened.entries.account), ENTRY_TTL_MS, at)
-        : null,
-    ]);
-    const written = await store.writeLease(accountId, leaseWrite('install', token, opened.state, at));
-    if (written !== 'installed') {
-      deps.logger.warn(
-        { accountId, leaseId },
-        'hot tier: lease opened but not installed; the next one closes it',
-      );
-    }
-    return 'done';
-  }
-
-  /** Adds what became spendable in Postgres to the account's lease. */
-  async function topUp(accountId: string, leaseId: string): Promise<void> {
-    const state = await deps.db.transaction().execute(async (trx) => {
-      await repository.lockAccount(trx, accountId);
-      const { rows } = await sql<{ state: LeaseState | null }>`
-        select tollgate_hot_topup(${leaseId}::uuid, ${String(LEASE_CAP)}::bigint) as state
-      `.execute(trx);
-      return rows[0]!.state;
-    });
-    if (state) await store.writeLease(accountId, leaseWrite('sync', '', state, now()));
-  }
-
   /** Reservations too large for exact doubles: made in Postgres, after the lease gives back what it holds free. */
   async function reserveInPostgres(
     indexes: number[],
@@ -347,7 +276,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       const rows = await deps.db.transaction().execute(async (trx) => {
         for (const accountId of [...new Set(items.map((item) => item.accountId))].sort()) {
           await repository.lockAccount(trx, accountId);
-          await recallInTransaction(trx, accountId);
+          await leases.recallInTransaction(trx, accountId);
         }
         return repository.reserveBatchIn(
           trx,
@@ -457,7 +386,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     for (let round = 0; round < MAX_ROUNDS; round += 1) {
       const replies = await finishInRedis(accountId, items, true, catalog);
       if (!replies.some((reply) => reply[0] === 'cold')) return replies;
-      if ((await openLease(accountId, [])) === 'busy') await sleep(5 * 2 ** round);
+      if ((await leases.open(accountId, [])) === 'busy') await sleep(5 * 2 ** round);
     }
     throw new AppError('billing_unavailable');
   }
@@ -492,7 +421,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       for (const row of rows) results.set(row.reservation_id, finishResultOf(row));
       // A held call released there gave its amount back to Postgres: the lease may take it.
       await Promise.all(
-        [...new Set(inPostgres.map((item) => item.accountId))].map((accountId) => markMore(accountId)),
+        [...new Set(inPostgres.map((item) => item.accountId))].map((accountId) => leases.markMore(accountId)),
       );
     }
     const lost = items.filter((item) => !known.has(item.reservationId));
@@ -548,54 +477,6 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
   // -------------------------------------------------------------------------------------------
   // Balance changes outside the hot path, reports, the reconciler.
 
-  /**
-   * Before a balance changes in Postgres (a grant, an adjustment, a transfer, a refund): what the
-   * account's lease holds free comes back to Postgres in the same transaction (the caller holds
-   * the account's lock), and the lease is marked to take what is spendable again at its next
-   * short call, in draw order. Calls in flight keep what they hold. If Redis cannot be reached the
-   * change goes ahead on what Postgres holds outside the lease.
-   */
-  async function recallInTransaction(trx: Transaction<Database>, accountId: string): Promise<void> {
-    const names = store.keysOf(accountId);
-    try {
-      const { rows } = await sql<{ version: string }>`
-        select nextval('tollgate_hot_version')::text as version
-      `.execute(trx);
-      const version = rows[0]!.version;
-      const reply = await store.run<Array<string | number>>(
-        'hotRecall',
-        [names.lease, names.claim],
-        [version],
-      );
-      if (reply[0] === 'absent') {
-        // No lease in Redis and nobody opening one: a lease still open in Postgres is orphaned.
-        if (Number(reply[1]) === 0) {
-          await sql`select tollgate_hot_close(id, 'orphaned') from hot_leases
-                    where account_id = ${accountId}::uuid and closed_at is null`.execute(trx);
-        }
-        return;
-      }
-      const returns: Array<{ entitlementId: string | null; amount: string }> = [];
-      for (let index = 2; index < reply.length; index += 2) {
-        const source = String(reply[index]);
-        returns.push({ entitlementId: source === 'c' ? null : source, amount: String(reply[index + 1]) });
-      }
-      await sql`select tollgate_hot_return(${String(reply[1])}::uuid, ${version}::bigint, ${JSON.stringify(returns)}::jsonb)`.execute(
-        trx,
-      );
-    } catch (error) {
-      deps.logger.warn(
-        { err: error, accountId },
-        'hot tier: could not recall the lease; changing what Postgres holds',
-      );
-    }
-  }
-
-  /** Postgres holds more for these accounts than their leases know: the next short call tops up. */
-  async function markMore(accountId: string): Promise<void> {
-    await store.run('hotMore', [store.keysOf(accountId).lease], []).catch(() => {});
-  }
-
   /** The account's lease as Redis holds it now (null: none), for balance reports. */
   function view(accountId: string): Promise<LeaseView | null> {
     return store.readLease(accountId);
@@ -648,8 +529,8 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     store,
     reserve,
     finish,
-    recallInTransaction,
-    markMore,
+    recallInTransaction: leases.recallInTransaction,
+    markMore: leases.markMore,
     view,
     sweep,
     catalogChanged: () => aliases.drop(),
@@ -669,16 +550,6 @@ function refusal(item: ReserveItem, code: ReserveRefusalCode, retryMs = 0): Rese
   };
 }
 
-function leaseWrite(mode: 'install' | 'sync', token: string, state: LeaseState, at: number) {
-  const sources: LeaseSource[] = state.sources.map((source) => ({
-    id: source.id ?? 'c',
-    net: source.net,
-    expiresAt: source.expiresAt ?? '0',
-    aliases: source.aliases && source.aliases.length > 0 ? `,${source.aliases.join(',')},` : '',
-  }));
-  return { mode, token, leaseId: state.lease, version: state.version, more: state.more, now: at, sources };
-}
-
 function parse(text: string): FinishedRecord {
   return parseRecord(text);
 }
@@ -692,44 +563,6 @@ function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
     else groups.set(key, [item]);
   }
   return groups;
-}
-
-/** The catalogue as reservations need it, read at most every couple of seconds (and at once after a change here). */
-function createAliasCache(db: Kysely<Database>) {
-  const TTL_MS = 2_000;
-  let cached: { at: number; aliases: Map<string, AliasInfo> } | null = null;
-  let loading: Promise<Map<string, AliasInfo>> | null = null;
-  async function load(): Promise<Map<string, AliasInfo>> {
-    const rows = await db.selectFrom('model_aliases').selectAll().execute();
-    const aliases = new Map(
-      rows.map((row) => [
-        row.alias,
-        {
-          published: row.published,
-          protocols: row.protocols,
-          providerId: row.provider_id,
-          upstreamModel: row.upstream_model,
-          // A credit price needs both; one without the other pays nothing from credit (as in SQL).
-          inputPrice: row.input_price !== null && row.output_price !== null ? String(row.input_price) : '',
-          outputPrice: row.input_price !== null && row.output_price !== null ? String(row.output_price) : '',
-        },
-      ]),
-    );
-    cached = { at: Date.now(), aliases };
-    return aliases;
-  }
-  return {
-    async get(): Promise<Map<string, AliasInfo>> {
-      if (cached && Date.now() - cached.at < TTL_MS) return cached.aliases;
-      loading ??= load().finally(() => {
-        loading = null;
-      });
-      return loading;
-    },
-    drop(): void {
-      cached = null;
-    },
-  };
 }
 
 /** The hot tier when REDIS_URL is set and HOT_TIER is on; null otherwise (reservations in Postgres). */

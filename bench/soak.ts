@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findFreePort, ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 
 const adminUrl = process.env.SOAK_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -22,6 +23,7 @@ const rate = Number(process.env.SOAK_RATE ?? 20);
 const INTERVALS = 10;
 const work = mkdtempSync(path.join(tmpdir(), 'tollgate-soak-'));
 const databaseName = `tollgate_soak_${randomBytes(4).toString('hex')}`;
+const redisPrefix = `tollgate-soak:${randomBytes(4).toString('hex')}:`;
 const services = new Map<string, Service>();
 
 interface Outcome {
@@ -110,7 +112,7 @@ async function main(): Promise<void> {
     KEY_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     DATABASE_URL: dbUrl,
     REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: `tollgate-soak:${randomBytes(4).toString('hex')}:`,
+    REDIS_KEY_PREFIX: redisPrefix,
     CATALOG_FILE: path.join(ROOT, 'deploy/catalog.example.yaml'),
     MOCK_UPSTREAM_URL: `http://127.0.0.1:${mockPort}`,
     MOCK_UPSTREAM_PORT: String(mockPort),
@@ -246,11 +248,14 @@ async function main(): Promise<void> {
 
   // Settle-out: gateways flush their queues; then nothing may be left open.
   for (const gateway of gateways) await services.get(gateway.name)?.stop();
-  const open = await admin(
-    (client) =>
-      client.query<{ n: number }>(`select count(*)::int as n from reservations where status = 'reserved'`),
-    dbUrl,
-  ).catch(() => ({ rows: [{ n: Number.NaN }] }));
+  const open =
+    (await admin(
+      (client) =>
+        client.query<{ n: number }>(`select count(*)::int as n from reservations where status = 'reserved'`),
+      dbUrl,
+    )
+      .then((result) => result.rows[0]?.n ?? 0)
+      .catch(() => Number.NaN)) + (await openInRedis());
   const ledger = JSON.parse(await cli('verify-ledger')) as { consistent: boolean; problems: unknown[] };
 
   const byLabel: Record<string, number> = {};
@@ -282,7 +287,7 @@ async function main(): Promise<void> {
       ([name, values]) => `  ${name}: ${values[0]?.toFixed(1)} -> ${values.at(-1)?.toFixed(1)}`,
     ),
     '',
-    `ledger: ${ledger.consistent ? 'consistent' : 'INCONSISTENT'} (${ledger.problems.length} problems); reservations still open after settle-out: ${open.rows[0]?.n}`,
+    `ledger: ${ledger.consistent ? 'consistent' : 'INCONSISTENT'} (${ledger.problems.length} problems); reservations still open after settle-out: ${open}`,
     '',
   ];
   console.log(lines.join('\n'));
@@ -290,7 +295,32 @@ async function main(): Promise<void> {
   await admin((client) => client.query(`drop database if exists "${databaseName}" with (force)`)).catch(
     () => {},
   );
+  await withRedis(async (redis) => {
+    const keys = await redis.keys(`${redisPrefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }).catch(() => {});
   rmSync(work, { recursive: true, force: true });
+}
+
+async function withRedis<T>(fn: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+  try {
+    return await fn(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Calls the hot tier holds in Redis in flight (R) or finished and not yet written (D). */
+function openInRedis(): Promise<number> {
+  return withRedis(async (redis) => {
+    let open = 0;
+    for (const key of await redis.keys(`${redisPrefix}hot:*:calls`)) {
+      open += (await redis.hvals(key)).filter((call) => !call.startsWith('G')).length;
+    }
+    return open;
+  }).catch(() => Number.NaN);
 }
 
 main().catch((error: unknown) => {

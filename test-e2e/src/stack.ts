@@ -280,7 +280,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   }
 }
 
-/** See E2EStack.callsInRedis; the hot tier's keys are hot-tier.ts's (hotKeys). */
+/** See E2EStack.callsInRedis; the hot tier's keys are hot-store.ts's (hotKeys). */
 async function callsInRedis(redis: Redis | null, prefix: string, accountId: string): Promise<number> {
   if (!redis) return 0;
   // In flight (R) or finished and not yet written (D); tombstones (G) hold nothing.

@@ -47,6 +47,7 @@ interface Item {
   reservationId: string;
   keyDigest: string;
   alias: string;
+  limits?: unknown;
 }
 
 const ZERO = { tokens: '0', credits: '0' };
@@ -63,7 +64,7 @@ createServer(async (incoming, outgoing) => {
   };
   try {
     if (path === '/internal/v1/reservations') {
-      const { items } = JSON.parse(body) as { items: Item[] };
+      const { items, limiter } = JSON.parse(body) as { items: Item[]; limiter?: unknown };
       const unknown = items.filter((item) => !learned.has(`${item.keyDigest} ${item.alias}`));
       if (unknown.length > 0) {
         // Learn from the real control plane; its answers (refusals included) go back unchanged.
@@ -87,6 +88,9 @@ createServer(async (incoming, outgoing) => {
           providerId: known.providerId,
           upstreamModel: known.upstreamModel,
           reserved: ZERO,
+          // As the control plane answers: limits taken here (the stand-in takes none), so the
+          // gateway does not take them again and releases the slot as it would.
+          limited: item.limits !== undefined && limiter !== undefined,
         };
       });
       return reply(200, JSON.stringify({ results }));

@@ -115,8 +115,8 @@ async function main() {
       return { email, accountId, keys: created };
     };
     // Three more keys than the seed uses: one with a single call 90 days ago; one with a call 90
-    // days ago and one now, whose page reads every call of the account in between (the worst
-    // case); one never used.
+    // days ago and one now (without the key's own index its page read every call of the account in
+    // between); one never used.
     const heavy = await createAccount('heavy@example.test', HEAVY_KEYS + 3);
     const light = await createAccount('light@example.test', 2);
     const hot = await createAccount('hot@example.test', 1);
@@ -255,10 +255,7 @@ async function main() {
         ...(oldKey && spanKey && unusedKey
           ? ([
               ['activity, a key with one call 90 days ago', `/me/activity?keyId=${oldKey}`],
-              [
-                'activity, a key with two calls 90 days apart (reads 90 days)',
-                `/me/activity?keyId=${spanKey}`,
-              ],
+              ['activity, a key with two calls 90 days apart', `/me/activity?keyId=${spanKey}`],
               ['activity, a key never used', `/me/activity?keyId=${unusedKey}`],
             ] as Array<[string, string]>)
           : []),

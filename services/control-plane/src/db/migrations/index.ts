@@ -11,6 +11,7 @@ import * as status from './0009_status.ts';
 import * as settleFlush from './0010_settle_flush.ts';
 import * as keyFirstUse from './0011_key_first_use.ts';
 import * as hotTier from './0012_hot_tier.ts';
+import * as keyActivity from './0013_key_activity.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010_settle_flush': settleFlush,
   '0011_key_first_use': keyFirstUse,
   '0012_hot_tier': hotTier,
+  '0013_key_activity': keyActivity,
 };

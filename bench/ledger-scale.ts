@@ -15,7 +15,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { apiKeyDigest } from '@tollgate/schemas';
-import { findFreePort, ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
+import {
+  findFreePort,
+  ROOT,
+  removeRedisNamespace,
+  run,
+  type Service,
+  startService,
+  waitHealthy,
+} from '@tollgate/test-harness';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { internalApiClient } from './src/internal-api.ts';
@@ -331,10 +339,12 @@ async function main() {
   } finally {
     await stopControlPlane();
     if (KEEP) console.error(`Kept database ${databaseName}`);
-    else
+    else {
       await withClient(adminUrl, (client) =>
         client.query(`drop database if exists "${databaseName}" with (force)`),
       );
+      await removeRedisNamespace(env.REDIS_URL!, env.REDIS_KEY_PREFIX!);
+    }
     rmSync(work, { recursive: true, force: true });
   }
 }

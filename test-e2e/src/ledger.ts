@@ -157,13 +157,10 @@ export class Meter {
   ): Promise<Reservation[]> {
     const deadline = Date.now() + POLL_DEADLINE_MS;
     for (;;) {
+      // Redis first: a call the hot tier writes to Postgres after this read is in the rows read next.
+      const inRedis = await this.stack.callsInRedis(this.accountId);
       const rows = select(await readReservations(this.db, this.accountId));
-      if (
-        ready(rows) &&
-        rows.every((row) => row.status !== 'reserved') &&
-        (await this.stack.callsInRedis(this.accountId)) === 0
-      )
-        return rows;
+      if (ready(rows) && rows.every((row) => row.status !== 'reserved') && inRedis === 0) return rows;
       if (Date.now() > deadline) {
         throw new Error(
           `waited ${POLL_DEADLINE_MS} ms for ${what}; found ${JSON.stringify(rows.map((row) => row.status))}`,

@@ -15,6 +15,7 @@ import {
   createTestDatabase,
   findFreePort,
   ROOT,
+  removeRedisNamespace,
   run,
   type Service,
   type ServiceContainer,
@@ -222,6 +223,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   async function close(): Promise<void> {
     for (const service of [...running].reverse()) await service.stop();
     redis?.disconnect();
+    if (shared.REDIS_URL) await removeRedisNamespace(shared.REDIS_URL, shared.REDIS_KEY_PREFIX);
     await db.end();
     await database.drop();
     // E2E_KEEP_LOGS=1 keeps each service's log (and the catalogue) for a look after the run.

@@ -184,9 +184,10 @@ async function readRows(accountId: string): Promise<Row[]> {
 async function waitUntilNoneOpen(accountId: string, count = 0): Promise<Row[]> {
   const deadline = Date.now() + 30_000;
   for (;;) {
+    // Redis first: a call the hot tier writes to Postgres after this read is in the rows read next.
+    const inRedis = await stack.callsInRedis(accountId);
     const rows = await readRows(accountId);
-    const open =
-      rows.filter((row) => row.status === 'reserved').length + (await stack.callsInRedis(accountId));
+    const open = rows.filter((row) => row.status === 'reserved').length + inRedis;
     if (open === 0 && rows.length >= count) return rows;
     if (Date.now() > deadline)
       throw new Error(`${open} calls still open after 30 s (${rows.length} written)`);

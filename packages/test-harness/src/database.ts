@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 
 export interface TestDatabase {
@@ -53,4 +54,26 @@ export async function createTestDatabase(adminUrl: string, label = 'test'): Prom
 /** A key prefix no other test file shares, so Redis state never leaks between files. */
 export function createRedisNamespace(label = 'test'): string {
   return `tollgate-test:${label}:${randomBytes(5).toString('hex')}:`;
+}
+
+/**
+ * Removes every key of a namespace, so a run leaves nothing behind in a shared Redis (the hot
+ * tier's call hashes have no expiry). Best effort: a Redis that is gone has nothing to remove.
+ */
+export async function removeRedisNamespace(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 2_000 });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      if (keys.length > 0) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } catch {
+    // Nothing to remove where Redis does not answer.
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -5,7 +5,12 @@
  */
 import { Writable } from 'node:stream';
 import { createLogger } from '@tollgate/service-kit';
-import { createRedisNamespace, createTestDatabase, testSecrets } from '@tollgate/test-harness';
+import {
+  createRedisNamespace,
+  createTestDatabase,
+  removeRedisNamespace,
+  testSecrets,
+} from '@tollgate/test-harness';
 import { inject } from 'vitest';
 import { loadConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
@@ -104,6 +109,7 @@ export async function createTestContext(
       await hot?.close();
       await handle.close();
       await database.drop();
+      if (hot) await removeRedisNamespace(services.redisUrl, redisPrefix);
     },
   };
 }

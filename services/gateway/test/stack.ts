@@ -22,7 +22,12 @@ import {
 } from '@tollgate/control-plane/test-kit';
 import { type RunningMockUpstream as MockUpstream, startMockUpstream } from '@tollgate/mock-upstream';
 import { createLogger } from '@tollgate/service-kit';
-import { createRedisNamespace, createTestDatabase, testSecrets } from '@tollgate/test-harness';
+import {
+  createRedisNamespace,
+  createTestDatabase,
+  removeRedisNamespace,
+  testSecrets,
+} from '@tollgate/test-harness';
 import { inject } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { type RunningGateway, startGateway } from '../src/server.ts';
@@ -183,6 +188,7 @@ export async function startTestStack(label: string, options: StackOptions = {}):
       await controlPlane.close();
       await mock.close();
       await database.drop();
+      await removeRedisNamespace(services.redisUrl, redisPrefix);
     },
   };
 }

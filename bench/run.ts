@@ -40,7 +40,7 @@ import {
 } from './src/report.ts';
 import { scriptChildren, startScript, waitListening } from './src/scripts.ts';
 import { measureTimeToFirstByte } from './src/ttfb.ts';
-import { runWrk } from './src/wrk.ts';
+import { requireWrk, runWrk } from './src/wrk.ts';
 
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -200,6 +200,7 @@ const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway'] as Target[]).filter
 );
 
 async function main(): Promise<void> {
+  requireWrk();
   const started = Date.now();
   const { env, key } = await startStack();
   const floor = startScript(work, 'floor', path.join(ROOT, 'bench'), [

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { run } from '@tollgate/test-harness';
@@ -19,6 +20,15 @@ function toMs(value: string): number {
   return { us: number / 1000, ms: number, s: number * 1000, m: number * 60_000 }[
     match[2] as 'us' | 'ms' | 's' | 'm'
   ];
+}
+
+/** Stops the run before anything starts when wrk is missing, with how to get it. */
+export function requireWrk(): void {
+  const probe = spawnSync('wrk', ['--version']);
+  if (probe.error) {
+    console.error('pnpm bench needs wrk on PATH: sudo apt-get install -y wrk (Debian package)');
+    process.exit(1);
+  }
 }
 
 /** wrk (Debian's package) against one URL with a POST body; microsecond-resolution percentiles. */

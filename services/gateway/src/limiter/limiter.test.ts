@@ -29,6 +29,17 @@ function request(keyId: string, overrides: Partial<LimitRequest> = {}): LimitReq
   };
 }
 
+/**
+ * One round trip on the limiter's own Redis connection. A release is written, not awaited; Redis
+ * applies one connection's commands in order, so once this returns the release is applied. A
+ * client's next call reaches Redis later still (through a gateway and the control plane); a bare
+ * acquire on another connection right away could overtake it.
+ */
+async function roundTrip(limiter: Limiter): Promise<void> {
+  const decision = await limiter.acquire(request(randomUUID()));
+  if (decision.allowed) await decision.lease?.release();
+}
+
 function redisLimiters(count: number, options: Partial<LimiterSettings> = {}): Limiter[] {
   const prefix = createRedisNamespace('limiter');
   const { redisUrl } = inject('testServices');
@@ -147,6 +158,7 @@ describe('redis limiter across gateway processes', () => {
     expect(await two!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: false });
     if (!held.allowed) throw new Error('refused');
     await held.lease?.release();
+    await roundTrip(one!);
     expect(await two!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: true });
   });
 
@@ -155,9 +167,11 @@ describe('redis limiter across gateway processes', () => {
     const keyId = randomUUID();
     let refused = 0;
     for (let index = 0; index < 400; index += 1) {
-      const decision = await limiters[index % 2]!.acquire(request(keyId, { keyConcurrency: 1 }));
+      const limiter = limiters[index % 2]!;
+      const decision = await limiter.acquire(request(keyId, { keyConcurrency: 1 }));
       if (!decision.allowed) refused += 1;
       else await decision.lease?.release();
+      await roundTrip(limiter);
     }
     expect(refused).toBe(0);
   });

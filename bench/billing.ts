@@ -15,8 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { apiKeyDigest } from '@tollgate/schemas';
-import { ROOT, run, startService, waitHealthy } from '@tollgate/test-harness';
-import { Redis } from 'ioredis';
+import { ROOT, removeRedisNamespace, run, startService, waitHealthy } from '@tollgate/test-harness';
 import pg from 'pg';
 import { cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
 import { internalApiClient } from './src/internal-api.ts';
@@ -189,10 +188,7 @@ async function bench(engine: 'postgres' | 'hot tier'): Promise<string[]> {
   } finally {
     await controlPlane.stop();
     await admin(`drop database if exists "${databaseName}" with (force)`).catch(() => {});
-    const redis = new Redis(redisUrl);
-    const keys = await redis.keys(`${redisPrefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    redis.disconnect();
+    await removeRedisNamespace(redisUrl, redisPrefix);
   }
 }
 

@@ -25,8 +25,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
-import { Redis } from 'ioredis';
+import {
+  ROOT,
+  removeRedisNamespace,
+  run,
+  type Service,
+  startService,
+  waitHealthy,
+} from '@tollgate/test-harness';
 import pg from 'pg';
 import { type CpuGroups, cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
 import {
@@ -176,10 +182,7 @@ async function stopStack(): Promise<void> {
   await withAdmin((client) => client.query(`drop database if exists "${databaseName}" with (force)`)).catch(
     () => {},
   );
-  const redis = new Redis(redisUrl);
-  const keys = await redis.keys(`${redisPrefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+  await removeRedisNamespace(redisUrl, redisPrefix);
   rmSync(work, { recursive: true, force: true });
 }
 

@@ -12,7 +12,15 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { findFreePort, ROOT, run, type Service, startService, waitHealthy } from '@tollgate/test-harness';
+import {
+  findFreePort,
+  ROOT,
+  removeRedisNamespace,
+  run,
+  type Service,
+  startService,
+  waitHealthy,
+} from '@tollgate/test-harness';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -295,10 +303,7 @@ async function main(): Promise<void> {
   await admin((client) => client.query(`drop database if exists "${databaseName}" with (force)`)).catch(
     () => {},
   );
-  await withRedis(async (redis) => {
-    const keys = await redis.keys(`${redisPrefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }).catch(() => {});
+  await removeRedisNamespace(redisUrl, redisPrefix);
   rmSync(work, { recursive: true, force: true });
 }
 

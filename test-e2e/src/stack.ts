@@ -92,8 +92,8 @@ export interface E2EStack {
    * not yet written to Postgres (0 without the hot tier). A test reads the ledger once this is 0.
    */
   callsInRedis(accountId: string): Promise<number>;
-  /** The control plane's (and gateways') Redis key prefix. */
-  redisPrefix: string;
+  /** The Redis hash in which the hot tier keeps the account's calls (hot-store.ts, hotKeys). */
+  hotCallsKey(accountId: string): string;
   close(): Promise<void>;
 }
 
@@ -273,7 +273,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
       },
       startControlPlane,
       callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
-      redisPrefix: shared.REDIS_KEY_PREFIX,
+      hotCallsKey: (accountId) => hotCallsKey(shared.REDIS_KEY_PREFIX, accountId),
       close,
     };
   } catch (error) {
@@ -282,11 +282,13 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   }
 }
 
-/** See E2EStack.callsInRedis; the hot tier's keys are hot-store.ts's (hotKeys). */
+const hotCallsKey = (prefix: string, accountId: string) => `${prefix}hot:{a:${accountId}}:calls`;
+
+/** See E2EStack.callsInRedis. */
 async function callsInRedis(redis: Redis | null, prefix: string, accountId: string): Promise<number> {
   if (!redis) return 0;
   // In flight (R) or finished and not yet written (D); tombstones (G) hold nothing.
-  const calls = await redis.hvals(`${prefix}hot:{a:${accountId}}:calls`);
+  const calls = await redis.hvals(hotCallsKey(prefix, accountId));
   return calls.filter((call) => !call.startsWith('G')).length;
 }
 
@@ -432,7 +434,7 @@ async function startContainerStack(
       startControlPlane: processOnly('startControlPlane'),
       // The containers' Redis is the test Redis, which this process reaches on its published port.
       callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
-      redisPrefix: shared.REDIS_KEY_PREFIX,
+      hotCallsKey: (accountId) => hotCallsKey(shared.REDIS_KEY_PREFIX, accountId),
       close,
     };
   } catch (error) {

@@ -199,7 +199,7 @@ async function waitUntilNoneOpen(accountId: string, count = 0): Promise<Row[]> {
 async function inFlightInRedis(accountId: string): Promise<Map<string, string>> {
   const client = new Redis(redis.url);
   try {
-    const calls = await client.hgetall(`${stack.redisPrefix}hot:{a:${accountId}}:calls`);
+    const calls = await client.hgetall(stack.hotCallsKey(accountId));
     return new Map(Object.entries(calls).filter(([, value]) => value.startsWith('R|')));
   } finally {
     client.disconnect();
@@ -210,7 +210,7 @@ async function inFlightInRedis(accountId: string): Promise<Map<string, string>> 
 async function ageInFlight(accountId: string): Promise<void> {
   const client = new Redis(redis.url);
   try {
-    const key = `${stack.redisPrefix}hot:{a:${accountId}}:calls`;
+    const key = stack.hotCallsKey(accountId);
     for (const [id, value] of await inFlightInRedis(accountId)) {
       const fields = value.split('|');
       fields[4] = String(BigInt(fields[4]!) - 86_400_000_000n);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
-import type { PlanCeilings, ResolvedKey } from '@tollgate/schemas';
+import type { PlanCeilings, ReserveLimits, ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { Lease, LimitRequest } from '../limiter/limiter.ts';
 
@@ -18,13 +18,29 @@ export function limitRequestOf(
     accountId: key.accountId,
     keyRequestsPerMinute: key.limits.requestsPerMinute,
     keyConcurrency: options.holdsSlot ? key.limits.concurrency : null,
-    plan: plan && {
-      id: `${key.accountId}:${plan.packageId}`,
-      requestsPerMinute: plan.requestsPerMinute,
-      concurrency: options.holdsSlot ? plan.concurrency : null,
-    },
+    plan: planLimitsOf(key, plan, options.holdsSlot),
     leaseId: options.leaseId ?? randomUUID(),
   };
+}
+
+/** The same limits of a metered call, for the control plane to check in the step that reserves. */
+export function reserveLimitsOf(key: ResolvedKey, plan: PlanCeilings | null): ReserveLimits {
+  return {
+    keyRequestsPerMinute: key.limits.requestsPerMinute,
+    keyConcurrency: key.limits.concurrency,
+    plan: planLimitsOf(key, plan, true),
+  };
+}
+
+/** The package's ceilings, counted per account. */
+function planLimitsOf(key: ResolvedKey, plan: PlanCeilings | null, holdsSlot: boolean): LimitRequest['plan'] {
+  return (
+    plan && {
+      id: `${key.accountId}:${plan.packageId}`,
+      requestsPerMinute: plan.requestsPerMinute,
+      concurrency: holdsSlot ? plan.concurrency : null,
+    }
+  );
 }
 
 /**

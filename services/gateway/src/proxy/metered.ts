@@ -3,7 +3,6 @@ import type {
   MeteredSurface,
   PlanCeilings,
   ReserveItem,
-  ReserveLimits,
   ReserveResult,
   ResolvedKey,
 } from '@tollgate/schemas';
@@ -22,7 +21,7 @@ import {
 import { authenticate } from './authenticate.ts';
 import { type Decision, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
-import { limitRequestOf, takeLimits } from './limits.ts';
+import { limitRequestOf, reserveLimitsOf, takeLimits } from './limits.ts';
 import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
@@ -128,15 +127,6 @@ export async function handleMetered(
 
 type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
 
-function reserveLimitsOf(key: ResolvedKey, plan: PlanCeilings | null): ReserveLimits {
-  const request = limitRequestOf(key, plan, { holdsSlot: true });
-  return {
-    keyRequestsPerMinute: request.keyRequestsPerMinute,
-    keyConcurrency: key.limits.concurrency,
-    plan: request.plan,
-  };
-}
-
 /**
  * The concurrency slot of a reserved call whose limits the control plane was asked to check: the
  * one it took (named by the reservation id), or, from a control plane that reserves in Postgres
@@ -149,8 +139,9 @@ async function leaseOf(
   context: ReservationContext,
   limited: boolean,
 ): Promise<Lease | null> {
-  const request = limitRequestOf(key, plan, { holdsSlot: true, leaseId: context.reservationId });
-  if (limited) return deps.limiter.adopt(request);
+  if (limited) {
+    return deps.limiter.adopt(limitRequestOf(key, plan, { holdsSlot: true, leaseId: context.reservationId }));
+  }
   try {
     return await takeLimits(deps, key, plan, { holdsSlot: true, leaseId: context.reservationId });
   } catch (error) {

@@ -125,7 +125,7 @@ export async function changeEntries<T>(
     const outcome = await change(trx);
     if (store && outcome.changed) {
       try {
-        await writeAll(store, outcome.changed, now(), (version) =>
+        await writeEntries(store, outcome.changed, now(), (version) =>
           changingEntry(version, now() + CHANGE_MARK_MS),
         );
       } catch (error) {
@@ -140,12 +140,13 @@ export async function changeEntries<T>(
   });
   if (store && changed) {
     // Best effort: a mark left behind only makes the next reservation read Postgres.
-    await writeAll(store, changed, now(), null).catch(() => {});
+    await writeEntries(store, changed, now(), null).catch(() => {});
   }
   return result;
 }
 
-function writeAll(
+/** Writes the entries of these rows, or, with `mark`, marks them as changing. */
+export function writeEntries(
   store: HotStore,
   changed: ChangedEntries,
   now: number,

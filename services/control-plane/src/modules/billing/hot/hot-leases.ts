@@ -3,7 +3,7 @@ import type { Logger } from '@tollgate/service-kit';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
 import * as repository from '../billing.repository.ts';
-import { accountEntryOf, ENTRY_TTL_MS, keyEntryOf, readEntryRows } from './hot-entries.ts';
+import { readEntryRows, writeEntries } from './hot-entries.ts';
 import type { HotStore, LeaseSource } from './hot-store.ts';
 
 /** Each source a lease holds stays below this, so Redis counts every amount exactly. */
@@ -51,16 +51,8 @@ export function createLeases(
       return { state: rows[0]!.state, entries: await readEntryRows(trx, accountId, keyIds) };
     });
     if (!opened) return 'busy';
-    const names = store.keysOf(accountId);
     const at = now();
-    await Promise.all([
-      ...opened.entries.keys.map((key) =>
-        store.writeEntry(names.key(key.id), keyEntryOf(key), ENTRY_TTL_MS, at),
-      ),
-      opened.entries.account
-        ? store.writeEntry(names.account, accountEntryOf(opened.entries.account), ENTRY_TTL_MS, at)
-        : null,
-    ]);
+    await writeEntries(store, { accountId, ...opened.entries }, at, null);
     const written = await store.writeLease(accountId, leaseWrite('install', token, opened.state, at));
     if (written !== 'installed') {
       deps.logger.warn(

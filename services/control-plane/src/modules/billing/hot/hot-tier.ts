@@ -306,7 +306,8 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
         const replies = await finishInRedis(accountId, items, false, catalog);
         replies.forEach((reply, position) => {
           const item = items[position]!;
-          if (reply[0] === 'done') records.set(item.reservationId, { accountId, record: parse(reply[1]!) });
+          if (reply[0] === 'done')
+            records.set(item.reservationId, { accountId, record: parseRecord(reply[1]!) });
           else unknown.push(item);
         });
       }),
@@ -330,7 +331,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
         const replies = await finishForgotten(accountId, group, catalog);
         replies.forEach((reply, position) => {
           if (reply[0] === 'done')
-            records.set(group[position]!.reservationId, { accountId, record: parse(reply[1]!) });
+            records.set(group[position]!.reservationId, { accountId, record: parseRecord(reply[1]!) });
         });
       }
     }
@@ -429,7 +430,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       const replies = await finishForgotten(accountId, group, catalog);
       replies.forEach((reply, position) => {
         if (reply[0] === 'done')
-          records.set(group[position]!.reservationId, { accountId, record: parse(reply[1]!) });
+          records.set(group[position]!.reservationId, { accountId, record: parseRecord(reply[1]!) });
       });
     }
   }
@@ -512,7 +513,9 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
         });
         closed += 1;
       } else if (reply[0] === 'open' && reply.length > 1) {
-        const records = reply.slice(1).map((text) => ({ accountId: lease.account_id, record: parse(text) }));
+        const records = reply
+          .slice(1)
+          .map((text) => ({ accountId: lease.account_id, record: parseRecord(text) }));
         const stale = await persist(records, new Map());
         held.push(
           ...records
@@ -548,10 +551,6 @@ function refusal(item: ReserveItem, code: ReserveRefusalCode, retryMs = 0): Rese
     message: ERROR_CATALOG[code].message,
     ...(code === 'rate_limit_exceeded' ? { retryAfterSeconds: Math.max(1, Math.ceil(retryMs / 1000)) } : {}),
   };
-}
-
-function parse(text: string): FinishedRecord {
-  return parseRecord(text);
 }
 
 function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {

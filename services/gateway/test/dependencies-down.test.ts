@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
+import { apiKeyDigest } from '@tollgate/schemas';
 import { createLogger } from '@tollgate/service-kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
@@ -114,6 +115,8 @@ describe('control plane unreachable', () => {
     const relay = await startCuttableRelay(new URL(t.stack.controlPlane.internalServer.url));
     const gateway = await startExtraGateway({ CONTROL_PLANE_INTERNAL_URL: relay.url });
     const key = await t.key({ credits: CREDITS });
+    // The key must be cached once the control plane is cut: its setup's events must not land later.
+    await t.stack.eventsDelivered([gateway]);
 
     const tag = uniqueTag('before');
     const first = await t.post(
@@ -127,6 +130,7 @@ describe('control plane unreachable', () => {
     const spent = 10n * 2n + 10n * 8n;
     const before = await t.stack.balances(key.accountId);
     expect(before).toMatchObject({ credits: CREDITS - spent, reservedCredits: 0n });
+    expect(gateway.deps.keys.peek(apiKeyDigest(key.secret))?.keyId).toBe(key.keyId);
 
     await relay.cut();
     const calls = t.upstreamCalls();

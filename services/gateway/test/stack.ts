@@ -79,6 +79,12 @@ export interface TestStack {
       concurrency: number;
     }>;
   }): Promise<{ secret: string; keyId: string; accountId: string }>;
+  /**
+   * Resolves once every invalidation event published so far has reached these gateways (default:
+   * the stack's). A key's setup publishes events that drop it from the key cache; landing late, they
+   * would drop a key a test has just cached.
+   */
+  eventsDelivered(gateways?: RunningGateway[]): Promise<void>;
   /** Waits until every gateway has delivered its queued settles/releases/holds. */
   settled(): Promise<void>;
   balances(accountId: string): ReturnType<typeof balancesOf>;
@@ -143,6 +149,33 @@ export async function startTestStack(label: string, options: StackOptions = {}):
   await Promise.all(gateways.map((gateway) => gateway.deps.catalog.ready()));
   const { deps } = controlPlane;
 
+  async function eventsDelivered(targets = gateways): Promise<void> {
+    // Redis hands one connection's messages to a subscriber in order: a marker published after the
+    // events has reached a gateway only after they have. Markers repeat, as a subscription still
+    // being made would miss the first.
+    const markers = new Set<string>();
+    const watches = targets.map((gateway) =>
+      watchAccountEvents(gateway, (accountId) => markers.has(accountId)),
+    );
+    const all = Promise.all(watches.map((watch) => watch.seen));
+    let delivered = false;
+    void all.then(() => {
+      delivered = true;
+    });
+    const deadline = Date.now() + 5_000;
+    try {
+      while (!delivered) {
+        if (Date.now() > deadline) throw new Error('invalidation events did not reach every gateway');
+        const marker = randomUUID();
+        markers.add(marker);
+        await deps.events.publish({ type: 'account.changed', accountId: marker });
+        await Promise.race([all, new Promise((resolve) => setTimeout(resolve, 200))]);
+      }
+    } finally {
+      for (const watch of watches) watch.stop();
+    }
+  }
+
   return {
     controlPlane,
     gateways,
@@ -173,8 +206,10 @@ export async function startTestStack(label: string, options: StackOptions = {}):
           cause: 'test',
         });
       }
+      await eventsDelivered();
       return { secret, keyId: key.id, accountId: account.id };
     },
+    eventsDelivered,
     async settled() {
       for (const gateway of gateways) {
         if (!(await gateway.drainBilling(10_000))) throw new Error('settlements did not drain');
@@ -191,4 +226,39 @@ export async function startTestStack(label: string, options: StackOptions = {}):
       await removeRedisNamespace(services.redisUrl, redisPrefix);
     },
   };
+}
+
+const accountWatchers = new WeakMap<RunningGateway, Set<(accountId: string) => void>>();
+
+/**
+ * Resolves `seen` once the gateway handles an account.changed event that `matches`. Wraps the key
+ * cache's dropAccount, which the gateway's event subscriber calls for every such event.
+ */
+function watchAccountEvents(
+  gateway: RunningGateway,
+  matches: (accountId: string) => boolean,
+): { seen: Promise<void>; stop(): void } {
+  let watchers = accountWatchers.get(gateway);
+  if (!watchers) {
+    const all = new Set<(accountId: string) => void>();
+    const keys = gateway.deps.keys;
+    const dropAccount = keys.dropAccount;
+    keys.dropAccount = (accountId) => {
+      dropAccount(accountId);
+      for (const watcher of all) watcher(accountId);
+    };
+    accountWatchers.set(gateway, all);
+    watchers = all;
+  }
+  const registered = watchers;
+  let watcher: (accountId: string) => void = () => {};
+  const seen = new Promise<void>((resolve) => {
+    watcher = (accountId) => {
+      if (!matches(accountId)) return;
+      registered.delete(watcher);
+      resolve();
+    };
+  });
+  registered.add(watcher);
+  return { seen, stop: () => registered.delete(watcher) };
 }

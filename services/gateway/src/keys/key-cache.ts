@@ -7,6 +7,15 @@ export interface KeyCacheOptions {
   now?: () => number;
 }
 
+interface Change {
+  sequence: number;
+  keyId?: string;
+  accountId?: string;
+  all?: boolean;
+}
+
+const MAX_CHANGES = 1_000;
+
 /**
  * Presented-key digest -> resolved key, kept briefly so the hot path needs no round trip.
  * Entries are dropped at once when a key or account changes (invalidation events), and misses for
@@ -16,7 +25,11 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
   const now = options.now ?? Date.now;
   const entries = new Map<string, { key: ResolvedKey; expiresAt: number }>();
   const lookups = new Map<string, Promise<ResolvedKey>>();
-  let generation = 0;
+  // Invalidations seen while lookups were in flight: a lookup's answer is cached only if none of
+  // them may concern it. An event about another key must not stop this one being cached.
+  let sequence = 0;
+  let inFlight = 0;
+  let changes: Change[] = [];
 
   function store(digest: string, key: ResolvedKey): void {
     if (options.ttlMs <= 0) return;
@@ -27,18 +40,39 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
     entries.set(digest, { key, expiresAt: now() + options.ttlMs });
   }
 
-  /** Asks the control plane and caches the answer, unless an invalidation arrived meanwhile. */
-  function resolveAndStore(digest: string): Promise<ResolvedKey> {
-    const startedAt = generation;
-    return resolve(digest).then((key) => {
-      // An invalidation that arrived while we asked may concern this very key.
-      if (startedAt === generation) store(digest, key);
-      return key;
-    });
+  function changedSince(startedAt: number, key: ResolvedKey): boolean {
+    return changes.some(
+      (change) =>
+        change.sequence > startedAt &&
+        (change.all || change.keyId === key.keyId || change.accountId === key.accountId),
+    );
   }
 
-  function dropWhere(matches: (key: ResolvedKey) => boolean): void {
-    generation += 1;
+  function record(change: Omit<Change, 'sequence'>): void {
+    sequence += 1;
+    if (inFlight === 0) return;
+    // Lookups overlapping without end would grow the list: one "everything changed" stands in.
+    if (changes.length < MAX_CHANGES) changes.push({ ...change, sequence });
+    else changes = [{ all: true, sequence }];
+  }
+
+  /** Asks the control plane and caches the answer, unless the key changed meanwhile. */
+  function resolveAndStore(digest: string): Promise<ResolvedKey> {
+    const startedAt = sequence;
+    inFlight += 1;
+    return resolve(digest)
+      .then((key) => {
+        if (!changedSince(startedAt, key)) store(digest, key);
+        return key;
+      })
+      .finally(() => {
+        inFlight -= 1;
+        if (inFlight === 0) changes = [];
+      });
+  }
+
+  function dropWhere(change: Omit<Change, 'sequence'>, matches: (key: ResolvedKey) => boolean): void {
+    record(change);
     for (const [digest, entry] of entries) if (matches(entry.key)) entries.delete(digest);
   }
 
@@ -66,13 +100,13 @@ export function createKeyCache(resolve: (digest: string) => Promise<ResolvedKey>
       return entry && entry.expiresAt > now() ? entry.key : null;
     },
     dropKey(keyId: string): void {
-      dropWhere((key) => key.keyId === keyId);
+      dropWhere({ keyId }, (key) => key.keyId === keyId);
     },
     dropAccount(accountId: string): void {
-      dropWhere((key) => key.accountId === accountId);
+      dropWhere({ accountId }, (key) => key.accountId === accountId);
     },
     clear(): void {
-      generation += 1;
+      record({ all: true });
       entries.clear();
     },
   };

@@ -154,25 +154,31 @@ export async function startTestStack(label: string, options: StackOptions = {}):
     // events has reached a gateway only after they have. Markers repeat, as a subscription still
     // being made would miss the first.
     const markers = new Set<string>();
-    const watches = targets.map((gateway) =>
-      watchAccountEvents(gateway, (accountId) => markers.has(accountId)),
+    const stops: Array<() => void> = [];
+    const seen = Promise.all(
+      targets.map(
+        (gateway) =>
+          new Promise<void>((resolve) => {
+            stops.push(
+              onAccountEvent(gateway, (accountId) => {
+                if (markers.has(accountId)) resolve();
+              }),
+            );
+          }),
+      ),
     );
-    const all = Promise.all(watches.map((watch) => watch.seen));
-    let delivered = false;
-    void all.then(() => {
-      delivered = true;
-    });
     const deadline = Date.now() + 5_000;
     try {
-      while (!delivered) {
+      for (;;) {
         if (Date.now() > deadline) throw new Error('invalidation events did not reach every gateway');
         const marker = randomUUID();
         markers.add(marker);
         await deps.events.publish({ type: 'account.changed', accountId: marker });
-        await Promise.race([all, new Promise((resolve) => setTimeout(resolve, 200))]);
+        const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), 200));
+        if (await Promise.race([seen.then(() => true), waited])) return;
       }
     } finally {
-      for (const watch of watches) watch.stop();
+      for (const stop of stops) stop();
     }
   }
 
@@ -228,37 +234,26 @@ export async function startTestStack(label: string, options: StackOptions = {}):
   };
 }
 
-const accountWatchers = new WeakMap<RunningGateway, Set<(accountId: string) => void>>();
+const accountListeners = new WeakMap<RunningGateway, Set<(accountId: string) => void>>();
 
 /**
- * Resolves `seen` once the gateway handles an account.changed event that `matches`. Wraps the key
- * cache's dropAccount, which the gateway's event subscriber calls for every such event.
+ * Calls `listener` with every account.changed event the gateway handles, until the returned stop
+ * is called. Wraps the key cache's dropAccount, which the gateway's event subscriber calls.
  */
-function watchAccountEvents(
-  gateway: RunningGateway,
-  matches: (accountId: string) => boolean,
-): { seen: Promise<void>; stop(): void } {
-  let watchers = accountWatchers.get(gateway);
-  if (!watchers) {
+function onAccountEvent(gateway: RunningGateway, listener: (accountId: string) => void): () => void {
+  let listeners = accountListeners.get(gateway);
+  if (!listeners) {
     const all = new Set<(accountId: string) => void>();
     const keys = gateway.deps.keys;
     const dropAccount = keys.dropAccount;
     keys.dropAccount = (accountId) => {
       dropAccount(accountId);
-      for (const watcher of all) watcher(accountId);
+      for (const each of all) each(accountId);
     };
-    accountWatchers.set(gateway, all);
-    watchers = all;
+    accountListeners.set(gateway, all);
+    listeners = all;
   }
-  const registered = watchers;
-  let watcher: (accountId: string) => void = () => {};
-  const seen = new Promise<void>((resolve) => {
-    watcher = (accountId) => {
-      if (!matches(accountId)) return;
-      registered.delete(watcher);
-      resolve();
-    };
-  });
-  registered.add(watcher);
-  return { seen, stop: () => registered.delete(watcher) };
+  listeners.add(listener);
+  const registered = listeners;
+  return () => registered.delete(listener);
 }

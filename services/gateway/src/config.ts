@@ -26,6 +26,12 @@ export const GatewayEnv = z.object({
   GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
   /** Deepest JSON nesting accepted in a request body; deeper is refused before parsing. */
   GATEWAY_MAX_JSON_DEPTH: withDefault(positiveInt, 64),
+  GATEWAY_MAX_CHOICES: withDefault(positiveInt, 16).describe(
+    'Most choices (`n`) one chat-completions call may ask for; the reservation covers the maximum output once per choice. More is refused with `unsupported_parameter`.',
+  ),
+  GATEWAY_ANTHROPIC_BETAS: withDefault(z.string(), '').describe(
+    'Comma-separated `anthropic-beta` values admitted on `/v1/messages` besides the built-in list of betas billed only as reported tokens (docs/pricing.md). Add one only if the alias prices cover what it costs.',
+  ),
   UPSTREAM_CONNECT_TIMEOUT_MS: withDefault(positiveInt, 5_000),
   /** Longest wait for the upstream's response headers (a non-streamed answer comes whole). */
   UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000),
@@ -90,6 +96,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
     maxJsonDepth: parsed.GATEWAY_MAX_JSON_DEPTH,
+    costParameters: {
+      maxChoices: parsed.GATEWAY_MAX_CHOICES,
+      extraAnthropicBetas: new Set(
+        parsed.GATEWAY_ANTHROPIC_BETAS.split(',')
+          .map((beta) => beta.trim())
+          .filter(Boolean),
+      ),
+    },
     upstream: {
       connectTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,

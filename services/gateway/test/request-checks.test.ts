@@ -298,3 +298,95 @@ describe('deeply nested JSON', () => {
     await t.expectUntouched(key, { credits: CREDITS });
   });
 });
+
+describe('what the reservation must cover (usage the provider bills beyond one answer)', () => {
+  it('reserves the maximum output once per chat choice: n past the balance is refused before the upstream', async () => {
+    // gpt-test costs 2 per input and 8 per output token. One choice of 100 tokens fits 2,000
+    // credits; sixteen do not, and the provider would bill all sixteen.
+    const key = await t.key({ credits: 2_000n });
+    const tag = uniqueTag('choices');
+    const body = {
+      ...bodyFor('/v1/chat/completions', 'gpt-test', `tag=${tag},output_tokens=1600`),
+      n: 16,
+      max_tokens: 100,
+    };
+    t.expectError(await t.post('/v1/chat/completions', key.secret, body), 402, 'insufficient_credits');
+    expect(t.tagged(tag)).toBe(0);
+    await t.expectUntouched(key, { credits: 2_000n });
+  });
+
+  it('holds n times the maximum output for a call with n choices, and charges what the provider reports', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const tag = uniqueTag('choices');
+    const body = {
+      ...bodyFor('/v1/chat/completions', 'gpt-test', `tag=${tag},input_tokens=7,output_tokens=30`),
+      n: 3,
+      max_tokens: 10,
+    };
+    const reply = await t.post('/v1/chat/completions', key.secret, body);
+    expect(reply.status, reply.text).toBe(200);
+    expect(sentBody(tag).n).toBe(3);
+    await t.stack.settled();
+    const [reservation] = await t.stack.reservations(key.accountId);
+    expect(reservation).toMatchObject({
+      status: 'settled',
+      estimate_output: 30n,
+      written_off_credits: 0n,
+      charged_credits: 7n * 2n + 30n * 8n,
+    });
+  });
+
+  it('refuses, before any upstream call, what the provider would bill beyond the reported tokens', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const calls = t.upstreamCalls();
+    const cases: Array<[string, string, Record<string, unknown>, Record<string, string>, string]> = [
+      ['/v1/chat/completions', 'gpt-test', { n: 17 }, {}, 'n'],
+      ['/v1/chat/completions', 'gpt-test', { web_search_options: {} }, {}, 'web_search_options'],
+      ['/v1/responses', 'gpt-test', { previous_response_id: 'resp_1' }, {}, 'previous_response_id'],
+      ['/v1/responses', 'gpt-test', { conversation: 'conv_1' }, {}, 'conversation'],
+      ['/v1/responses', 'gpt-test', { prompt: { id: 'pmpt_1' } }, {}, 'prompt'],
+      ['/v1/responses', 'gpt-test', { tools: [{ type: 'web_search' }] }, {}, 'tools[0] (type web_search)'],
+      [
+        '/v1/messages',
+        'claude-test',
+        { tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 5 }] },
+        {},
+        'tools[0] (type web_search_20250305)',
+      ],
+      [
+        '/v1/messages',
+        'claude-test',
+        { tools: [{ type: 'code_execution_20250825', name: 'code_execution' }] },
+        {},
+        'tools[0] (type code_execution_20250825)',
+      ],
+      [
+        '/v1/messages',
+        'claude-test',
+        { mcp_servers: [{ type: 'url', url: 'https://mcp.example.test', name: 'x' }] },
+        {},
+        'mcp_servers',
+      ],
+      [
+        '/v1/messages',
+        'claude-test',
+        {},
+        { 'anthropic-beta': 'context-1m-2025-08-07' },
+        'context-1m-2025-08-07',
+      ],
+      [
+        '/v1/messages',
+        'claude-test',
+        {},
+        { 'anthropic-beta': 'claude-code-20250219,extended-cache-ttl-2025-04-11' },
+        'extended-cache-ttl-2025-04-11',
+      ],
+    ];
+    for (const [path, alias, extra, headers, named] of cases) {
+      const reply = await t.post(path, key.secret, { ...bodyFor(path, alias), ...extra }, { headers });
+      expect(t.expectError(reply, 400, 'unsupported_parameter')).toContain(named);
+    }
+    expect(t.upstreamCalls()).toBe(calls);
+    await t.expectUntouched(key, { credits: CREDITS });
+  });
+});

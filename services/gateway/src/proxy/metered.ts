@@ -12,6 +12,7 @@ import type { Lease } from '../limiter/limiter.ts';
 import type { InboundRequest } from '../request/inbound.ts';
 import {
   assertSupportedParameters,
+  checkCostParameters,
   estimateReservedInputTokens,
   readTopLevelValue,
   resolveMaxOutput,
@@ -47,6 +48,7 @@ export async function handleMetered(
   const alias = selectAlias(deps.catalog, key, body.model, surface);
   log.alias = alias.alias;
   assertSupportedParameters(surface, body);
+  const cost = checkCostParameters(surface, body, request.headers, deps.config.costParameters);
   const plan = selectPlan(key, alias.alias);
   const maxOutput = resolveMaxOutput(surface, body, {
     keyMax: key.limits.maxOutputTokens,
@@ -65,7 +67,8 @@ export async function handleMetered(
   try {
     const estimate = {
       inputTokens: String(estimateReservedInputTokens(surface, body, deps.config.inputEstimateMarginPercent)),
-      outputTokens: String(maxOutput.value),
+      // The maximum output is per choice: the provider bills every choice's.
+      outputTokens: String(maxOutput.value * cost.choices),
     };
     const { reservationId, reservation } = await reserve(deps, key, plan, {
       keyDigest: digest,

@@ -172,12 +172,41 @@ describe('GET /v1/models', () => {
     };
     expect(list.object).toBe('list');
     expect(list.data.map((model) => [model.id, [...model.protocols].sort()])).toEqual([
+      ['claude-all', ['chat_completions', 'count_tokens', 'messages', 'responses']],
       ['claude-test', ['count_tokens', 'messages']],
+      ['gpt-all', ['chat_completions', 'count_tokens', 'messages', 'responses']],
       ['gpt-test', ['chat_completions', 'responses']],
       ['tokens-test', ['chat_completions']],
     ]);
+    expect(list.data[0]).toEqual({
+      id: 'claude-all',
+      object: 'model',
+      created: 0,
+      owned_by: 'tollgate',
+      protocols: ['messages', 'count_tokens', 'chat_completions', 'responses'],
+      max_output_tokens: 4096,
+    });
     t.expectNothingLeaked(reply.text);
     // Listing costs nothing.
+    await t.expectUntouched(key, {});
+  });
+
+  it("answers in Anthropic's model-list shape when the request carries anthropic-version", async () => {
+    const key = await t.key();
+    const reply = await t.get('/v1/models', key.secret, { headers: { 'anthropic-version': '2023-06-01' } });
+    expect(reply.status).toBe(200);
+    const list = JSON.parse(reply.text);
+    expect(Object.keys(list).sort()).toEqual(['data', 'first_id', 'has_more', 'last_id']);
+    expect(list).toMatchObject({ has_more: false, first_id: 'claude-all', last_id: 'tokens-test' });
+    expect(list.data[2]).toEqual({
+      type: 'model',
+      id: 'gpt-all',
+      display_name: 'gpt-all',
+      created_at: '1970-01-01T00:00:00Z',
+      protocols: ['messages', 'count_tokens', 'chat_completions', 'responses'],
+      max_output_tokens: 4096,
+    });
+    t.expectNothingLeaked(reply.text);
     await t.expectUntouched(key, {});
   });
 

@@ -41,6 +41,12 @@ aliases:
       price: { input: 3, output: 15 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
   - { alias: gpt-test, provider: mock-openai, upstream_model: upstream-gpt-y2, protocols: [chat_completions, responses],
       price: { input: 2, output: 8 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
+  - { alias: claude-all, provider: mock-anthropic, upstream_model: upstream-claude-x1,
+      protocols: [messages, count_tokens, chat_completions, responses],
+      price: { input: 3, output: 15 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
+  - { alias: gpt-all, provider: mock-openai, upstream_model: upstream-gpt-y2,
+      protocols: [messages, count_tokens, chat_completions, responses],
+      price: { input: 2, output: 8 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
   - { alias: tokens-test, provider: mock-openai, upstream_model: upstream-gpt-y2, protocols: [chat_completions],
       default_max_output_tokens: 100, max_output_tokens: 1000 }
   - { alias: hidden-test, provider: mock-openai, upstream_model: upstream-gpt-hidden, protocols: [chat_completions],

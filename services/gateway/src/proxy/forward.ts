@@ -3,6 +3,12 @@ import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
 import {
+  createStreamTranslator,
+  encodeUpstreamBody,
+  type Translation,
+  translateAnswer,
+} from '../translation/translate.ts';
+import {
   checkUpstreamResponse,
   getAdapter,
   relayNonStreaming,
@@ -22,8 +28,13 @@ export interface ForwardInput {
   alias: string;
   providerId: string;
   upstreamModel: string;
-  /** The client's body with model (and max output, stream_options) replaced; nothing else changed. */
-  body: string;
+  /**
+   * Native calls: the client's body with model (and max output, stream_options) replaced; nothing
+   * else changed. Null for a translated call, whose body is encoded from `translation`.
+   */
+  body: string | null;
+  /** Set when the surface is not the upstream's protocol (translation/). */
+  translation: Translation | null;
   clientAskedForUsage: boolean;
   log: RequestLog;
 }
@@ -73,10 +84,11 @@ async function forward(
   detach: () => void,
 ): Promise<Forwarded> {
   const clientSignal = input.request.signal;
-  const { adapter, providerId, url, headers } = await prepare(deps, input);
+  const { adapter, providerId, url, headers, body, translation } = await prepare(deps, input);
+  const upstreamSurface = translation ? translation.upstream : input.surface;
   let response: UpstreamResponse;
   try {
-    response = await deps.upstream.send({ url, headers, body: input.body, signal: controller.signal });
+    response = await deps.upstream.send({ url, headers, body, signal: controller.signal });
   } catch (error) {
     const appError = toAppError(error);
     if (appError.code !== 'client_disconnected')
@@ -95,6 +107,16 @@ async function forward(
     const relayed = relayStream({
       response,
       surface: input.surface,
+      ...(translation
+        ? {
+            upstreamSurface,
+            translator: createStreamTranslator(translation, {
+              alias: input.alias,
+              providerId,
+              includeUsage: input.clientAskedForUsage,
+            }),
+          }
+        : {}),
       adapter,
       alias: input.alias,
       upstreamModel: input.upstreamModel,
@@ -122,10 +144,13 @@ async function forward(
 
   const result = await relayNonStreaming({
     response,
-    surface: input.surface,
+    surface: upstreamSurface,
     adapter,
     alias: input.alias,
     upstreamModel: input.upstreamModel,
+    ...(translation
+      ? { render: (answer) => translateAnswer(translation, answer, { alias: input.alias, providerId }) }
+      : {}),
   });
   // Read to the end even if the client left meanwhile: the recorded outcome says it left.
   const gone = clientSignal.aborted;
@@ -150,6 +175,10 @@ async function forward(
   };
 }
 
+function failMissingTranslation(): never {
+  throw new AppError('server_error');
+}
+
 function abort(controller: AbortController): () => void {
   return () => controller.abort();
 }
@@ -158,7 +187,14 @@ function abort(controller: AbortController): () => void {
 async function prepare(
   deps: GatewayDependencies,
   input: ForwardInput,
-): Promise<{ adapter: UpstreamAdapter; providerId: string; url: string; headers: Record<string, string> }> {
+): Promise<{
+  adapter: UpstreamAdapter;
+  providerId: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  translation: Translation | null;
+}> {
   let provider = deps.catalog.provider(input.providerId);
   if (!provider) {
     // An alias re-pointed at a provider added since the last catalogue load.
@@ -181,11 +217,23 @@ async function prepare(
     throw new AppError('upstream_unavailable');
   }
   const adapter = getAdapter(provider.kind);
+  // An alias re-pointed meanwhile at a provider of another kind: its protocol is the target now.
+  const translation =
+    input.translation && input.translation.upstream !== adapter.wireProtocol
+      ? { ...input.translation, upstream: adapter.wireProtocol }
+      : input.translation;
   const target = { provider, credential, upstreamModel: input.upstreamModel, alias: input.alias };
   const { url, headers } = adapter.buildRequest({
     target,
-    surface: input.surface,
+    surface: translation ? translation.upstream : input.surface,
     clientHeaders: input.request.headers,
   });
-  return { adapter, providerId: provider.id, url, headers };
+  const body =
+    translation || input.body === null
+      ? encodeUpstreamBody(translation ?? failMissingTranslation(), {
+          providerId: provider.id,
+          upstreamModel: input.upstreamModel,
+        })
+      : input.body;
+  return { adapter, providerId: provider.id, url, headers, body, translation };
 }

@@ -28,6 +28,7 @@ import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
 import { timeOrderedUuid } from './reservation-id.ts';
 import { selectAlias, selectPlan } from './select-alias.ts';
+import { translationFor } from './translation-plan.ts';
 
 /**
  * One metered call on /v1/messages, /v1/chat/completions or /v1/responses (ARCHITECTURE.md, "One
@@ -57,6 +58,7 @@ export async function handleMetered(
     aliasDefault: alias.defaultMaxOutputTokens,
   });
   const stream = body.stream === true;
+  const translation = translationFor(deps, surface, alias, body, maxOutput.value);
 
   // With Redis the control plane checks the limits in the step that reserves; without, here first.
   const deferred = deps.limiter.shared !== null;
@@ -89,14 +91,7 @@ export async function handleMetered(
     };
     if (deferred) lease = await leaseOf(deps, key, plan, context, reservation.limited);
 
-    const fields: Record<string, string> = {
-      model: JSON.stringify(reservation.upstreamModel),
-      ...maxOutput.edits,
-    };
     const clientAskedForUsage = isIncludeUsage(body.stream_options);
-    if (surface === 'chat_completions' && stream) {
-      fields.stream_options = withIncludeUsage(readTopLevelValue(text, 'stream_options'));
-    }
     const forwarded = await forwardToUpstream(deps, {
       request,
       surface,
@@ -104,7 +99,10 @@ export async function handleMetered(
       alias: alias.alias,
       providerId: reservation.providerId,
       upstreamModel: reservation.upstreamModel,
-      body: setTopLevelFields(text, fields),
+      body: translation
+        ? null
+        : nativeBody(text, surface, stream, reservation.upstreamModel, maxOutput.edits),
+      translation,
       clientAskedForUsage,
       log,
     });
@@ -247,6 +245,21 @@ function billingFailureReason(error: AppError): string {
     cause = (cause as { cause?: unknown }).cause;
   }
   return cause === undefined ? 'refused_or_server_error' : toAppError(cause).code;
+}
+
+/** The client's body with model, max output and (chat streams) stream_options replaced. */
+function nativeBody(
+  text: string,
+  surface: MeteredSurface,
+  stream: boolean,
+  upstreamModel: string,
+  edits: Record<string, string>,
+): string {
+  const fields: Record<string, string> = { model: JSON.stringify(upstreamModel), ...edits };
+  if (surface === 'chat_completions' && stream) {
+    fields.stream_options = withIncludeUsage(readTopLevelValue(text, 'stream_options'));
+  }
+  return setTopLevelFields(text, fields);
 }
 
 function isIncludeUsage(options: unknown): boolean {

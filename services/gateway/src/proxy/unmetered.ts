@@ -33,8 +33,9 @@ function aliasesInScope(deps: GatewayDependencies, key: ResolvedKey) {
 }
 
 /**
- * GET /v1/models: the aliases this key may call, with the protocols of each. Shaped so both the
- * OpenAI and the Anthropic clients can read it; never shows an upstream model or provider.
+ * GET /v1/models: the aliases this key may call, with every protocol each supports. A request
+ * carrying `anthropic-version` (the Anthropic SDK, Claude Code's model discovery) gets Anthropic's
+ * model-list shape, any other OpenAI's. Never shows an upstream model or provider.
  */
 export async function listModels(
   deps: GatewayDependencies,
@@ -45,24 +46,32 @@ export async function listModels(
   log.keyId = key.keyId;
   await takeLimits(deps, key, null, { holdsSlot: false });
   await deps.catalog.ready();
-  const data = aliasesInScope(deps, key).map((alias) => ({
+  const aliases = aliasesInScope(deps, key);
+  if (request.headers.get('anthropic-version')) {
+    const data = aliases.map((alias) => ({
+      type: 'model',
+      id: alias.alias,
+      display_name: alias.alias,
+      created_at: '1970-01-01T00:00:00Z',
+      protocols: alias.protocols,
+      max_output_tokens: alias.maxOutputTokens,
+    }));
+    return Response.json({
+      data,
+      has_more: false,
+      first_id: data[0]?.id ?? null,
+      last_id: data.at(-1)?.id ?? null,
+    });
+  }
+  const data = aliases.map((alias) => ({
     id: alias.alias,
     object: 'model',
-    type: 'model',
-    display_name: alias.alias,
     created: 0,
-    created_at: '1970-01-01T00:00:00Z',
     owned_by: 'tollgate',
     protocols: alias.protocols,
     max_output_tokens: alias.maxOutputTokens,
   }));
-  return Response.json({
-    object: 'list',
-    data,
-    has_more: false,
-    first_id: data[0]?.id ?? null,
-    last_id: data.at(-1)?.id ?? null,
-  });
+  return Response.json({ object: 'list', data });
 }
 
 /** GET /v1/key/status: state, expiry, allowed aliases, ceilings and balances. Reserves nothing. */

@@ -1,4 +1,5 @@
 import { AppError } from '@tollgate/errors';
+import type { StreamTranslator } from '../translation/translate.ts';
 import type { UpstreamResponse } from './client.ts';
 import { createModelRewriter } from './model-rewrite.ts';
 import { type SseEvent, SseParser } from './sse.ts';
@@ -24,7 +25,12 @@ export type StreamOutcome =
 export interface RelayStreamInput {
   /** A 2xx `text/event-stream` response (see checkUpstreamResponse). */
   response: UpstreamResponse;
+  /** The caller's surface: its end and error events. */
   surface: MeteredSurface;
+  /** The upstream's protocol when it is not the caller's (a translated call). */
+  upstreamSurface?: MeteredSurface;
+  /** Translated calls: turns the upstream's events into the caller's. */
+  translator?: StreamTranslator;
   adapter: UpstreamAdapter;
   alias: string;
   upstreamModel: string;
@@ -78,12 +84,13 @@ export const STREAM_HEADERS: Readonly<Record<string, string>> = {
  * the upstream timeouts) so that the usage the provider bills is known and settled.
  */
 export function relayStream(input: RelayStreamInput): RelayedStream {
-  const { surface } = input;
-  const tracker = input.adapter.createStreamUsageTracker(surface);
+  const { surface, translator } = input;
+  // Usage is always read from the upstream's own events: the provider bills from them.
+  const tracker = input.adapter.createStreamUsageTracker(input.upstreamSurface ?? surface);
   const parser = new SseParser();
   const rewrite = createModelRewriter(input.upstreamModel, input.alias, { firstOnly: true });
   const iterator = input.response.body[Symbol.asyncIterator]();
-  const dropUsageOnly = surface === 'chat_completions' && !input.clientAskedForUsage;
+  const dropUsageOnly = !translator && surface === 'chat_completions' && !input.clientAskedForUsage;
 
   let resolveOutcome: (outcome: StreamOutcome) => void = () => {};
   const outcome = new Promise<StreamOutcome>((resolve) => {
@@ -123,6 +130,10 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
       if (verdict === 'invalid') return { text, failure: new AppError('upstream_invalid_response') };
       eventCount++;
       if (verdict === 'terminal') terminalSeen = true;
+      if (translator) {
+        text += translator.push(event);
+        continue;
+      }
       if (verdict === 'usage_only' && dropUsageOnly) continue;
       text += rewrite(event.raw);
     }
@@ -135,7 +146,8 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
     error: AppError,
   ): void {
     if (!finish({ kind: 'upstream_failed', error })) return;
-    controller.enqueue(toBytes(text + renderStreamError(surface, error, eventCount)));
+    const sequence = translator ? translator.eventCount : eventCount;
+    controller.enqueue(toBytes(text + renderStreamError(surface, error, sequence)));
     controller.close();
     stopReading();
   }

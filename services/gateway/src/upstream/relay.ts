@@ -20,10 +20,17 @@ export type NonStreamingRelay =
 
 export interface RelayNonStreamingInput {
   response: UpstreamResponse;
+  /** The upstream's protocol: how its body and usage are read. */
   surface: MeteredSurface;
   adapter: UpstreamAdapter;
   alias: string;
   upstreamModel: string;
+  /**
+   * Translated calls: the answer as the caller's protocol writes it (translation/); throws
+   * upstream_invalid_response for an answer it cannot read. Native calls: absent, the body is
+   * relayed as sent with only the model renamed.
+   */
+  render?: (body: Record<string, unknown>) => string;
 }
 
 function jsonContentType(response: UpstreamResponse): string {
@@ -57,11 +64,22 @@ export async function relayNonStreaming(input: RelayNonStreamingInput): Promise<
   }
   const usage = adapter.extractUsage(surface, parsed);
   if (usage === null) return { ok: false, error: new AppError('billing_settlement_pending'), settle: 'hold' };
+  let body: string;
+  try {
+    body = input.render ? input.render(parsed) : createModelRewriter(upstreamModel, alias)(text);
+  } catch (error) {
+    // The client gets no answer, so nothing is charged as used.
+    return {
+      ok: false,
+      error: error instanceof AppError ? error : new AppError('upstream_invalid_response'),
+      settle: 'release',
+    };
+  }
   return {
     ok: true,
     status: response.status,
-    contentType: jsonContentType(response),
-    body: createModelRewriter(upstreamModel, alias)(text),
+    contentType: input.render ? 'application/json' : jsonContentType(response),
+    body,
     usage,
   };
 }

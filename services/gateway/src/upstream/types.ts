@@ -1,4 +1,5 @@
 import type { GatewayProvider, MeteredSurface, ProviderKind } from '@tollgate/schemas';
+import type { WireProtocol } from '../translation/protocol.ts';
 import type { SseEvent } from './sse.ts';
 
 export type { MeteredSurface, ProviderKind } from '@tollgate/schemas';
@@ -50,14 +51,20 @@ export interface StreamUsageTracker {
  */
 export interface UpstreamAdapter {
   readonly kind: ProviderKind;
+  /** The surfaces this kind serves natively: bodies forwarded unchanged. */
   readonly surfaces: readonly MeteredSurface[];
+  /**
+   * The protocol a call on any other surface is translated into (translation/): the kind's
+   * wire protocol. A kind whose protocol is not a surface (Gemini) declares it here alone.
+   */
+  readonly wireProtocol: WireProtocol;
   /** URL and headers of the upstream call. Only the client headers named by the adapter pass. */
   buildRequest(input: {
     target: UpstreamTarget;
-    surface: MeteredSurface;
+    surface: WireProtocol;
     clientHeaders: Pick<Headers, 'get'>;
   }): UpstreamRequest;
   /** Usage of a non-streamed response body (already parsed JSON); null when absent or malformed. */
-  extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null;
-  createStreamUsageTracker(surface: MeteredSurface): StreamUsageTracker;
+  extractUsage(surface: WireProtocol, body: unknown): UsageFigures | null;
+  createStreamUsageTracker(surface: WireProtocol): StreamUsageTracker;
 }

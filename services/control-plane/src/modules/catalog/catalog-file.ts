@@ -4,9 +4,7 @@ import {
   INTEGER_STRING,
   MoneyWireSchema,
   PROTOCOLS,
-  PROVIDER_KIND_SURFACES,
   PROVIDER_KINDS,
-  type ProviderKind,
   providerCredentialProblem,
 } from '@tollgate/schemas';
 import { parse } from 'yaml';
@@ -137,7 +135,6 @@ function checkReferences(catalog: CatalogFile, credentialPrefix: string): string
       problems.push(`aliases.${alias.alias}: unknown provider ${alias.provider}`);
       continue;
     }
-    problems.push(...protocolProblems(alias.alias, provider.kind, alias.protocols));
     if (alias.default_max_output_tokens > alias.max_output_tokens) {
       problems.push(`aliases.${alias.alias}: default_max_output_tokens is above max_output_tokens`);
     }
@@ -148,15 +145,6 @@ function checkReferences(catalog: CatalogFile, credentialPrefix: string): string
     }
   }
   return problems;
-}
-
-/** Which protocols a provider kind can serve (count_tokens is answered locally, so any). */
-export function protocolProblems(alias: string, kind: string, protocols: readonly string[]): string[] {
-  const surfaces: readonly string[] | undefined = PROVIDER_KIND_SURFACES[kind as ProviderKind];
-  const served = surfaces ? [...surfaces, 'count_tokens'] : [];
-  return protocols
-    .filter((protocol) => !served.includes(protocol))
-    .map((protocol) => `aliases.${alias}: a ${kind} provider cannot serve ${protocol}`);
 }
 
 export function parseCatalog(

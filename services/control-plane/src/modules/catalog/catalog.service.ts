@@ -8,7 +8,7 @@ import {
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
-import { type CatalogFile, protocolProblems } from './catalog-file.ts';
+import type { CatalogFile } from './catalog-file.ts';
 
 /** A published model as customers see it: never an upstream id, provider name or URL. */
 export interface PublicModel {
@@ -194,8 +194,7 @@ export interface AliasChange {
 export async function putAlias(deps: Dependencies, alias: string, change: AliasChange): Promise<void> {
   const provider = await repository.findProvider(deps.db, change.providerId);
   if (!provider) throw AppError.validation({ providerId: [`No provider ${change.providerId}.`] });
-  const problems = protocolProblems(alias, provider.kind, change.protocols);
-  if (problems.length > 0) throw AppError.validation({ protocols: problems });
+  // Any provider kind serves every protocol: the gateway translates (docs/translation.md).
   if (change.defaultMaxOutputTokens > change.maxOutputTokens) {
     throw AppError.validation({ defaultMaxOutputTokens: ['Must not be above maxOutputTokens.'] });
   }

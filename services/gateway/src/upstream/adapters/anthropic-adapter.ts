@@ -110,6 +110,7 @@ class MessagesUsageTracker implements StreamUsageTracker {
 export const anthropicAdapter: UpstreamAdapter = {
   kind: 'anthropic',
   surfaces: PROVIDER_KIND_SURFACES.anthropic,
+  wireProtocol: 'messages',
   buildRequest,
   extractUsage,
   createStreamUsageTracker(surface) {

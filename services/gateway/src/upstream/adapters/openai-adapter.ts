@@ -130,6 +130,8 @@ class ResponsesUsageTracker implements StreamUsageTracker {
 export const openaiAdapter: UpstreamAdapter = {
   kind: 'openai',
   surfaces: PROVIDER_KIND_SURFACES.openai,
+  // Chat completions: what every OpenAI-compatible server (vLLM, Ollama, llama.cpp) speaks.
+  wireProtocol: 'chat_completions',
   buildRequest,
   extractUsage,
   createStreamUsageTracker(surface) {

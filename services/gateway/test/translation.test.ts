@@ -141,7 +141,7 @@ describe('before any reservation', () => {
       ['/v1/messages', 'gpt-all', { top_k: 3 }, 'top_k'],
       ['/v1/chat/completions', 'claude-all', { seed: 1 }, 'seed'],
       ['/v1/responses', 'claude-all', { previous_response_id: 'resp_1' }, 'previous_response_id'],
-      ['/v1/responses', 'claude-all', { tools: [{ type: 'web_search' }] }, 'tools[0].type'],
+      ['/v1/responses', 'claude-all', { tools: [{ type: 'web_search' }] }, 'tools[0]'],
     ];
     for (const [path, alias, extra, field] of cases) {
       const message = t.expectError(

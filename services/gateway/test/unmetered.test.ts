@@ -90,7 +90,7 @@ describe('GET /v1/key/status', () => {
       limits: { maxRequestBytes: 50_000, maxOutputTokens: 700, requestsPerMinute: 90, concurrency: 3 },
       remaining: { tokens: '100000', credits: '123456789012345678' },
       reserved: { tokens: '0', credits: '0' },
-      allowedAliases: ['claude-test', 'gpt-test', 'tokens-test'],
+      allowedAliases: ['claude-all', 'claude-test', 'gpt-all', 'gpt-test', 'tokens-test'],
     });
 
     // While a call is in flight its reservation shows as reserved.

@@ -28,7 +28,7 @@ import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
 import { timeOrderedUuid } from './reservation-id.ts';
 import { selectAlias, selectPlan } from './select-alias.ts';
-import { translationFor } from './translation-plan.ts';
+import { servesNatively, translationFor } from './translation-plan.ts';
 
 /**
  * One metered call on /v1/messages, /v1/chat/completions or /v1/responses (ARCHITECTURE.md, "One
@@ -49,7 +49,10 @@ export async function handleMetered(
   const alias = selectAlias(deps.catalog, key, body.model, surface);
   log.alias = alias.alias;
   assertSupportedParameters(surface, body);
-  const cost = checkCostParameters(surface, body, request.headers, deps.config.costParameters);
+  const native = servesNatively(deps, surface, alias);
+  const cost = checkCostParameters(surface, body, request.headers, deps.config.costParameters, {
+    betasReachUpstream: native,
+  });
   const plan = selectPlan(key, alias.alias);
   const maxOutput = resolveMaxOutput(surface, body, {
     keyMax: key.limits.maxOutputTokens,
@@ -58,7 +61,7 @@ export async function handleMetered(
     aliasDefault: alias.defaultMaxOutputTokens,
   });
   const stream = body.stream === true;
-  const translation = translationFor(deps, surface, alias, body, maxOutput.value);
+  const translation = native ? null : translationFor(deps, surface, alias, body, maxOutput.value);
 
   // With Redis the control plane checks the limits in the step that reserves; without, here first.
   const deferred = deps.limiter.shared !== null;

@@ -4,6 +4,20 @@ import { planTranslation, type Translation } from '../translation/translate.ts';
 import { getAdapter } from '../upstream/index.ts';
 
 /**
+ * Whether the alias's provider speaks the called surface itself: then its body is forwarded as
+ * sent (the native path). A provider missing from the catalogue counts as native: the forward
+ * step reports it, as before.
+ */
+export function servesNatively(
+  deps: GatewayDependencies,
+  surface: MeteredSurface,
+  alias: GatewayAlias,
+): boolean {
+  const provider = deps.catalog.provider(alias.providerId);
+  return !provider || getAdapter(provider.kind).surfaces.includes(surface);
+}
+
+/**
  * Whether a call needs translating, decided before the reservation: null when the alias's
  * provider speaks the called surface (the native path, unchanged), else the decoded request,
  * already checked against what the upstream can express (refusals cost nothing).

@@ -204,9 +204,12 @@ export function checkCostParameters(
   body: Record<string, unknown>,
   headers: HeaderReader,
   settings: CostParameterSettings,
+  options: { betasReachUpstream?: boolean } = {},
 ): CostShape {
   for (const [field, check] of CHECK_LISTS[surface])
     if (Object.hasOwn(body, field)) check(body[field], field);
-  if (surface === 'messages') assertBetasAllowed(headers, settings.extraAnthropicBetas);
+  // A call translated for another kind of provider sends no beta upstream (translation/).
+  if (surface === 'messages' && options.betasReachUpstream !== false)
+    assertBetasAllowed(headers, settings.extraAnthropicBetas);
   return { choices: surface === 'chat_completions' ? choicesOf(body, settings.maxChoices) : 1 };
 }

@@ -42,7 +42,9 @@ function serviceTier(value: unknown): string {
 
 function encodeThinking(request: IrRequest): Json | undefined {
   const reasoning = request.reasoning;
+  // Reasoning without an effort or a budget (Responses `summary` alone) leaves the model's default.
   if (!reasoning || reasoning.effort === 'none') return undefined;
+  if (reasoning.effort === undefined && reasoning.budgetTokens === undefined) return undefined;
   const wanted = reasoning.budgetTokens ?? budgetForEffort(reasoning.effort ?? 'medium');
   // Anthropic takes a budget of at least 1,024 tokens, below max_tokens.
   const budget = Math.min(wanted, request.maxOutputTokens - 1);

@@ -91,3 +91,18 @@ export function expressibleExtras<F extends string>(
   }
   return found;
 }
+
+/** A token count as the protocols write it: a non-negative safe integer, else null. */
+export function count(value: unknown): number | null {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+}
+
+/** The JSON object of one SSE event, or null for anything else (the relay has judged it already). */
+export function parseEventData(data: string): Json | null {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    return isObject(parsed) ? parsed : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,4 +1,4 @@
-import type { ReasoningEffort } from './ir.ts';
+import type { IrReasoningRequest, ReasoningEffort } from './ir.ts';
 
 /**
  * Effort and token budget are two ways of asking for reasoning: Anthropic takes a budget
@@ -33,4 +33,12 @@ const EFFORTS: readonly string[] = Object.keys(BUDGETS);
 
 export function isEffort(value: unknown): value is ReasoningEffort {
   return typeof value === 'string' && EFFORTS.includes(value);
+}
+
+/** The effort to send an OpenAI upstream: the one asked for, else the budget's; `max` is `xhigh`. */
+export function openAiEffort(reasoning: IrReasoningRequest): ReasoningEffort | undefined {
+  const effort =
+    reasoning.effort ??
+    (reasoning.budgetTokens !== undefined ? effortForBudget(reasoning.budgetTokens) : undefined);
+  return effort === 'max' ? 'xhigh' : effort;
 }

@@ -1,4 +1,5 @@
 import type { IrStreamPart } from './ir.ts';
+import type { StreamEncoder } from './protocol.ts';
 
 type BlockPart = Exclude<IrStreamPart, { type: 'start' } | { type: 'finish' }>;
 
@@ -75,4 +76,22 @@ export class BlockSequencer {
     }
     return out;
   }
+}
+
+/** An encoder that takes parts one block at a time (BlockSequencer) and counts its events. */
+export function sequencedEncoder(
+  encodeOne: (part: IrStreamPart) => string,
+  eventCount: () => number,
+): StreamEncoder {
+  const sequencer = new BlockSequencer();
+  return {
+    encode(part) {
+      let text = '';
+      for (const next of sequencer.push(part)) text += encodeOne(next);
+      return text;
+    },
+    get eventCount() {
+      return eventCount();
+    },
+  };
 }

@@ -47,3 +47,27 @@ export class ToolNames {
     return this.#byUpstream.get(upstreamName) ?? { name: upstreamName, custom: false };
   }
 }
+
+/**
+ * A tool as a function for upstreams without custom (freeform) tools: a custom tool becomes one
+ * string argument `input`, its format told in the description; a function stays as declared.
+ */
+export function asFunction(tool: IrTool): {
+  description?: string;
+  parameters: Record<string, unknown>;
+  strict?: boolean;
+} {
+  if (!tool.custom) {
+    return {
+      ...(tool.description !== undefined ? { description: tool.description } : {}),
+      parameters: tool.parameters,
+      ...(tool.strict !== undefined ? { strict: tool.strict } : {}),
+    };
+  }
+  const format = JSON.stringify(tool.custom.format ?? { type: 'text' });
+  return {
+    description:
+      `${tool.description ?? ''}\n\nWrite the whole input as the string argument \`input\`. Its format: ${format}`.trim(),
+    parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] },
+  };
+}

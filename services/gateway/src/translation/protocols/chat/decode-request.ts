@@ -4,12 +4,12 @@ import {
   malformed,
   readArray,
   readObject,
-  readOptionalNumber,
   readString,
   unsupported,
 } from '../../fields.ts';
 import type { ExtraFeature, IrRequest, IrTool, IrToolChoice } from '../../ir.ts';
 import { isEffort } from '../../reasoning.ts';
+import { readOpenAiCommonFields } from '../openai-request-fields.ts';
 import { decodeMessages } from './decode-messages.ts';
 
 /**
@@ -55,7 +55,8 @@ export const CHAT_TRANSLATED_FIELDS = {
 } as const;
 
 const REFUSED: ReadonlySet<string> = new Set(CHAT_TRANSLATED_FIELDS.refused);
-const EXTRAS: readonly ExtraFeature[] = [
+/** The fields a Messages upstream cannot express and other OpenAI-style upstreams can. */
+export const CHAT_EXTRAS = [
   'seed',
   'frequency_penalty',
   'presence_penalty',
@@ -63,7 +64,7 @@ const EXTRAS: readonly ExtraFeature[] = [
   'logprobs',
   'top_logprobs',
   'service_tier',
-];
+] as const satisfies readonly ExtraFeature[];
 
 export function decodeChatRequest(body: Json, maxOutputTokens: number): IrRequest {
   for (const key of Object.keys(body)) if (REFUSED.has(key)) throw unsupported(key);
@@ -85,16 +86,11 @@ export function decodeChatRequest(body: Json, maxOutputTokens: number): IrReques
     stream: body.stream === true,
     extras: [],
   };
-  for (const feature of EXTRAS) {
+  for (const feature of CHAT_EXTRAS) {
     if (body[feature] !== undefined && body[feature] !== null && body[feature] !== false)
       request.extras.push({ feature, value: body[feature], field: feature });
   }
-  const temperature = readOptionalNumber(body.temperature, 'temperature');
-  if (temperature !== undefined) request.temperature = temperature;
-  const topP = readOptionalNumber(body.top_p, 'top_p');
-  if (topP !== undefined) request.topP = topP;
-  if (typeof body.parallel_tool_calls === 'boolean')
-    request.parallelToolCalls = { value: body.parallel_tool_calls, field: 'parallel_tool_calls' };
+  readOpenAiCommonFields(body, request);
   const choice = decodeToolChoice(body.tool_choice);
   if (choice) request.toolChoice = choice;
   if (body.stop !== undefined && body.stop !== null) {
@@ -110,8 +106,6 @@ export function decodeChatRequest(body: Json, maxOutputTokens: number): IrReques
     request.reasoning = { effort: body.reasoning_effort, field: 'reasoning_effort' };
   }
   decodeResponseFormat(body.response_format, request);
-  const user = body.safety_identifier ?? body.user;
-  if (typeof user === 'string') request.user = user;
   return request;
 }
 

@@ -1,7 +1,9 @@
 import { expressibleExtras, type Json, unsupported } from '../../fields.ts';
 import type { IrImage, IrMessage, IrRequest, IrTool, IrUserPart } from '../../ir.ts';
 import type { UpstreamRequestContext } from '../../protocol.ts';
-import { effortForBudget } from '../../reasoning.ts';
+import { openAiEffort } from '../../reasoning.ts';
+import { asFunction } from '../../tool-names.ts';
+import { CHAT_EXTRAS } from './decode-request.ts';
 
 /**
  * Representation -> chat completions request body (the upstream side). The max output goes in
@@ -9,15 +11,7 @@ import { effortForBudget } from '../../reasoning.ts';
  * Reasoning from earlier turns is not sent: chat completions takes none back.
  */
 export function encodeChatRequest(request: IrRequest, context: UpstreamRequestContext): Json {
-  const extras = expressibleExtras(request.extras, [
-    'seed',
-    'frequency_penalty',
-    'presence_penalty',
-    'logit_bias',
-    'logprobs',
-    'top_logprobs',
-    'service_tier',
-  ] as const);
+  const extras = expressibleExtras(request.extras, CHAT_EXTRAS);
   const messages: Json[] = request.system.map((content) => ({ role: 'system', content }));
   for (const message of request.messages) messages.push(...encodeMessage(message, context));
   const body: Json = {
@@ -43,10 +37,8 @@ export function encodeChatRequest(request: IrRequest, context: UpstreamRequestCo
   if (request.user !== undefined) body.user = request.user;
   const reasoning = request.reasoning;
   if (reasoning) {
-    const effort =
-      reasoning.effort ??
-      (reasoning.budgetTokens !== undefined ? effortForBudget(reasoning.budgetTokens) : undefined);
-    if (effort !== undefined) body.reasoning_effort = effort === 'max' ? 'xhigh' : effort;
+    const effort = openAiEffort(reasoning);
+    if (effort !== undefined) body.reasoning_effort = effort;
   }
   const format = request.responseFormat;
   if (format) {
@@ -75,23 +67,10 @@ function serviceTier(value: unknown): unknown {
 }
 
 function encodeTool(tool: IrTool, context: UpstreamRequestContext): Json {
-  const name = context.toolNames.upstream(tool.name, tool.namespace);
-  if (tool.custom) {
-    const format = JSON.stringify(tool.custom.format ?? { type: 'text' });
-    return {
-      type: 'function',
-      function: {
-        name,
-        description:
-          `${tool.description ?? ''}\n\nWrite the whole input as the string argument \`input\`. Its format: ${format}`.trim(),
-        parameters: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] },
-      },
-    };
-  }
-  const fn: Json = { name, parameters: tool.parameters };
-  if (tool.description !== undefined) fn.description = tool.description;
-  if (tool.strict !== undefined) fn.strict = tool.strict;
-  return { type: 'function', function: fn };
+  return {
+    type: 'function',
+    function: { name: context.toolNames.upstream(tool.name, tool.namespace), ...asFunction(tool) },
+  };
 }
 
 function dataUrl(mediaType: string, data: string): string {

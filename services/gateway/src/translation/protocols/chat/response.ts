@@ -1,4 +1,4 @@
-import { invalidAnswer, isObject, type Json } from '../../fields.ts';
+import { count, invalidAnswer, isObject, type Json } from '../../fields.ts';
 import type { IrAssistantPart, IrResponse, IrStopReason, IrUsage } from '../../ir.ts';
 import type { CallerAnswerContext, UpstreamAnswerContext } from '../../protocol.ts';
 
@@ -29,10 +29,6 @@ export function chatFinishReason(value: unknown): IrStopReason {
 
 export function chatFinishReasonOf(reason: IrStopReason): string {
   return FINISH_TO[reason];
-}
-
-function count(value: unknown): number | null {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 
 /** OpenAI's prompt_tokens already include cached tokens; reasoning tokens are inside completion. */

@@ -1,5 +1,5 @@
 import type { SseEvent } from '../../../upstream/sse.ts';
-import { generatedId, isObject, type Json } from '../../fields.ts';
+import { generatedId, isObject, type Json, parseEventData } from '../../fields.ts';
 import type { IrStopReason, IrStreamPart, IrUsage } from '../../ir.ts';
 import type {
   CallerAnswerContext,
@@ -111,13 +111,8 @@ export function createChatStreamDecoder(_context: UpstreamAnswerContext): Stream
         parts.push({ type: 'finish', reason: reason ?? 'stop', usage });
         return parts;
       }
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(event.data);
-      } catch {
-        return [];
-      }
-      if (!isObject(chunk)) return [];
+      const chunk = parseEventData(event.data);
+      if (chunk === null) return [];
       if (!started) {
         started = true;
         parts.push({ type: 'start', id: String(chunk.id ?? 'chatcmpl') });

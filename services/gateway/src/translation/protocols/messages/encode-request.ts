@@ -3,6 +3,7 @@ import type { IrImage, IrMessage, IrRequest, IrText, IrTool, IrUserPart } from '
 import type { UpstreamRequestContext } from '../../protocol.ts';
 import { budgetForEffort, MIN_THINKING_BUDGET } from '../../reasoning.ts';
 import { mayReplay } from '../../signatures.ts';
+import { asFunction } from '../../tool-names.ts';
 
 /** Representation -> Messages request body (the upstream side). */
 export function encodeMessagesRequest(request: IrRequest, context: UpstreamRequestContext): Json {
@@ -58,20 +59,8 @@ function encodeThinking(request: IrRequest): Json | undefined {
 }
 
 function encodeTool(tool: IrTool, context: UpstreamRequestContext): Json {
-  const name = context.toolNames.upstream(tool.name, tool.namespace);
-  if (tool.custom) {
-    const format = JSON.stringify(tool.custom.format ?? { type: 'text' });
-    return {
-      name,
-      description:
-        `${tool.description ?? ''}\n\nWrite the whole input as the string argument \`input\`. Its format: ${format}`.trim(),
-      input_schema: { type: 'object', properties: { input: { type: 'string' } }, required: ['input'] },
-    };
-  }
-  const encoded: Json = { name, input_schema: tool.parameters };
-  if (tool.description !== undefined) encoded.description = tool.description;
-  if (tool.strict !== undefined) encoded.strict = tool.strict;
-  return encoded;
+  const { parameters, ...rest } = asFunction(tool);
+  return { name: context.toolNames.upstream(tool.name, tool.namespace), input_schema: parameters, ...rest };
 }
 
 function encodeToolChoice(request: IrRequest, context: UpstreamRequestContext): Json | undefined {

@@ -1,4 +1,4 @@
-import { invalidAnswer, isObject, type Json, parseArguments } from '../../fields.ts';
+import { count, invalidAnswer, isObject, type Json, parseArguments } from '../../fields.ts';
 import type { IrAssistantPart, IrResponse, IrStopReason, IrUsage } from '../../ir.ts';
 import type { CallerAnswerContext, UpstreamAnswerContext } from '../../protocol.ts';
 import { sealProof } from '../../signatures.ts';
@@ -32,10 +32,6 @@ export function messagesStopReason(value: unknown): IrStopReason {
 
 export function messagesStopReasonOf(reason: IrStopReason): string {
   return STOP_TO[reason];
-}
-
-function count(value: unknown): number | null {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
 }
 
 /** Anthropic's input excludes cache reads and writes; the representation's includes them. */

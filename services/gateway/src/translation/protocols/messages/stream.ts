@@ -1,5 +1,5 @@
 import type { SseEvent } from '../../../upstream/sse.ts';
-import { isObject, type Json } from '../../fields.ts';
+import { isObject, type Json, parseEventData } from '../../fields.ts';
 import type { IrStopReason, IrStreamPart } from '../../ir.ts';
 import type {
   CallerAnswerContext,
@@ -7,7 +7,7 @@ import type {
   StreamEncoder,
   UpstreamAnswerContext,
 } from '../../protocol.ts';
-import { BlockSequencer } from '../../sequencer.ts';
+import { sequencedEncoder } from '../../sequencer.ts';
 import { sealProof } from '../../signatures.ts';
 import { sseEvent } from '../../sse-text.ts';
 import {
@@ -113,13 +113,8 @@ export function createMessagesStreamDecoder(context: UpstreamAnswerContext): Str
   return {
     push(event: SseEvent): IrStreamPart[] {
       if (finished) return [];
-      let data: unknown;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        return [];
-      }
-      if (!isObject(data)) return [];
+      const data = parseEventData(event.data);
+      if (data === null) return [];
       const parts: IrStreamPart[] = [];
       switch (data.type) {
         case 'message_start': {
@@ -167,7 +162,6 @@ export function createMessagesStreamDecoder(context: UpstreamAnswerContext): Str
 
 /** Parts -> Messages events for the caller, one block at a time, usage in message_delta. */
 export function createMessagesStreamEncoder(context: CallerAnswerContext): StreamEncoder {
-  const sequencer = new BlockSequencer();
   let count = 0;
   let index = -1;
   let started = false;
@@ -268,14 +262,5 @@ export function createMessagesStreamEncoder(context: CallerAnswerContext): Strea
     }
   }
 
-  return {
-    encode(part) {
-      let text = '';
-      for (const next of sequencer.push(part)) text += encodeOne(next);
-      return text;
-    },
-    get eventCount() {
-      return count;
-    },
-  };
+  return sequencedEncoder(encodeOne, () => count);
 }

@@ -4,12 +4,12 @@ import {
   type Json,
   readArray,
   readObject,
-  readOptionalNumber,
   readString,
   unsupported,
 } from '../../fields.ts';
 import type { IrRequest, IrTool, IrToolChoice } from '../../ir.ts';
 import { isEffort } from '../../reasoning.ts';
+import { readOpenAiCommonFields } from '../openai-request-fields.ts';
 import { decodeInput } from './decode-input.ts';
 
 /**
@@ -98,18 +98,11 @@ export function decodeResponsesRequest(body: Json, maxOutputTokens: number): IrR
     if (body[feature] !== undefined && body[feature] !== null)
       request.extras.push({ feature, value: body[feature], field: feature });
   }
-  const temperature = readOptionalNumber(body.temperature, 'temperature');
-  if (temperature !== undefined) request.temperature = temperature;
-  const topP = readOptionalNumber(body.top_p, 'top_p');
-  if (topP !== undefined) request.topP = topP;
-  if (typeof body.parallel_tool_calls === 'boolean')
-    request.parallelToolCalls = { value: body.parallel_tool_calls, field: 'parallel_tool_calls' };
+  readOpenAiCommonFields(body, request);
   const choice = decodeToolChoice(body.tool_choice);
   if (choice) request.toolChoice = choice;
   decodeReasoning(body.reasoning, request);
   decodeText(body.text, request);
-  const user = body.safety_identifier ?? body.user;
-  if (typeof user === 'string') request.user = user;
   return request;
 }
 

@@ -1,7 +1,7 @@
 import { expressibleExtras, type Json, unsupported } from '../../fields.ts';
 import type { IrImage, IrMessage, IrRequest, IrTool, IrUserPart } from '../../ir.ts';
 import type { UpstreamRequestContext } from '../../protocol.ts';
-import { effortForBudget } from '../../reasoning.ts';
+import { openAiEffort } from '../../reasoning.ts';
 import { mayReplay } from '../../signatures.ts';
 
 /**
@@ -35,11 +35,9 @@ export function encodeResponsesRequest(request: IrRequest, context: UpstreamRequ
   if (request.user !== undefined) body.safety_identifier = request.user;
   const reasoning = request.reasoning;
   if (reasoning) {
-    const effort =
-      reasoning.effort ??
-      (reasoning.budgetTokens !== undefined ? effortForBudget(reasoning.budgetTokens) : undefined);
+    const effort = openAiEffort(reasoning);
     body.reasoning = {
-      ...(effort !== undefined ? { effort: effort === 'max' ? 'xhigh' : effort } : {}),
+      ...(effort !== undefined ? { effort } : {}),
       ...(reasoning.summary !== false ? { summary: 'auto' } : {}),
     };
     body.include = ['reasoning.encrypted_content'];

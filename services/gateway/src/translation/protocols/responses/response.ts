@@ -1,13 +1,9 @@
-import { invalidAnswer, isObject, type Json, parseArguments } from '../../fields.ts';
+import { count, invalidAnswer, isObject, type Json, parseArguments } from '../../fields.ts';
 import type { IrAssistantPart, IrResponse, IrStopReason, IrUsage } from '../../ir.ts';
 import type { CallerAnswerContext, UpstreamAnswerContext } from '../../protocol.ts';
 import { sealProof } from '../../signatures.ts';
 
 /** Responses answers both ways, and Responses usage <-> the representation's (exact). */
-
-function count(value: unknown): number | null {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
-}
 
 /** Responses' input_tokens include cached tokens; reasoning tokens are inside output_tokens. */
 export function decodeResponsesUsage(usage: unknown): IrUsage | null {

@@ -1,5 +1,5 @@
 import type { SseEvent } from '../../../upstream/sse.ts';
-import { isObject, type Json } from '../../fields.ts';
+import { isObject, type Json, parseEventData } from '../../fields.ts';
 import type { IrStreamPart, ReasoningProof } from '../../ir.ts';
 import type { StreamDecoder, UpstreamAnswerContext } from '../../protocol.ts';
 import { decodeResponsesUsage, reasoningSummaryText, responsesStopReason } from './response.ts';
@@ -111,13 +111,8 @@ export function createResponsesStreamDecoder(context: UpstreamAnswerContext): St
   return {
     push(event: SseEvent): IrStreamPart[] {
       if (finished) return [];
-      let data: unknown;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
-        return [];
-      }
-      if (!isObject(data)) return [];
+      const data = parseEventData(event.data);
+      if (data === null) return [];
       const parts: IrStreamPart[] = [];
       if (!started) {
         started = true;

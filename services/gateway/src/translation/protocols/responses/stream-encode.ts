@@ -1,7 +1,7 @@
 import type { Json } from '../../fields.ts';
 import type { IrAssistantPart, IrStreamPart } from '../../ir.ts';
 import type { CallerAnswerContext, StreamEncoder } from '../../protocol.ts';
-import { BlockSequencer } from '../../sequencer.ts';
+import { sequencedEncoder } from '../../sequencer.ts';
 import { sseEvent } from '../../sse-text.ts';
 import { itemIdFor, outputItem, responseId, responseObject, statusFor } from './response.ts';
 
@@ -19,7 +19,6 @@ interface EncodedItem {
  * after another. A custom tool's input is sent once its arguments are complete.
  */
 export function createResponsesStreamEncoder(context: CallerAnswerContext): StreamEncoder {
-  const sequencer = new BlockSequencer();
   let sequence = 0;
   let id = 'resp_translated';
   let started = false;
@@ -155,14 +154,5 @@ export function createResponsesStreamEncoder(context: CallerAnswerContext): Stre
     }
   }
 
-  return {
-    encode(part) {
-      let text = '';
-      for (const next of sequencer.push(part)) text += encodeOne(next);
-      return text;
-    },
-    get eventCount() {
-      return sequence;
-    },
-  };
+  return sequencedEncoder(encodeOne, () => sequence);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatMoney, MoneySchema, moneyToDecimalString, parseMoney } from './money.ts';
+import { currencyExponent, formatMoney, MoneySchema, moneyToDecimalString, parseMoney } from './money.ts';
 import { formatQuantity, parseQuantity, Quantity, QuantityError, SignedQuantity } from './quantity.ts';
 
 describe('integer-string quantities', () => {
@@ -37,10 +37,10 @@ describe('integer-string quantities', () => {
 
 describe('money', () => {
   it('keeps minor units, currency and exponent exactly', () => {
-    const money = MoneySchema.parse({ amount: '123456789012345678901', currency: 'EUR', exponent: 2 });
-    expect(money.amount).toBe(123456789012345678901n);
-    expect(formatMoney(money)).toEqual({ amount: '123456789012345678901', currency: 'EUR', exponent: 2 });
-    expect(moneyToDecimalString(money)).toBe('1234567890123456789.01');
+    const money = MoneySchema.parse({ amount: '9223372036854775807', currency: 'EUR', exponent: 2 });
+    expect(money.amount).toBe(9223372036854775807n);
+    expect(formatMoney(money)).toEqual({ amount: '9223372036854775807', currency: 'EUR', exponent: 2 });
+    expect(moneyToDecimalString(money)).toBe('92233720368547758.07');
   });
 
   it('renders small amounts with leading zeros', () => {
@@ -54,7 +54,28 @@ describe('money', () => {
     { amount: '1999', currency: 'usd', exponent: 2 },
     { amount: '1999', currency: 'USD', exponent: 2.5 },
     { amount: '1999', currency: 'USD', exponent: 2, extra: true },
+    // Past what a Postgres bigint keeps.
+    { amount: '9223372036854775808', currency: 'USD', exponent: 2 },
+    // Exponents other than the currency's own ISO 4217 minor units.
+    { amount: '1900', currency: 'USD', exponent: 0 },
+    { amount: '999', currency: 'JPY', exponent: 2 },
+    { amount: '1000', currency: 'BHD', exponent: 2 },
+    // Not a currency, or one with no minor unit (gold).
+    { amount: '1', currency: 'ABC', exponent: 2 },
+    { amount: '1', currency: 'XAU', exponent: 0 },
   ])('refuses %j', (wire) => {
     expect(MoneySchema.safeParse(wire).success).toBe(false);
+  });
+
+  it('names the exponent a currency needs', () => {
+    expect(currencyExponent('USD')).toBe(2);
+    expect(currencyExponent('JPY')).toBe(0);
+    expect(currencyExponent('KWD')).toBe(3);
+    expect(currencyExponent('XAU')).toBeNull();
+    const refused = MoneySchema.safeParse({ amount: '1900', currency: 'USD', exponent: 0 });
+    expect(refused.error?.issues).toEqual([
+      expect.objectContaining({ path: ['exponent'], message: expect.stringContaining('use exponent 2') }),
+    ]);
+    expect(() => parseMoney({ amount: '999', currency: 'JPY', exponent: 2 })).toThrow(/exponent 0/);
   });
 });

@@ -11,6 +11,19 @@ const POSITIVE = /^[1-9][0-9]*$/;
 /** The one definition of an integer string, for schemas that keep the string (no bigint). */
 export const INTEGER_STRING = { unsigned: UNSIGNED, signed: SIGNED, positive: POSITIVE } as const;
 
+/**
+ * The largest quantity or amount kept (a Postgres bigint, 2^63-1). Every balance, grant, price and
+ * transfer stays at or below it: input past it is refused with validation_failed, and a change
+ * that would carry a balance past it is refused the same way.
+ */
+export const QUANTITY_MAX = 9_223_372_036_854_775_807n;
+
+/** Whether an integer string (either sign) fits a stored quantity. Never throws. */
+export function fitsStoredQuantity(value: string): boolean {
+  const digits = /^-?([0-9]{1,19})$/.exec(value)?.[1];
+  return digits !== undefined && BigInt(digits) <= QUANTITY_MAX;
+}
+
 export class QuantityError extends Error {
   constructor(value: unknown) {
     super(`not an integer quantity: ${JSON.stringify(String(value)).slice(0, 40)}`);

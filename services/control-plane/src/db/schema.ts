@@ -5,6 +5,7 @@ import type { AuditLogTable } from '../modules/audit/audit.table.ts';
 import type { EmailCodesTable, SessionsTable } from '../modules/auth/auth.table.ts';
 import type {
   CreditBalancesTable,
+  CreditGrantKeysTable,
   EntitlementsTable,
   HotLeasePartsTable,
   HotLeasesTable,
@@ -42,6 +43,7 @@ export interface Database {
   packages: PackagesTable;
   entitlements: EntitlementsTable;
   credit_balances: CreditBalancesTable;
+  credit_grant_keys: CreditGrantKeysTable;
   reservations: ReservationsTable;
   ledger_entries: LedgerEntriesTable;
   hot_leases: HotLeasesTable;

@@ -36,6 +36,9 @@ const HINTS = {
   scope: ['priced'],
   aliases: ['tokens-only'],
   baseUrl: 'https://example.test/v1',
+  // Money must carry its currency's own exponent (ISO 4217).
+  currency: 'USD',
+  exponent: 2,
 };
 
 beforeAll(async () => {

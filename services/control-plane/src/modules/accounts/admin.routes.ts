@@ -151,7 +151,8 @@ const grantRoute = createRoute({
   tags: ['admin'],
   summary: 'Grant a package or credit to an account, with a required note (admin)',
   description:
-    'A package grant with Idempotency-Key is granted once; a repeat answers the first entitlement.',
+    'With Idempotency-Key a grant (package or credit) is made once: a repeat answers replay: true (and the ' +
+    'first entitlement of a package grant) and grants nothing; the key reused for another grant is 422.',
   security: SESSION_AND_CSRF,
   middleware: [requireSession(), requireRole('admin')] as const,
   request: { params: AccountIdParam, headers: IdempotencyHeaders, body: json(AdminGrantRequest) },

@@ -75,7 +75,10 @@ export async function changeAccountReseller(
 
 export type AdminGrant = { packageId: string } | { credits: bigint };
 
-/** Grants a package or credit out of nothing (the operator's own stock), with a required note. */
+/**
+ * Grants a package or credit out of nothing (the operator's own stock), with a required note.
+ * With an Idempotency-Key either kind is granted once: a repeat answers `replay: true`.
+ */
 export async function grantToAccount(
   deps: Dependencies,
   actor: Actor,
@@ -88,8 +91,14 @@ export async function grantToAccount(
   const cause = `admin ${actor.accountId}: ${note}`;
   let outcome: { entitlementId: string | null; replay: boolean };
   if ('credits' in grant) {
-    await changeCredit(deps, { accountId: account.id, amount: grant.credits, kind: 'grant', cause });
-    outcome = { entitlementId: null, replay: false };
+    const { replay } = await changeCredit(deps, {
+      accountId: account.id,
+      amount: grant.credits,
+      kind: 'grant',
+      cause,
+      ...(idempotencyKey ? { idempotencyKey: `admin:${idempotencyKey}` } : {}),
+    });
+    outcome = { entitlementId: null, replay };
   } else {
     outcome = await grantPackage(deps, {
       accountId: account.id,

@@ -202,6 +202,25 @@ export function findEntitlementByIdempotencyKey(db: Db, key: string) {
   return db.selectFrom('entitlements').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
 }
 
+/** Claims a credit grant's idempotency key; undefined when it was claimed before (then read it). */
+export function claimCreditGrantKey(
+  trx: Transaction<Database>,
+  key: string,
+  accountId: string,
+  amount: bigint,
+) {
+  return trx
+    .insertInto('credit_grant_keys')
+    .values({ idempotency_key: key, account_id: accountId, amount })
+    .onConflict((conflict) => conflict.column('idempotency_key').doNothing())
+    .returning('idempotency_key')
+    .executeTakeFirst();
+}
+
+export function findCreditGrantKey(db: Db, key: string) {
+  return db.selectFrom('credit_grant_keys').selectAll().where('idempotency_key', '=', key).executeTakeFirst();
+}
+
 /** Credit grant or adjustment, written with its ledger row. The account must be locked. */
 export async function changeCredit(
   trx: Transaction<Database>,

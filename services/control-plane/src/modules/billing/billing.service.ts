@@ -1,10 +1,12 @@
 import { AppError } from '@tollgate/errors';
-import type {
-  FinishBatchRequest,
-  FinishBatchResponse,
-  ReserveBatchRequest,
-  ReserveBatchResponse,
+import {
+  type FinishBatchRequest,
+  type FinishBatchResponse,
+  QUANTITY_MAX,
+  type ReserveBatchRequest,
+  type ReserveBatchResponse,
 } from '@tollgate/schemas';
+import { isOutOfRange } from '../../db/errors.ts';
 import type { Dependencies } from '../../deps.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import * as repository from './billing.repository.ts';
@@ -54,6 +56,7 @@ export async function grantPackage(
   if (input.idempotencyKey) {
     const existing = await repository.findEntitlementByIdempotencyKey(deps.db, input.idempotencyKey);
     if (existing) return sameGrantOrConflict(existing, input);
+    if (await repository.findCreditGrantKey(deps.db, input.idempotencyKey)) throw keyUsedElsewhere();
   }
   const pack = await findPackage(deps, input.packageId);
   const now = deps.clock.now();
@@ -87,27 +90,71 @@ function sameGrantOrConflict(
   input: GrantPackageInput,
 ): { entitlementId: string; replay: boolean } {
   if (existing.account_id !== input.accountId || existing.package_id !== input.packageId) {
-    throw AppError.validation({ idempotencyKey: ['This key was already used for a different grant.'] });
+    throw keyUsedElsewhere();
   }
   return { entitlementId: existing.id, replay: true };
 }
 
-/** Adds credit (positive) or corrects it (adjustment, either sign; never below zero). */
+function keyUsedElsewhere(): AppError {
+  return AppError.validation({ idempotencyKey: ['This key was already used for a different grant.'] });
+}
+
+/** The refusal of a change that would carry a balance past what it can hold (QUANTITY_MAX). */
+export function balanceTooLarge(field: string): AppError {
+  return AppError.validation({
+    [field]: [`The balance would pass the largest amount an account can hold (${QUANTITY_MAX}).`],
+  });
+}
+
+export interface ChangeCreditInput {
+  accountId: string;
+  amount: bigint;
+  kind: 'grant' | 'adjustment';
+  cause: string;
+  /** A repeat with the same key grants nothing more (grants only). */
+  idempotencyKey?: string;
+}
+
+/**
+ * Adds credit (positive) or corrects it (adjustment, either sign; never below zero, never past
+ * QUANTITY_MAX). With an idempotency key, a repeat of the same grant answers `replay` and grants
+ * nothing; the key used for another grant is validation_failed.
+ */
 export async function changeCredit(
   deps: Dependencies,
-  input: { accountId: string; amount: bigint; kind: 'grant' | 'adjustment'; cause: string },
-): Promise<void> {
+  input: ChangeCreditInput,
+): Promise<{ replay: boolean }> {
+  const field = input.kind === 'grant' ? 'credits' : 'amount';
   if (input.kind === 'grant' && input.amount <= 0n)
-    throw AppError.validation({ amount: ['Must be positive.'] });
-  await deps.db.transaction().execute(async (trx) => {
+    throw AppError.validation({ [field]: ['Must be positive.'] });
+  const key = input.kind === 'grant' ? input.idempotencyKey : undefined;
+  const replay = await deps.db.transaction().execute(async (trx) => {
     await repository.lockAccount(trx, input.accountId, deps.hot);
+    if (key) {
+      if (await repository.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
+      // Two grants of one key to one account wait on the account lock; to two accounts, on the key.
+      const claimed = await repository
+        .claimCreditGrantKey(trx, key, input.accountId, input.amount)
+        .catch((error: unknown) => {
+          if ((error as { code?: string }).code === '23505') throw keyUsedElsewhere();
+          throw error;
+        });
+      if (!claimed) {
+        const first = await repository.findCreditGrantKey(trx, key);
+        if (first?.account_id !== input.accountId || first.amount !== input.amount) throw keyUsedElsewhere();
+        return true;
+      }
+    }
     try {
       await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
     } catch (error) {
       if (error instanceof RangeError)
-        throw AppError.validation({ amount: ['The balance would go below zero.'] });
+        throw AppError.validation({ [field]: ['The balance would go below zero.'] });
+      if (isOutOfRange(error)) throw balanceTooLarge(field);
       throw error;
     }
+    return false;
   });
-  await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
+  if (!replay) await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
+  return { replay };
 }

@@ -26,6 +26,14 @@ export interface CreditBalancesTable {
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
+/** A credit grant's Idempotency-Key, claimed with the grant (migration 0014). */
+export interface CreditGrantKeysTable {
+  idempotency_key: string;
+  account_id: string;
+  amount: bigint;
+  created_at: Created;
+}
+
 export interface ReservationLeg {
   source: 'entitlement' | 'credit';
   entitlementId?: string;

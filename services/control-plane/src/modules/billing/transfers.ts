@@ -1,7 +1,9 @@
 import { AppError } from '@tollgate/errors';
 import type { Transaction } from 'kysely';
+import { isOutOfRange } from '../../db/errors.ts';
 import type { Database } from '../../db/schema.ts';
 import { changeCredit, insertEntitlement, type LeaseRecall, lockAccount } from './billing.repository.ts';
+import { balanceTooLarge } from './billing.service.ts';
 
 /**
  * Transfers between two accounts (a reseller handing its own holdings to a customer). Both sides
@@ -30,7 +32,10 @@ export async function transferCredit(
     if (error instanceof RangeError) throw new AppError('insufficient_credits');
     throw error;
   }
-  await changeCredit(trx, input.to, input.amount, 'grant', input.cause);
+  await changeCredit(trx, input.to, input.amount, 'grant', input.cause).catch((error: unknown) => {
+    // The caller's transaction rolls back the giver's side too.
+    throw isOutOfRange(error) ? balanceTooLarge('credits') : error;
+  });
 }
 
 /**

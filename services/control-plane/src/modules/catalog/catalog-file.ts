@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import {
+  checkMoney,
   DEFAULT_PROVIDER_SECRET_PREFIX,
+  fitsStoredQuantity,
   INTEGER_STRING,
-  MoneyWireSchema,
+  MoneyWireShape,
   PROTOCOLS,
   PROVIDER_KINDS,
   providerCredentialProblem,
@@ -21,11 +23,11 @@ const Id = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'lower-case letters, digits, dot, dash, underscore');
 const Count = z.union([
-  z.string().regex(INTEGER_STRING.positive),
+  z.string().regex(INTEGER_STRING.positive).refine(fitsStoredQuantity, 'Too large.'),
   z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
 ]);
 const Price = z.union([
-  z.string().regex(INTEGER_STRING.unsigned),
+  z.string().regex(INTEGER_STRING.unsigned).refine(fitsStoredQuantity, 'Too large.'),
   z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
 ]);
 const Positive = z.number().int().positive();
@@ -78,7 +80,10 @@ export const CatalogFile = z
             requests_per_minute: Positive.nullable().default(null),
             concurrency: Positive.nullable().default(null),
             // The file also takes a plain YAML number as the amount.
-            price: MoneyWireSchema.extend({ amount: Price }).strict(),
+            price: z
+              .object({ ...MoneyWireShape, amount: Price })
+              .strict()
+              .superRefine(checkMoney),
             published: z.boolean().default(true),
           })
           .strict(),

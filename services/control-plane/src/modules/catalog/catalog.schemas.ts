@@ -1,12 +1,9 @@
 import { z } from '@hono/zod-openapi';
-import { INTEGER_STRING, MoneyWireSchema, PROTOCOLS } from '@tollgate/schemas';
+import { checkMoney, fitsStoredQuantity, INTEGER_STRING, MoneyWireShape, PROTOCOLS } from '@tollgate/schemas';
 
 // Bounded to the Postgres column ranges, so an oversized value is refused here rather than by the database.
-const PG_BIGINT_MAX = 9_223_372_036_854_775_807n;
 const INT4_MAX = 2_147_483_647;
-// Checked on its own (zod runs refinements even after a failed regex), so never throws.
-const fitsBigint = (value: string) => /^[0-9]{1,19}$/.test(value) && BigInt(value) <= PG_BIGINT_MAX;
-const IntegerString = z.string().regex(INTEGER_STRING.unsigned).refine(fitsBigint, 'Too large.');
+const IntegerString = z.string().regex(INTEGER_STRING.unsigned).refine(fitsStoredQuantity, 'Too large.');
 const Int4 = z.number().int().positive().max(INT4_MAX);
 
 export const PublicModelView = z
@@ -23,7 +20,7 @@ export const PublicModelView = z
   .openapi('CatalogModel');
 
 // The shared wire shape, wrapped by this module's zod so it can carry its OpenAPI name.
-export const MoneyView = z.object(MoneyWireSchema.shape).openapi('Money');
+export const MoneyView = z.object(MoneyWireShape).openapi('Money');
 
 export const PublicPackageView = z
   .object({
@@ -86,7 +83,7 @@ export const PutProviderRequest = z
 export const PutPackageRequest = z
   .object({
     name: z.string().min(1),
-    tokens: z.string().regex(INTEGER_STRING.positive).refine(fitsBigint, 'Too large.'),
+    tokens: z.string().regex(INTEGER_STRING.positive).refine(fitsStoredQuantity, 'Too large.'),
     validityDays: Int4.nullable(),
     aliases: z.array(z.string()).nullable(),
     ceilings: z.object({
@@ -94,8 +91,8 @@ export const PutPackageRequest = z
       requestsPerMinute: Int4.nullable(),
       concurrency: Int4.nullable(),
     }),
-    // The amount is a Postgres bigint: bounded here, not by the database.
-    price: MoneyWireSchema.extend({ amount: IntegerString }),
+    // The amount is a Postgres bigint: bounded here, not by the database. The exponent is the currency's own.
+    price: z.object({ ...MoneyWireShape, amount: IntegerString }).superRefine(checkMoney),
     published: z.boolean(),
   })
   .openapi('PutPackageRequest');

@@ -1,10 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
+import { QUANTITY_MAX } from '@tollgate/schemas';
 import type { Selectable, Transaction } from 'kysely';
 import type { PaymentProviderId } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
+import { readBalance } from '../billing/reports.service.ts';
 import { findPaymentOfOrder, findPaymentsOfOrders } from '../payments/payments.service.ts';
 import type { PaymentsTable } from '../payments/payments.table.ts';
 import { priceOf } from '../promotions/pricing.ts';
@@ -45,11 +47,18 @@ export async function createOrder(
   const pack = await findPublishedPackage(deps, input.packageId);
   const now = deps.clock.now();
   const orderId = randomUUID();
+  // Read before the transaction: the embedded database has one connection, held by the transaction.
+  const credits = input.promotionCode ? await creditsHeld(deps, accountId) : 0n;
   const order = await deps.db.transaction().execute(async (trx) => {
     const promotion = input.promotionCode
       ? await holdPromotion(trx, { code: input.promotionCode, pack, accountId, orderId, now })
       : null;
     const pricing = priceOf(pack, promotion);
+    // The payment could never be granted: refused now rather than failing once paid.
+    if (credits + pricing.bonusCredits > QUANTITY_MAX)
+      throw AppError.validation({
+        promotionCode: ['The bonus of this code is more credit than this account can hold.'],
+      });
     const row = await repository.insertOrder(trx, {
       id: orderId,
       account_id: accountId,
@@ -78,6 +87,12 @@ export async function createOrder(
     return readAnyOrder(deps, order.id);
   }
   return { order, payment: null };
+}
+
+/** Credit the account holds, spendable or reserved. */
+async function creditsHeld(deps: Dependencies, accountId: string): Promise<bigint> {
+  const balance = await readBalance(deps, accountId);
+  return BigInt(balance.remaining.credits) + BigInt(balance.reserved.credits);
 }
 
 /** The caller's own order; another account's is not_found, never a hint that it exists. */

@@ -1,4 +1,5 @@
 import { AppError } from '@tollgate/errors';
+import { QUANTITY_MAX } from '@tollgate/schemas';
 import type { Selectable } from 'kysely';
 import type { PackagesTable } from '../catalog/catalog.table.ts';
 import type { PromotionsTable } from './promotions.table.ts';
@@ -71,6 +72,9 @@ export function checkApplicable(
     return refuse(`This code applies only to prices in ${promotion.currency}.`);
   if (promotion.min_amount !== null && pack.price_amount < promotion.min_amount)
     return refuse('The price is below the minimum amount of this code.');
+  // An entitlement holds at most QUANTITY_MAX tokens: an order past it could never be granted.
+  if (promotion.kind === 'bonus_tokens' && pack.tokens + (promotion.bonus ?? 0n) > QUANTITY_MAX)
+    return refuse('The bonus of this code is too large for this package.');
   if (promotion.total_limit !== null && promotion.held >= promotion.total_limit)
     return refuse('This code has been fully redeemed.');
   if (promotion.per_account_limit !== null && context.accountUses >= promotion.per_account_limit)

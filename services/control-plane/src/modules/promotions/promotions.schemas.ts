@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MoneySchema } from '@tollgate/schemas';
+import { fitsStoredQuantity, MoneySchema } from '@tollgate/schemas';
 import { MoneyView } from '../orders/orders.schemas.ts';
 import type { PromotionRow } from './pricing.ts';
 
@@ -43,6 +43,7 @@ export const CreatePromotionRequest = z
     bonus: z
       .string()
       .regex(/^[1-9][0-9]*$/, 'A positive integer string.')
+      .refine(fitsStoredQuantity, 'Too large.')
       .optional()
       .openapi({
         description: 'bonus_tokens: tokens added to the entitlement; bonus_credit: credit units granted',

@@ -5,15 +5,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type TestClient } from '../modules/auth/test-client.ts';
+import { createClient, type TestClient } from '../../test/client.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
 import {
   createManagementKey,
   type Member,
   managementCall,
   member,
   seedCatalog,
-} from '../modules/resellers/resellers.test-support.ts';
-import { createTestContext, type TestContext } from '../testing.ts';
+} from '../../test/resellers.ts';
 
 type Scope =
   | 'customers:read'

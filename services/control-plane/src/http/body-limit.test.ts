@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import { type Listening, listen } from '@tollgate/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../testing.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
 
 const LIMIT = 4096;
 const LARGE_LIMIT = 200_000;

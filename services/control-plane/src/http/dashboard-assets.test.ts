@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../testing.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
 
 let folder: string;
 let built: TestContext;

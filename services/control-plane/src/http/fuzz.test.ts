@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setAccountRoles } from '../modules/accounts/accounts.service.ts';
-import { createClient, type TestClient, uniqueEmail } from '../modules/auth/test-client.ts';
-import { seedCatalog } from '../modules/billing/billing.test-support.ts';
-import { createTestContext, type TestContext } from '../testing.ts';
+import { seedCatalog } from '../../test/billing.ts';
+import { createClient, type TestClient, uniqueEmail } from '../../test/client.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
 import {
   type Document,
   deeplyNested,
@@ -13,7 +12,8 @@ import {
   PATH_IDS,
   resolve,
   sample,
-} from './fuzz-inputs.ts';
+} from '../../test/fuzz-inputs.ts';
+import { setAccountRoles } from '../modules/accounts/accounts.service.ts';
 
 // No input a client can send gives a 5xx. Every route of the published OpenAPI document is
 // walked (so routes added later are fuzzed too) with a signed-in admin's session and CSRF token:

@@ -10,10 +10,10 @@ import {
   type Shopper,
   seedCommerceCatalog,
   shopper,
-} from '../modules/orders/commerce.test-support.ts';
-import { customerOf, fundedReseller } from '../modules/resellers/resellers.test-support.ts';
-import { balancesOf } from '../test-kit.ts';
-import { createTestContext, type TestContext } from '../testing.ts';
+} from '../../test/commerce.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
+import { balancesOf } from '../../test/kit.ts';
+import { customerOf, fundedReseller } from '../../test/resellers.ts';
 
 const MAX = '9223372036854775807';
 const PAST_MAX = '9223372036854775808';

@@ -1,6 +1,6 @@
 /** Every operation of the served OpenAPI document has an operationId, unique across it. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../testing.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
 import { operationIdOf, withOperationIds } from './openapi.ts';
 
 let context: TestContext;

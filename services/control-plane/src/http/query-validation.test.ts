@@ -4,10 +4,10 @@
  * without a range covers the last 30 days.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, type TestClient, uniqueEmail } from '../../test/client.ts';
+import { createTestContext, type TestContext } from '../../test/context.ts';
 import { findAccountByEmail, setAccountRoles } from '../modules/accounts/accounts.service.ts';
-import { createClient, type TestClient, uniqueEmail } from '../modules/auth/test-client.ts';
 import { summaryRange } from '../modules/billing/billing.schemas.ts';
-import { createTestContext, type TestContext } from '../testing.ts';
 
 let context: TestContext;
 let client: TestClient;

@@ -1,15 +1,15 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { uniqueEmail } from '../auth/test-client.ts';
-import { verifyLedger } from '../billing/ledger-check.ts';
+import { uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import {
   createManagementKey,
   type Member,
   managementCall,
   member,
   seedCatalog,
-} from '../resellers/resellers.test-support.ts';
+} from '../../../test/resellers.ts';
+import { verifyLedger } from '../billing/ledger-check.ts';
 
 let context: TestContext;
 let admin: Member;

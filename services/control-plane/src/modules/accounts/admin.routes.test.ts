@@ -1,8 +1,8 @@
 import { apiKeyDigest } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
+import { createClient, expectNowhere, type TestClient, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { findKeyByDigest } from '../api-keys/api-keys.service.ts';
-import { createClient, expectNowhere, type TestClient, uniqueEmail } from '../auth/test-client.ts';
 import { findAccountByEmail, setAccountRoles } from './accounts.service.ts';
 
 let context: TestContext;

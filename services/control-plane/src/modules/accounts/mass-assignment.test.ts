@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { balancesOf } from '../../test-kit.ts';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { createClient, latestRegisterCode, uniqueEmail } from '../auth/test-client.ts';
+import { createClient, latestRegisterCode, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { balancesOf } from '../../../test/kit.ts';
+import { type Member, managementCall, member, seedCatalog } from '../../../test/resellers.ts';
 import { verifyLedger } from '../billing/ledger-check.ts';
-import { type Member, managementCall, member, seedCatalog } from '../resellers/resellers.test-support.ts';
 
 let context: TestContext;
 let admin: Member;

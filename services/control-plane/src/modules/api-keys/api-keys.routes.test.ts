@@ -1,13 +1,13 @@
 import { apiKeyDigest, isWellFormedApiKey, KeyStatus } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   createClient,
   expectNowhere,
   receivedBodies,
   type TestClient,
   uniqueEmail,
-} from '../auth/test-client.ts';
+} from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { syncCatalog } from '../catalog/catalog.service.ts';
 import { parseCatalog } from '../catalog/catalog-file.ts';
 import { findKeyByDigest } from './api-keys.service.ts';

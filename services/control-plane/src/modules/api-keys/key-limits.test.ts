@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedCatalog } from '../../../test/billing.ts';
+import { createClient, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { UsageError } from '../../cli/arguments.ts';
 import { COMMANDS } from '../../cli/commands.ts';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import { setAccountRoles } from '../accounts/accounts.service.ts';
-import { createClient, uniqueEmail } from '../auth/test-client.ts';
 import { grantPackage } from '../billing/billing.service.ts';
-import { seedCatalog } from '../billing/billing.test-support.ts';
 
 // Customers choose key ceilings only within what the operator allows (account maxima, plan
 // ceilings) and scope keys only to aliases that exist.

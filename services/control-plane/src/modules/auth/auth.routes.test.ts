@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   createClient,
   expectNowhere,
   latestEmailText,
   latestRegisterCode,
   uniqueEmail,
-} from './test-client.ts';
+} from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 let context: TestContext;
 const passwords: string[] = [];

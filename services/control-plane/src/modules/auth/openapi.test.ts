@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 let context: TestContext;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { createClient, randomIp, uniqueEmail } from './test-client.ts';
+import { createClient, randomIp, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 // Throttles must hold when the attempts arrive at once, not only one after another: each slot is
 // taken atomically before the guarded check runs.

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { createClient, expectNowhere, randomIp, uniqueEmail } from './test-client.ts';
+import { createClient, expectNowhere, randomIp, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 let context: TestContext;
 const passwords: string[] = [];

@@ -1,5 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   balancesOf,
   createFundedKey,
@@ -10,7 +9,8 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from './billing.test-support.ts';
+} from '../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 /** Exactness under concurrency, whichever engine answers: Postgres alone, or the hot tier. */
 describe.each(ENGINES)('%s', (_engine, hotTier) => {

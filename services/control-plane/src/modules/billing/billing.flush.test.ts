@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   balancesOf,
   createFundedKey,
@@ -9,7 +8,8 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from './billing.test-support.ts';
+} from '../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 let context: TestContext;
 let api: ReturnType<typeof internalApi>;

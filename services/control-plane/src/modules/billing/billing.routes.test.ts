@@ -2,10 +2,6 @@ import { apiKeyDigest, GatewayCatalog, KeyStatus, ResolvedKey } from '@tollgate/
 import { SignJWT } from 'jose';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
-import { createClient, type TestClient, uniqueEmail } from '../auth/test-client.ts';
-import { changeCredit, grantPackage } from './billing.service.ts';
 import {
   endItem,
   type FundedKey,
@@ -13,7 +9,11 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from './billing.test-support.ts';
+} from '../../../test/billing.ts';
+import { createClient, type TestClient, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
+import { changeCredit, grantPackage } from './billing.service.ts';
 
 let context: TestContext;
 let api: ReturnType<typeof internalApi>;

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import {
   balancesOf,
   createFundedKey,
@@ -13,7 +11,9 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from './billing.test-support.ts';
+} from '../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import { listHeld } from './holds.service.ts';
 import { reconcileOnce } from './reconciler.ts';
 

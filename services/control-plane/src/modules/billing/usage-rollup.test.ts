@@ -2,8 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { FinishItem } from '@tollgate/schemas';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import * as repository from './billing.repository.ts';
 import {
   createFundedKey,
   type FundedKey,
@@ -11,7 +9,9 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from './billing.test-support.ts';
+} from '../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import * as repository from './billing.repository.ts';
 import { summarizeUsage } from './reports.service.ts';
 import { advanceUsageRollupOnce } from './usage-rollup.ts';
 

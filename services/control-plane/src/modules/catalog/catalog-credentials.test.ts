@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
+import { createClient, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { setAccountRoles } from '../accounts/accounts.service.ts';
-import { createClient, uniqueEmail } from '../auth/test-client.ts';
 import { CatalogFileError, parseCatalog } from './catalog-file.ts';
 
 // A provider's credential is a name the gateway sends to the provider's base URL: only names in

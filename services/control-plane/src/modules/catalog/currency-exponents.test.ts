@@ -4,8 +4,8 @@
  * 0 would be charged USD 0.19 by Stripe, JPY with exponent 2 a hundred times too much.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { commerceEnv, type Shopper, seedCommerceCatalog, shopper } from '../orders/commerce.test-support.ts';
+import { commerceEnv, type Shopper, seedCommerceCatalog, shopper } from '../../../test/commerce.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { CatalogFileError, parseCatalog } from './catalog-file.ts';
 
 let context: TestContext;

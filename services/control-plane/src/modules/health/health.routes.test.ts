@@ -2,9 +2,9 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import type { Database } from '../../db/schema.ts';
 import type { AppEnv } from '../../http/env.ts';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import { healthRoutes } from './health.routes.ts';
 
 let context: TestContext;

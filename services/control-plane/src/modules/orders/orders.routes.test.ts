@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   commerceEnv,
   createPromotionAs,
@@ -9,7 +8,8 @@ import {
   type Shopper,
   seedCommerceCatalog,
   shopper,
-} from './commerce.test-support.ts';
+} from '../../../test/commerce.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 
 let context: TestContext;
 let admin: Shopper;

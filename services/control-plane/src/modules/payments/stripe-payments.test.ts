@@ -1,6 +1,5 @@
 import { type StripeFake, startStripeFake } from '@tollgate/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   commerceEnv,
   deliverWebhook,
@@ -9,7 +8,8 @@ import {
   type Shopper,
   seedCommerceCatalog,
   shopper,
-} from '../orders/commerce.test-support.ts';
+} from '../../../test/commerce.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { reconcilePaymentsOnce } from './payment-reconciler.ts';
 
 let context: TestContext;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
 import {
   commerceEnv,
   createPromotionAs,
@@ -7,7 +6,8 @@ import {
   type Shopper,
   seedCommerceCatalog,
   shopper,
-} from '../orders/commerce.test-support.ts';
+} from '../../../test/commerce.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { reconcilePaymentsOnce } from '../payments/payment-reconciler.ts';
 
 let context: TestContext;

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { balancesOf } from '../../test-kit.ts';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { verifyLedger } from '../billing/ledger-check.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { balancesOf } from '../../../test/kit.ts';
 import {
   createManagementKey,
   customerOf,
@@ -10,7 +9,8 @@ import {
   managementCall,
   member,
   seedCatalog,
-} from './resellers.test-support.ts';
+} from '../../../test/resellers.ts';
+import { verifyLedger } from '../billing/ledger-check.ts';
 
 let context: TestContext;
 let admin: Member;

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { expectNowhere } from '../auth/test-client.ts';
-import { verifyLedger } from '../billing/ledger-check.ts';
+import { expectNowhere } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import {
   createManagementKey,
   customerOf,
@@ -11,7 +10,8 @@ import {
   managementSecrets,
   member,
   seedCatalog,
-} from './resellers.test-support.ts';
+} from '../../../test/resellers.ts';
+import { verifyLedger } from '../billing/ledger-check.ts';
 
 let context: TestContext;
 let admin: Member;

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { balancesOf } from '../../test-kit.ts';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { createClient, latestEmailText, uniqueEmail } from '../auth/test-client.ts';
-import { verifyLedger } from '../billing/ledger-check.ts';
+import { createClient, latestEmailText, uniqueEmail } from '../../../test/client.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { balancesOf } from '../../../test/kit.ts';
 import {
   customerOf,
   fundedReseller as fundedResellerOf,
   type Member,
   member,
   seedCatalog,
-} from './resellers.test-support.ts';
+} from '../../../test/resellers.ts';
+import { verifyLedger } from '../billing/ledger-check.ts';
 
 let context: TestContext;
 let admin: Member;

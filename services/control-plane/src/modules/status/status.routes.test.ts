@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { GatewayHeartbeat } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../testing.ts';
-import { internalApi, seedCatalog } from '../billing/billing.test-support.ts';
+import { internalApi, seedCatalog } from '../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { sampleOnce } from './status.service.ts';
 
 interface Component {

@@ -1,6 +1,5 @@
 import { type LocalRedisCluster, startRedisCluster } from '@tollgate/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../../testing.ts';
 import {
   balancesOf,
   createFundedKey,
@@ -9,7 +8,8 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from '../billing.test-support.ts';
+} from '../../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../../test/context.ts';
 
 /**
  * The hot tier on a Redis Cluster: every script touches one account's keys (one hash tag), so

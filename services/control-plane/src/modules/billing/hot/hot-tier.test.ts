@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestContext, type TestContext } from '../../../testing.ts';
-import { changeKeyStatus } from '../../api-keys/api-keys.service.ts';
-import { changeCredit, grantPackage } from '../billing.service.ts';
 import {
   balancesOf,
   createFundedKey,
@@ -14,7 +11,10 @@ import {
   reserveItem,
   seedCatalog,
   settleItem,
-} from '../billing.test-support.ts';
+} from '../../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../../test/context.ts';
+import { changeKeyStatus } from '../../api-keys/api-keys.service.ts';
+import { changeCredit, grantPackage } from '../billing.service.ts';
 import { clawBackOrderGrant } from '../order-grants.ts';
 import { reconcileOnce } from '../reconciler.ts';
 import { openHotTier } from './hot-tier.ts';

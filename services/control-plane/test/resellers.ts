@@ -1,8 +1,9 @@
 /** Fixtures of the reseller tests: signed-in members of every kind and management-key calls. */
-import type { TestContext } from '../../testing.ts';
-import { setAccountRoles } from '../accounts/accounts.service.ts';
-import { createClient, type TestClient, uniqueEmail } from '../auth/test-client.ts';
-import { seedCatalog } from '../billing/billing.test-support.ts';
+
+import { setAccountRoles } from '../src/modules/accounts/accounts.service.ts';
+import { seedCatalog } from './billing.ts';
+import { createClient, type TestClient, uniqueEmail } from './client.ts';
+import type { TestContext } from './context.ts';
 
 export { seedCatalog };
 

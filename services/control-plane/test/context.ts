@@ -12,14 +12,14 @@ import {
   testSecrets,
 } from '@tollgate/test-harness';
 import { inject } from 'vitest';
-import { loadConfig } from './config.ts';
-import { openDatabase } from './db/database.ts';
-import { migrateToLatest } from './db/migrate.ts';
-import type { Clock, Dependencies } from './deps.ts';
-import { createMemoryPublisher, withCatalogHook } from './events.ts';
-import { createPublicApp } from './http/app.ts';
-import { createInternalApi } from './http/internal-api.ts';
-import { openHotTier } from './modules/billing/hot/hot-tier.ts';
+import { loadConfig } from '../src/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import type { Clock, Dependencies } from '../src/deps.ts';
+import { createMemoryPublisher, withCatalogHook } from '../src/events.ts';
+import { createPublicApp } from '../src/http/app.ts';
+import { createInternalApi } from '../src/http/internal-api.ts';
+import { openHotTier } from '../src/modules/billing/hot/hot-tier.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms; back with a negative amount). Real time keeps running underneath. */

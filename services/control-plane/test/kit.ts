@@ -3,15 +3,15 @@
  * service tests, test-e2e). Not part of the runtime.
  */
 import type { Kysely } from 'kysely';
-import type { Database } from './db/schema.ts';
-import { leaseSplit, withLease } from './modules/billing/balances.ts';
-import type { HotTier } from './modules/billing/hot/hot-tier.ts';
+import type { Database } from '../src/db/schema.ts';
+import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
+import type { HotTier } from '../src/modules/billing/hot/hot-tier.ts';
 
-export { createAccount, setAccountRoles } from './modules/accounts/accounts.service.ts';
-export { changeKeyStatus, createKey, rotateKey } from './modules/api-keys/api-keys.service.ts';
-export { changeCredit, grantPackage } from './modules/billing/billing.service.ts';
-export { verifyLedger } from './modules/billing/ledger-check.ts';
-export { type RunningControlPlane, startControlPlane } from './server.ts';
+export { createAccount, setAccountRoles } from '../src/modules/accounts/accounts.service.ts';
+export { changeKeyStatus, createKey, rotateKey } from '../src/modules/api-keys/api-keys.service.ts';
+export { changeCredit, grantPackage } from '../src/modules/billing/billing.service.ts';
+export { verifyLedger } from '../src/modules/billing/ledger-check.ts';
+export { type RunningControlPlane, startControlPlane } from '../src/server.ts';
 
 /**
  * Token and credit balances of an account (every entitlement, expired or not): spendable and

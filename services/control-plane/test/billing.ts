@@ -11,14 +11,14 @@ import {
   SERVICE_TOKEN_ISSUER,
 } from '@tollgate/schemas';
 import { SignJWT } from 'jose';
-import { balancesOf as balancesOfAccount } from '../../test-kit.ts';
-import type { TestContext } from '../../testing.ts';
-import { createAccount } from '../accounts/accounts.service.ts';
-import { createKey } from '../api-keys/api-keys.service.ts';
-import { syncCatalog } from '../catalog/catalog.service.ts';
-import { parseCatalog } from '../catalog/catalog-file.ts';
-import { changeCredit, grantPackage } from './billing.service.ts';
-import { verifyLedger } from './ledger-check.ts';
+import { createAccount } from '../src/modules/accounts/accounts.service.ts';
+import { createKey } from '../src/modules/api-keys/api-keys.service.ts';
+import { changeCredit, grantPackage } from '../src/modules/billing/billing.service.ts';
+import { verifyLedger } from '../src/modules/billing/ledger-check.ts';
+import { syncCatalog } from '../src/modules/catalog/catalog.service.ts';
+import { parseCatalog } from '../src/modules/catalog/catalog-file.ts';
+import type { TestContext } from './context.ts';
+import { balancesOf as balancesOfAccount } from './kit.ts';
 
 export const TEST_CATALOG = `
 providers:

@@ -4,7 +4,7 @@
  * records every body it received so tests can scan them for secrets.
  */
 import { randomInt } from 'node:crypto';
-import type { TestContext } from '../../testing.ts';
+import type { TestContext } from './context.ts';
 
 export interface TestResponse<T = unknown> {
   status: number;

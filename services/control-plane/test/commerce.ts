@@ -2,11 +2,11 @@
 import type { StripeFake } from '@tollgate/test-harness';
 import Stripe from 'stripe';
 import { expect } from 'vitest';
-import type { TestContext } from '../../testing.ts';
-import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
-import { createClient, type TestClient, uniqueEmail } from '../auth/test-client.ts';
-import { seedCatalog, TEST_CATALOG } from '../billing/billing.test-support.ts';
-import { verifyLedger } from '../billing/ledger-check.ts';
+import { findAccountByEmail, setAccountRoles } from '../src/modules/accounts/accounts.service.ts';
+import { verifyLedger } from '../src/modules/billing/ledger-check.ts';
+import { seedCatalog, TEST_CATALOG } from './billing.ts';
+import { createClient, type TestClient, uniqueEmail } from './client.ts';
+import type { TestContext } from './context.ts';
 
 export const WEBHOOK_SECRET = 'whsec_test_commerce_0123456789abcdef';
 /** Beyond 2^53: JSON numbers would lose it, strings do not. */

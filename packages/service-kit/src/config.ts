@@ -37,12 +37,20 @@ const positiveInt = z.coerce.number().int().positive();
 const withDefault = <T extends z.ZodType>(schema: T, fallback: z.input<T>) =>
   z.preprocess(blankToUndefined, schema.default(fallback as never));
 
-/** The HTTP server limits both services take from the environment (README, configuration). */
+/** The HTTP server limits both services take from the environment (docs/operations/configuration.md). */
 export const HttpServerEnv = {
-  HTTP_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 10_000),
-  HTTP_REQUEST_TIMEOUT_MS: withDefault(positiveInt, 60_000),
-  HTTP_IDLE_TIMEOUT_MS: withDefault(positiveInt, 65_000),
-  HTTP_MAX_CONNECTIONS_PER_ADDRESS: withDefault(z.coerce.number().int().min(0), 0),
+  HTTP_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 10_000).describe(
+    "Longest time to receive a request's headers; a slower client gets 408 and is cut off.",
+  ),
+  HTTP_REQUEST_TIMEOUT_MS: withDefault(positiveInt, 60_000).describe(
+    'Longest time to receive a whole request (not to answer it: streams are unaffected).',
+  ),
+  HTTP_IDLE_TIMEOUT_MS: withDefault(positiveInt, 65_000).describe(
+    'How long an idle keep-alive connection stays open.',
+  ),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: withDefault(z.coerce.number().int().min(0), 0).describe(
+    'Connections one client address may hold on the public port; `0`: no cap. The internal billing port is never capped.',
+  ),
 };
 
 export function serverLimitsOf(parsed: {

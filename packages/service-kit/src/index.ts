@@ -1,4 +1,5 @@
 export * from './config.ts';
+export * from './env-docs.ts';
 export * from './limits.ts';
 export * from './logger.ts';
 export * from './metrics-server.ts';

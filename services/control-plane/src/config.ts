@@ -18,149 +18,236 @@ const MINUTE = 60_000;
 const bool = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
 /**
- * Every setting of the control plane, read once from the environment.
- * Only this file reads process.env. The README's configuration table lists each variable.
+ * Every setting of the control plane, read once from the environment. Only this file reads
+ * process.env. Each description is what docs/operations/configuration.md says of the variable
+ * (`pnpm docs:generate` writes the page; config.docs.test.ts fails when it drifts).
  */
 export const ControlPlaneEnv = z.object({
-  CONTROL_PLANE_PORT: withDefault(port, 8081),
-  CONTROL_PLANE_HOST: withDefault(z.string(), '0.0.0.0'),
-  CONTROL_PLANE_INTERNAL_PORT: withDefault(port, 8082),
-  /** The internal billing API is for the gateway only; keep it off public interfaces. */
-  CONTROL_PLANE_INTERNAL_HOST: withDefault(z.string(), '127.0.0.1'),
-  DATABASE_URL: optional(z.string().url()),
-  DATABASE_POOL_SIZE: withDefault(positiveInt, 10),
-  /** A pooled connection idle this long is closed (pg's own default is 10 s). */
-  DATABASE_IDLE_TIMEOUT_SECONDS: withDefault(positiveInt, 10),
-  DATA_DIR: withDefault(z.string(), '.data'),
-  REDIS_URL: optional(z.string().url()),
-  /** REDIS_URL names one node of a Redis Cluster; the others are discovered. */
-  REDIS_CLUSTER: withDefault(bool, 'false'),
-  REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
-  INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
-  KEY_PEPPER: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
+  CONTROL_PLANE_PORT: withDefault(port, 8081).describe(
+    'Port of the public API (`/api/v1`) and the dashboard.',
+  ),
+  CONTROL_PLANE_HOST: withDefault(z.string(), '0.0.0.0').describe('Interface of the public API.'),
+  CONTROL_PLANE_INTERNAL_PORT: withDefault(port, 8082).describe(
+    "Port of the internal billing API (the gateway's).",
+  ),
+  CONTROL_PLANE_INTERNAL_HOST: withDefault(z.string(), '127.0.0.1').describe(
+    'Interface of the internal billing API. It is for the gateways only: never expose it publicly.',
+  ),
+  DATABASE_URL: optional(z.string().url()).describe(
+    'Postgres URL. Unset: an embedded Postgres (PGlite) in `DATA_DIR`, for development and single-machine trials.',
+  ),
+  DATABASE_POOL_SIZE: withDefault(positiveInt, 10).describe(
+    'Postgres connections in the pool (the embedded database serves one session).',
+  ),
+  DATABASE_IDLE_TIMEOUT_SECONDS: withDefault(positiveInt, 10).describe(
+    'A pooled connection idle this long is closed; the next query opens a new one.',
+  ),
+  DATA_DIR: withDefault(z.string(), '.data').describe(
+    'Folder of the embedded database (when `DATABASE_URL` is unset).',
+  ),
+  REDIS_URL: optional(z.string().url()).describe(
+    'Redis for the hot tier, shared limits and key-change events. Unset: every reservation is a Postgres transaction.',
+  ),
+  REDIS_CLUSTER: withDefault(bool, 'false').describe(
+    '`true`: `REDIS_URL` names one node of a Redis Cluster; the others are discovered.',
+  ),
+  REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:').describe(
+    "Prefix of every Redis key and channel; the gateways' must be the same.",
+  ),
+  INTERNAL_TOKEN_SECRET: z
+    .string({ error: 'is required' })
+    .min(32, 'must be at least 32 characters')
+    .describe("Shared secret that checks the gateways' service tokens; the same value as the gateways'."),
+  KEY_PEPPER: z
+    .string({ error: 'is required' })
+    .min(32, 'must be at least 32 characters')
+    .describe('Server-side pepper of the HMAC-SHA256 lookup hashes of inference and management keys.'),
   KEY_ENCRYPTION_KEY: z
     .string({ error: 'is required' })
-    .regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters'),
-  /** Provider `credential` names must start with this (the gateway reads no other names). */
-  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
-  CATALOG_FILE: optional(z.string()),
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 32 bytes as 64 hex characters')
+    .describe('32 bytes as 64 hex characters: the AES-256-GCM key of re-copyable key secrets.'),
+  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX).describe(
+    'A provider `credential` name must start with this; the catalogue file and the admin routes refuse any other (the gateways read no other).',
+  ),
+  CATALOG_FILE: optional(z.string()).describe(
+    'Catalogue file (providers, aliases, packages) synced at start (docs/providers.md).',
+  ),
   ...HttpServerEnv,
-  /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
-  METRICS_PORT: optional(port),
-  METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
-  /** OTLP/HTTP base URL; when set, spans are exported to <url>/v1/traces. Unset: no export. */
-  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.string().url()),
-  LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
-  /** Behind a TLS-terminating proxy: cookies get Secure and the __Host- prefix. */
-  PUBLIC_URL: optional(z.string().url()),
-  TRUST_PROXY: withDefault(bool, 'false'),
+  METRICS_PORT: optional(port).describe(
+    'Prometheus `GET /metrics` on this port only. Unset: no metrics are kept or served.',
+  ),
+  METRICS_HOST: withDefault(z.string(), '127.0.0.1').describe(
+    'Interface of the metrics port (`0.0.0.0` in containers).',
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.string().url()).describe(
+    'OTLP/HTTP collector base URL; set, spans are exported to `<url>/v1/traces`. Unset: OpenTelemetry is not loaded.',
+  ),
+  LOG_LEVEL: withDefault(
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    'info',
+  ).describe('pino log level. Logs never carry keys, passwords, cookies or session tokens.'),
+  PUBLIC_URL: optional(z.string().url()).describe(
+    'Public URL of the control plane. https: cookies get `Secure` and the `__Host-` prefix, and the development payment provider is refused.',
+  ),
+  TRUST_PROXY: withDefault(bool, 'false').describe(
+    'Take the client address from `X-Forwarded-For` (behind a proxy you run).',
+  ),
 
-  // Sessions (browser).
-  SESSION_IDLE_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
-  SESSION_ABSOLUTE_TIMEOUT_HOURS: withDefault(positiveInt, 12),
+  SESSION_IDLE_TIMEOUT_MINUTES: withDefault(positiveInt, 30).describe(
+    'A session unused this long ends (`session_expired`).',
+  ),
+  SESSION_ABSOLUTE_TIMEOUT_HOURS: withDefault(positiveInt, 12).describe(
+    'A session ends this long after sign-in, however active.',
+  ),
 
-  // Email codes and tokens.
-  REGISTER_CODE_TTL_MINUTES: withDefault(positiveInt, 15),
-  /** Wrong guesses one sign-up code survives before it is void. */
-  REGISTER_CODE_MAX_ATTEMPTS: withDefault(positiveInt, 5),
-  PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30),
-  /** Lifetime of the password-setup token emailed to a customer a reseller created. */
-  PASSWORD_SETUP_TTL_HOURS: withDefault(positiveInt, 72),
+  REGISTER_CODE_TTL_MINUTES: withDefault(positiveInt, 15).describe('Lifetime of a sign-up code.'),
+  REGISTER_CODE_MAX_ATTEMPTS: withDefault(positiveInt, 5).describe(
+    'Wrong guesses one sign-up code survives before it is void.',
+  ),
+  PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30).describe('Lifetime of a password-reset token.'),
+  PASSWORD_SETUP_TTL_HOURS: withDefault(positiveInt, 72).describe(
+    'Lifetime of the password-setup token emailed to a customer a reseller created.',
+  ),
 
-  /** Largest request body /api/v1 reads (bytes); refused with 413 request_too_large while read. */
-  CONTROL_PLANE_BODY_LIMIT_BYTES: withDefault(positiveInt, 65_536),
-  /** Larger body limit for the few routes that need one (admin catalogue updates). */
-  CONTROL_PLANE_LARGE_BODY_LIMIT_BYTES: withDefault(positiveInt, 1_048_576),
+  CONTROL_PLANE_BODY_LIMIT_BYTES: withDefault(positiveInt, 65_536).describe(
+    'Largest `/api/v1` request body, counted while read (declared or chunked); over it: 413 `request_too_large` and the connection closes.',
+  ),
+  CONTROL_PLANE_LARGE_BODY_LIMIT_BYTES: withDefault(positiveInt, 1_048_576).describe(
+    'Body limit of the few routes that need more (admin catalogue updates).',
+  ),
 
-  // Throttles (Postgres-backed, shared by every control-plane instance). Windows in minutes.
-  LOGIN_ADDRESS_LIMIT: withDefault(positiveInt, 30),
-  LOGIN_ACCOUNT_ADDRESS_LIMIT: withDefault(positiveInt, 5),
-  /** Failures on one account from all addresses; addresses that signed in before are exempt. */
-  LOGIN_ACCOUNT_LIMIT: withDefault(positiveInt, 50),
-  LOGIN_WINDOW_MINUTES: withDefault(positiveInt, 15),
-  EMAIL_SEND_ADDRESS_LIMIT: withDefault(positiveInt, 20),
-  EMAIL_SEND_RECIPIENT_LIMIT: withDefault(positiveInt, 5),
-  EMAIL_SEND_WINDOW_MINUTES: withDefault(positiveInt, 60),
-  CODE_CHECK_ADDRESS_LIMIT: withDefault(positiveInt, 30),
-  CODE_CHECK_WINDOW_MINUTES: withDefault(positiveInt, 15),
-  KEY_REVEAL_LIMIT: withDefault(positiveInt, 10),
-  KEY_REVEAL_WINDOW_MINUTES: withDefault(positiveInt, 60),
+  // Throttles: Postgres-backed, shared by every control-plane instance.
+  LOGIN_ADDRESS_LIMIT: withDefault(positiveInt, 30).describe(
+    'Login attempts per client address per `LOGIN_WINDOW_MINUTES`.',
+  ),
+  LOGIN_ACCOUNT_ADDRESS_LIMIT: withDefault(positiveInt, 5).describe(
+    'Failed logins per account and address per `LOGIN_WINDOW_MINUTES`.',
+  ),
+  LOGIN_ACCOUNT_LIMIT: withDefault(positiveInt, 50).describe(
+    'Failed logins per account from all addresses per `LOGIN_WINDOW_MINUTES`; addresses that signed in to it before are exempt.',
+  ),
+  LOGIN_WINDOW_MINUTES: withDefault(positiveInt, 15).describe('Window of the three login throttles.'),
+  EMAIL_SEND_ADDRESS_LIMIT: withDefault(positiveInt, 20).describe(
+    'Sign-up and reset emails requested per client address per `EMAIL_SEND_WINDOW_MINUTES`.',
+  ),
+  EMAIL_SEND_RECIPIENT_LIMIT: withDefault(positiveInt, 5).describe(
+    'Sign-up and reset emails per recipient per `EMAIL_SEND_WINDOW_MINUTES`.',
+  ),
+  EMAIL_SEND_WINDOW_MINUTES: withDefault(positiveInt, 60).describe('Window of the two email throttles.'),
+  CODE_CHECK_ADDRESS_LIMIT: withDefault(positiveInt, 30).describe(
+    'Sign-up code and reset token checks per client address per `CODE_CHECK_WINDOW_MINUTES`.',
+  ),
+  CODE_CHECK_WINDOW_MINUTES: withDefault(positiveInt, 15).describe('Window of the code-check throttle.'),
+  KEY_REVEAL_LIMIT: withDefault(positiveInt, 10).describe(
+    'Copy-key reveals per account per `KEY_REVEAL_WINDOW_MINUTES`.',
+  ),
+  KEY_REVEAL_WINDOW_MINUTES: withDefault(positiveInt, 60).describe('Window of the reveal throttle.'),
 
-  // Inference keys: defaults of the per-key ceilings when a key is created without them.
-  KEY_DEFAULT_MAX_REQUEST_BYTES: withDefault(positiveInt, 10_485_760),
-  KEY_DEFAULT_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 32_768),
-  KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60),
-  KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4),
-  // Operator maxima of the per-key ceilings a customer may choose (an admin may set others per
-  // account; package plan ceilings bound them further). Customers can only stay at or below them.
-  KEY_MAX_REQUEST_BYTES: withDefault(positiveInt, 33_554_432),
-  KEY_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 131_072),
-  KEY_MAX_REQUESTS_PER_MINUTE: withDefault(positiveInt, 600),
-  KEY_MAX_CONCURRENCY: withDefault(positiveInt, 16),
-  KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100),
+  KEY_DEFAULT_MAX_REQUEST_BYTES: withDefault(positiveInt, 10_485_760).describe(
+    "A new key's `max_request_bytes` when none is given.",
+  ),
+  KEY_DEFAULT_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 32_768).describe(
+    "A new key's output ceiling when none is given.",
+  ),
+  KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60).describe(
+    "A new key's request ceiling when none is given.",
+  ),
+  KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4).describe(
+    "A new key's concurrency ceiling when none is given.",
+  ),
+  KEY_MAX_REQUEST_BYTES: withDefault(positiveInt, 33_554_432).describe(
+    'Most `max_request_bytes` a customer may give a key (an admin may set another maximum per account; package plan ceilings bound it further).',
+  ),
+  KEY_MAX_OUTPUT_TOKENS: withDefault(positiveInt, 131_072).describe(
+    'Most output ceiling a customer may give a key.',
+  ),
+  KEY_MAX_REQUESTS_PER_MINUTE: withDefault(positiveInt, 600).describe(
+    'Most request ceiling a customer may give a key.',
+  ),
+  KEY_MAX_CONCURRENCY: withDefault(positiveInt, 16).describe(
+    'Most concurrency ceiling a customer may give a key.',
+  ),
+  KEYS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 100).describe('Most inference keys one account may hold.'),
 
-  // Reseller management keys: requests per key per minute, and live keys per reseller.
-  MANAGEMENT_KEY_REQUESTS_PER_MINUTE: withDefault(positiveInt, 300),
-  MANAGEMENT_KEYS_PER_RESELLER_LIMIT: withDefault(positiveInt, 25),
+  MANAGEMENT_KEY_REQUESTS_PER_MINUTE: withDefault(positiveInt, 300).describe(
+    'Requests per reseller management key per minute; then `rate_limit_exceeded` with `Retry-After`.',
+  ),
+  MANAGEMENT_KEYS_PER_RESELLER_LIMIT: withDefault(positiveInt, 25).describe(
+    'Most live management keys one reseller may hold.',
+  ),
 
-  // Billing: how long a reservation or a hold may stay open before the reconciler releases it.
-  RESERVATION_TIMEOUT_MINUTES: withDefault(positiveInt, 30),
-  HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24),
-  RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
-  /**
-   * The usage summary reads a rollup advanced this often, up to this many seconds before now (and
-   * before the oldest open transaction); calls settled after that are added live.
-   */
-  USAGE_ROLLUP_INTERVAL_SECONDS: withDefault(positiveInt, 60),
-  USAGE_ROLLUP_LAG_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
-  /**
-   * While an account has reservations open, a new one must leave this percentage of everything
-   * then reserved unreserved, so concurrent calls that overrun their estimates are still charged
-   * rather than written off. 0 turns the bound off; one call alone is always admitted.
-   */
-  RESERVE_OVERRUN_COVER_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
-  /**
-   * With REDIS_URL, reservations are answered from a lease of each account's balances in Redis and
-   * finished calls written to Postgres in batches (README, "The hot tier"). false: every
-   * reservation is a Postgres transaction.
-   */
-  HOT_TIER: withDefault(bool, 'true'),
-  /** A lease no call used for this long is returned to Postgres (and its Redis state dropped). */
-  HOT_LEASE_IDLE_SECONDS: withDefault(positiveInt, 300),
-  /**
-   * A finished call Redis still holds this long after it finished was left by a control plane that
-   * stopped; the reconciler writes it to Postgres.
-   */
-  HOT_WRITE_GRACE_SECONDS: withDefault(positiveInt, 30),
+  RESERVATION_TIMEOUT_MINUTES: withDefault(positiveInt, 30).describe(
+    'A reservation nobody settled is held after this long (reason `settlement_missing`).',
+  ),
+  HOLD_TIMEOUT_HOURS: withDefault(positiveInt, 24).describe(
+    'A held reservation nobody resolved is released after this long.',
+  ),
+  RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60).describe(
+    'How often the reconcilers run (reservations, hot-tier leases, pending payments, overdue orders).',
+  ),
+  USAGE_ROLLUP_INTERVAL_SECONDS: withDefault(positiveInt, 60).describe(
+    'How often the daily usage rollup behind `/me/usage/summary` is advanced; calls settled since are added live.',
+  ),
+  USAGE_ROLLUP_LAG_SECONDS: withDefault(z.coerce.number().int().min(0), 60).describe(
+    "The rollup's watermark stays this far behind now, and behind the start of every open transaction, so no settlement can commit below it.",
+  ),
+  RESERVE_OVERRUN_COVER_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10).describe(
+    "While an account has reservations open in a pool, a new one must leave this per cent of the pool's reserved total unreserved, as cover for calls that overrun their estimates. `0`: off. One call alone is always admitted.",
+  ),
+  HOT_TIER: withDefault(bool, 'true').describe(
+    "With `REDIS_URL`: reservations are answered from a lease of each account's balances in Redis and finished calls written to Postgres in batches (docs/billing/hot-tier.md). `false`: every reservation is a Postgres transaction.",
+  ),
+  HOT_LEASE_IDLE_SECONDS: withDefault(positiveInt, 300).describe(
+    'A lease no call used for this long is returned to Postgres by the reconciler, and its Redis state dropped.',
+  ),
+  HOT_WRITE_GRACE_SECONDS: withDefault(positiveInt, 30).describe(
+    'A finished call Redis still holds this long after it finished was left by a control plane that stopped; the reconciler writes it to Postgres.',
+  ),
 
-  // Status page: the gateway URL shown to customers, and how heartbeats and samples are read.
-  GATEWAY_PUBLIC_URL: withDefault(z.string().url(), 'http://127.0.0.1:8080'),
-  /** A gateway whose last heartbeat is older than this counts as down. */
-  STATUS_GATEWAY_STALE_SECONDS: withDefault(positiveInt, 30),
-  /** Provider outcomes of this many recent minutes decide a provider's current state. */
-  STATUS_PROVIDER_WINDOW_MINUTES: withDefault(positiveInt, 5),
-  STATUS_SAMPLE_INTERVAL_SECONDS: withDefault(positiveInt, 60),
-  STATUS_HISTORY_DAYS: withDefault(positiveInt, 30),
-  /** Folder of the built dashboard served at / (default: services/dashboard/dist of this checkout). */
-  DASHBOARD_DIR: optional(z.string()),
-  // Commerce: orders and payment providers.
-  ORDER_TTL_MINUTES: withDefault(positiveInt, 60),
-  /** Comma list of stripe, manual, development; the first is an order's default. */
-  PAYMENT_PROVIDERS: optional(z.string()),
-  STRIPE_SECRET_KEY: optional(z.string()),
-  STRIPE_WEBHOOK_SECRET: optional(z.string()),
-  /** Another Stripe API address (a local fake in tests). */
-  STRIPE_API_URL: optional(z.string().url()),
+  GATEWAY_PUBLIC_URL: withDefault(z.string().url(), 'http://127.0.0.1:8080').describe(
+    'Gateway base URL shown in the dashboard\'s "use a key" panel and in `GET /api/v1/status`.',
+  ),
+  STATUS_GATEWAY_STALE_SECONDS: withDefault(positiveInt, 30).describe(
+    'A gateway without a heartbeat this long counts as down on the status page.',
+  ),
+  STATUS_PROVIDER_WINDOW_MINUTES: withDefault(positiveInt, 5).describe(
+    "Upstream outcomes of this many recent minutes decide a provider's state.",
+  ),
+  STATUS_SAMPLE_INTERVAL_SECONDS: withDefault(positiveInt, 60).describe(
+    "How often each component's state is stored for the status history.",
+  ),
+  STATUS_HISTORY_DAYS: withDefault(positiveInt, 30).describe(
+    'Days of history on the status page; older samples are deleted.',
+  ),
+  DASHBOARD_DIR: optional(z.string()).describe(
+    'Folder of the built dashboard served at `/`. Unset: `services/dashboard/dist` of this checkout.',
+  ),
+
+  ORDER_TTL_MINUTES: withDefault(positiveInt, 60).describe(
+    'An unpaid order expires this long after it was made (its promotion hold returns).',
+  ),
+  PAYMENT_PROVIDERS: optional(z.string()).describe(
+    "Comma list of `stripe`, `manual`, `development`; the first is an order's default. Unset: `development`, or `manual` when `PUBLIC_URL` is https (where `development` is refused).",
+  ),
+  STRIPE_SECRET_KEY: optional(z.string()).describe('Stripe secret key (required with `stripe`).'),
+  STRIPE_WEBHOOK_SECRET: optional(z.string()).describe(
+    'Signing secret of the Stripe webhook endpoint (required with `stripe`).',
+  ),
+  STRIPE_API_URL: optional(z.string().url()).describe(
+    'Another Stripe API address (the tests point it at a local fake).',
+  ),
   MANUAL_PAYMENT_INSTRUCTIONS: withDefault(
     z.string(),
     'Pay by bank transfer and quote the order reference; an operator confirms the payment.',
+  ).describe('Shown with a manual payment, beside the order reference.'),
+  PAYMENT_RECHECK_SECONDS: withDefault(positiveInt, 60).describe(
+    'A pending Stripe payment is asked about again by the reconciler at most this often.',
   ),
-  /** A pending payment is asked about again at most this often by the reconciler. */
-  PAYMENT_RECHECK_SECONDS: withDefault(positiveInt, 60),
 
-  // Email delivery: SMTP when set, else written to the log (development default).
-  SMTP_URL: optional(z.string().url()),
-  MAIL_FROM: withDefault(z.string(), 'Tollgate <no-reply@localhost>'),
+  SMTP_URL: optional(z.string().url()).describe(
+    'SMTP server, e.g. `smtp://user:pass@host:587`. Unset: emails are written to the log (development only).',
+  ),
+  MAIL_FROM: withDefault(z.string(), 'Tollgate <no-reply@localhost>').describe('Sender of account emails.'),
 });
 
 export type ControlPlaneConfig = ReturnType<typeof loadConfig>;

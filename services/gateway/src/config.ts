@@ -10,76 +10,112 @@ const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 
 /**
- * Every setting of the gateway, read once from the environment.
- * Only this file reads process.env. The README's configuration table lists each variable.
+ * Every setting of the gateway, read once from the environment. Only this file reads process.env.
+ * Each description is what docs/operations/configuration.md says of the variable
+ * (`pnpm docs:generate` writes the page; config.docs.test.ts fails when it drifts).
  */
 export const GatewayEnv = z.object({
-  GATEWAY_PORT: withDefault(port, 8080),
-  GATEWAY_HOST: withDefault(z.string(), '0.0.0.0'),
-  CONTROL_PLANE_INTERNAL_URL: withDefault(z.string().url(), 'http://127.0.0.1:8082'),
-  INTERNAL_TOKEN_SECRET: z.string({ error: 'is required' }).min(32, 'must be at least 32 characters'),
-  REDIS_URL: optional(z.string().url()),
-  /** REDIS_URL names one node of a Redis Cluster; the others are discovered. */
-  REDIS_CLUSTER: withDefault(bool, 'false'),
-  REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:'),
-  /** Service-wide request body ceiling; each key may set a lower one. */
-  GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024),
-  /** Deepest JSON nesting accepted in a request body; deeper is refused before parsing. */
-  GATEWAY_MAX_JSON_DEPTH: withDefault(positiveInt, 64),
+  GATEWAY_PORT: withDefault(port, 8080).describe('Port of the inference API.'),
+  GATEWAY_HOST: withDefault(z.string(), '0.0.0.0').describe('Interface the inference API binds.'),
+  CONTROL_PLANE_INTERNAL_URL: withDefault(z.string().url(), 'http://127.0.0.1:8082').describe(
+    "Where the gateway finds the control plane's internal billing API.",
+  ),
+  INTERNAL_TOKEN_SECRET: z
+    .string({ error: 'is required' })
+    .min(32, 'must be at least 32 characters')
+    .describe(
+      "Shared secret that signs the gateway's service tokens; the same value as the control plane's.",
+    ),
+  REDIS_URL: optional(z.string().url()).describe(
+    'Redis for shared rate and concurrency limits, key-change events and kept settlements. Unset: an in-process limiter (one gateway only) and the key cache off.',
+  ),
+  REDIS_CLUSTER: withDefault(bool, 'false').describe(
+    '`true`: `REDIS_URL` names one node of a Redis Cluster; the others are discovered.',
+  ),
+  REDIS_KEY_PREFIX: withDefault(z.string(), 'tollgate:').describe(
+    'Prefix of every Redis key and channel. The gateway sends it with each reservation batch, so the control plane counts limits in the same keys.',
+  ),
+  GATEWAY_MAX_REQUEST_BYTES: withDefault(positiveInt, 32 * 1024 * 1024).describe(
+    'Service-wide request body limit in bytes; a key may set a lower one. Larger bodies get `request_too_large` (413) while being read.',
+  ),
+  GATEWAY_MAX_JSON_DEPTH: withDefault(positiveInt, 64).describe(
+    'Deepest JSON nesting of a request body; deeper is refused (`invalid_request`, 400) before parsing.',
+  ),
   GATEWAY_MAX_CHOICES: withDefault(positiveInt, 16).describe(
     'Most choices (`n`) one chat-completions call may ask for; the reservation covers the maximum output once per choice. More is refused with `unsupported_parameter`.',
   ),
   GATEWAY_ANTHROPIC_BETAS: withDefault(z.string(), '').describe(
     'Comma-separated `anthropic-beta` values admitted on `/v1/messages` besides the built-in list of betas billed only as reported tokens (docs/pricing.md). Add one only if the alias prices cover what it costs.',
   ),
-  UPSTREAM_CONNECT_TIMEOUT_MS: withDefault(positiveInt, 5_000),
-  /** Longest wait for the upstream's response headers (a non-streamed answer comes whole). */
-  UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000),
-  /** Longest silence between two chunks of an upstream body. */
-  UPSTREAM_BODY_TIMEOUT_MS: withDefault(positiveInt, 300_000),
-  /** Deadline of one call to the control plane; past it the gateway answers billing_unavailable. */
-  BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000),
-  BILLING_CONNECTIONS: withDefault(positiveInt, 16),
-  /**
-   * Reservation calls under way at once; reservations queued behind them leave as one batch. One:
-   * now that a reservation is one Redis script behind the control plane, larger batches cost less
-   * than a second round trip saves (README, Benchmarks).
-   */
-  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1),
-  /** Settles/releases/holds wait at most this long to leave together in one batch. */
-  FINISH_FLUSH_MS: withDefault(positiveInt, 20),
-  /** Most settlements held in memory while the control plane is unreachable; the rest are kept on disk/Redis. */
-  FINISH_MAX_QUEUED: withDefault(positiveInt, 200_000),
-  /** How long a stopping gateway tries to deliver its queued settlements before keeping them. */
-  SHUTDOWN_DRAIN_MS: withDefault(positiveInt, 10_000),
-  /** Folder for settlements kept across restarts when there is no Redis. */
-  GATEWAY_DATA_DIR: withDefault(z.string(), '.data/gateway'),
-  /** How long a resolved key is cached (dropped at once on change events; off without Redis). */
-  KEY_CACHE_TTL_SECONDS: withDefault(z.coerce.number().int().min(0), 60),
-  CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30),
-  /** Length of the rate windows of the "per minute" ceilings. */
-  LIMIT_WINDOW_SECONDS: withDefault(positiveInt, 60),
-  /**
-   * A concurrency slot held by a gateway that died frees itself after this long; leases of calls
-   * still running are renewed every third of it.
-   */
-  LEASE_TTL_SECONDS: withDefault(positiveInt, 5),
-  CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1),
-  /** JSON object of provider credentials by name, read at start (alternative to env variables). */
-  SECRETS_FILE: optional(z.string()),
-  /** Added to every reservation's input estimate (whole per cent), for what local counting misses. */
-  INPUT_ESTIMATE_MARGIN_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10),
-  /** Provider credentials are read only under names with this prefix (file or environment). */
-  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX),
+  UPSTREAM_CONNECT_TIMEOUT_MS: withDefault(positiveInt, 5_000).describe('Connect timeout to providers.'),
+  UPSTREAM_HEADERS_TIMEOUT_MS: withDefault(positiveInt, 300_000).describe(
+    "Longest wait for a provider's response headers (a non-streamed answer comes whole after them).",
+  ),
+  UPSTREAM_BODY_TIMEOUT_MS: withDefault(positiveInt, 300_000).describe(
+    "Longest silence between two chunks of a provider's body; also bounds, in total, reading an answer on after its client left.",
+  ),
+  BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000).describe(
+    "Deadline of one call to the control plane, time in the gateway's queue included; past it the call gets `billing_unavailable` and an unanswered reservation is released.",
+  ),
+  BILLING_CONNECTIONS: withDefault(positiveInt, 16).describe(
+    'Keep-alive connections to the internal billing API.',
+  ),
+  // One: with the hot tier a larger batch costs less than a second round trip saves
+  // (docs/decisions/one-reservation-batch-in-flight.md).
+  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1).describe(
+    'Reservation calls under way at once; reservations queued behind them leave as one batch.',
+  ),
+  FINISH_FLUSH_MS: withDefault(positiveInt, 20).describe(
+    'Settlements, releases and holds wait at most this long to leave together in one batch.',
+  ),
+  FINISH_MAX_QUEUED: withDefault(positiveInt, 200_000).describe(
+    'Settlements held in memory while the control plane is unreachable; beyond it they are kept in Redis and `GATEWAY_DATA_DIR`.',
+  ),
+  SHUTDOWN_DRAIN_MS: withDefault(positiveInt, 10_000).describe(
+    'How long a stopping gateway tries to deliver its queued settlements before keeping them in Redis and `GATEWAY_DATA_DIR`.',
+  ),
+  GATEWAY_DATA_DIR: withDefault(z.string(), '.data/gateway').describe(
+    "Folder of settlements kept across restarts (`pending-finishes.jsonl`), delivered at this gateway's next start. Give it a persistent volume so a Redis that loses its data loses none of them.",
+  ),
+  KEY_CACHE_TTL_SECONDS: withDefault(z.coerce.number().int().min(0), 60).describe(
+    'How long a resolved key is cached; dropped at once on key-change events. Off without Redis (no events to drop it).',
+  ),
+  CATALOG_REFRESH_SECONDS: withDefault(positiveInt, 30).describe(
+    'Catalogue reload interval (it is also reloaded on change events).',
+  ),
+  LIMIT_WINDOW_SECONDS: withDefault(positiveInt, 60).describe('Window of the per-minute request ceilings.'),
+  LEASE_TTL_SECONDS: withDefault(positiveInt, 5).describe(
+    'A concurrency slot held by a gateway that died frees itself after this long; slots of running calls are renewed every third of it.',
+  ),
+  CONCURRENCY_RETRY_AFTER_SECONDS: withDefault(positiveInt, 1).describe(
+    '`Retry-After` of `concurrency_limit_exceeded`.',
+  ),
+  SECRETS_FILE: optional(z.string()).describe(
+    'JSON file `{"NAME": "secret"}` of provider credentials, read at start; names not in it are read from the environment.',
+  ),
+  INPUT_ESTIMATE_MARGIN_PERCENT: withDefault(z.coerce.number().int().min(0).max(1000), 10).describe(
+    "Whole per cent added to every reservation's input-token estimate, for what local counting misses (not added to count_tokens answers).",
+  ),
+  PROVIDER_SECRET_PREFIX: withDefault(ProviderSecretPrefix, DEFAULT_PROVIDER_SECRET_PREFIX).describe(
+    'Provider credentials are read only under names with this prefix (file or environment); no other variable is ever sent to a provider.',
+  ),
   ...HttpServerEnv,
-  /** How often the gateway reports liveness and upstream outcomes for the status page. */
-  STATUS_HEARTBEAT_SECONDS: withDefault(positiveInt, 10),
-  /** Prometheus /metrics on a port of its own; unset: no metrics are kept or served. */
-  METRICS_PORT: optional(port),
-  METRICS_HOST: withDefault(z.string(), '127.0.0.1'),
-  /** OTLP/HTTP base URL; when set, spans are exported to <url>/v1/traces. Unset: no export. */
-  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.string().url()),
-  LOG_LEVEL: withDefault(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
+  STATUS_HEARTBEAT_SECONDS: withDefault(positiveInt, 10).describe(
+    'How often the gateway reports liveness, Redis reachability and upstream outcomes for the status page.',
+  ),
+  METRICS_PORT: optional(port).describe(
+    'Prometheus `GET /metrics` on this port only. Unset: no metrics are kept or served.',
+  ),
+  METRICS_HOST: withDefault(z.string(), '127.0.0.1').describe(
+    'Interface of the metrics port (`0.0.0.0` in containers).',
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.string().url()).describe(
+    'OTLP/HTTP collector base URL; set, spans are exported to `<url>/v1/traces`. Unset: OpenTelemetry is not loaded.',
+  ),
+  LOG_LEVEL: withDefault(
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    'info',
+  ).describe('pino log level. Logs never carry keys, passwords, cookies or session tokens.'),
 });
 
 export type GatewayConfig = ReturnType<typeof loadConfig>;

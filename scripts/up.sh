@@ -10,7 +10,7 @@ pnpm install --frozen-lockfile --reporter=silent
 
 mkdir -p .data/logs
 if [ ! -f .data/dev.env ]; then
-  # Fresh secrets for this checkout only; production sets its own (see README, Configuration).
+  # Fresh secrets for this checkout only; production sets its own (docs/operations/configuration.md).
   node -e '
     const { randomBytes } = require("node:crypto");
     const hex = () => randomBytes(32).toString("hex");

@@ -7,14 +7,14 @@ export interface AppErrorOptions {
   message?: string;
   /** Field name -> problems (validation_failed only). */
   fieldErrors?: FieldErrors;
-  /** Seconds for Retry-After, on the codes whose Retry-After the spec honours. */
+  /** Seconds for Retry-After, on the codes whose Retry-After a client honours (docs/behaviour.md). */
   retryAfterSeconds?: number;
   cause?: unknown;
 }
 
 /**
  * The one error type domain code throws. It carries a catalogue code; the status comes from the
- * catalogue, except where the spec leaves it to the provider (see `upstreamRejected`).
+ * catalogue, except where docs/behaviour.md leaves it to the provider (see `upstreamRejected`).
  */
 export class AppError extends Error {
   readonly code: ServerErrorCode;

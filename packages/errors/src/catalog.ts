@@ -25,14 +25,14 @@ export type Origin = 'control-plane' | 'gateway' | 'both' | 'client';
 export interface CodeEntry {
   /** Default HTTP status. `null` for client-classified codes that never travel on the wire. */
   readonly status: number | null;
-  /** Every status the spec allows for the code; `status` is the one this service sends. */
+  /** Every status docs/behaviour.md allows for the code; `status` is the one this service sends. */
   readonly allowedStatuses: readonly number[] | 'any-4xx' | 'any-5xx' | 'any';
   readonly retryable: boolean;
   readonly type: ErrorType;
   readonly origin: Origin;
   /** Default human text. Wording may change; clients branch on the code. */
   readonly message: string;
-  /** True for the few codes this service adds where the spec names none. */
+  /** True for the few codes this service adds to those of the product specification. */
   readonly extension?: true;
 }
 
@@ -54,7 +54,7 @@ export const ERROR_CATALOG = {
     origin: 'control-plane',
     message: 'Sign in to continue.',
   },
-  // The spec allows 401 or 419. We answer 401: every HTTP client knows it, 419 is not registered.
+  // 401 or 419 would do. We answer 401: every HTTP client knows it, 419 is not registered.
   session_expired: {
     status: 401,
     allowedStatuses: [401, 419],
@@ -119,7 +119,7 @@ export const ERROR_CATALOG = {
     origin: 'control-plane',
     message: 'The payment for this order is not confirmed yet.',
   },
-  // The spec allows 402 or 422. We answer 402: the order stays unpaid, as with payment_pending.
+  // 402 or 422 would do. We answer 402: the order stays unpaid, as with payment_pending.
   payment_verification_failed: {
     status: 402,
     allowedStatuses: [402, 422],
@@ -300,7 +300,7 @@ export const ERROR_CATALOG = {
     origin: 'gateway',
     message: 'The client closed the connection early. Nothing was charged.',
   },
-  // Extension: a gateway body that is not a JSON object. The spec names no code for it.
+  // Extension: a gateway body that is not a JSON object, for which the specification names no code.
   invalid_request: {
     status: 400,
     allowedStatuses: [400],
@@ -354,7 +354,7 @@ export function describeCode(code: ErrorCode): CodeEntry {
   return ERROR_CATALOG[code];
 }
 
-/** Whether a status is one the spec allows for the code. */
+/** Whether a status is one docs/behaviour.md allows for the code. */
 export function isAllowedStatus(code: ErrorCode, status: number): boolean {
   const allowed = ERROR_CATALOG[code].allowedStatuses;
   if (allowed === 'any') return true;

@@ -95,12 +95,12 @@ describe('renderOpenAIError', () => {
 });
 
 describe('AppError', () => {
-  it('refuses a status the spec does not allow for the code', () => {
+  it('refuses a status the catalogue does not allow for the code', () => {
     expect(() => AppError.upstreamRejected(500)).toThrow(TypeError);
     expect(() => new AppError('not_found', {}, 400)).toThrow(TypeError);
   });
 
-  it('accepts the alternative status the spec allows', () => {
+  it('accepts the alternative status the catalogue allows', () => {
     expect(new AppError('payment_verification_failed', {}, 422).status).toBe(422);
   });
 });

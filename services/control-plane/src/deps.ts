@@ -22,7 +22,7 @@ export interface Dependencies {
   dbMode: 'postgres' | 'embedded';
   clock: Clock;
   events: EventPublisher;
-  /** Reservations in Redis (README, "The hot tier"); null: every reservation in Postgres. */
+  /** Reservations in Redis (docs/billing/hot-tier.md); null: every reservation in Postgres. */
   hot: HotTier | null;
 }
 

@@ -176,8 +176,8 @@ export function useStack(label: string, options: StackOptions = {}) {
     },
     /**
      * Asserts a refusal: its status, the body shape of the path's surface (messages-style on
-     * /v1/messages and count_tokens, openai-style elsewhere) with exactly the spec's fields, the
-     * code, an upstream-style type and nothing leaked. Returns the message.
+     * /v1/messages and count_tokens, openai-style elsewhere) with exactly the fields of
+     * docs/behaviour.md, the code, an upstream-style type and nothing leaked. Returns the message.
      */
     expectError(reply: Reply, status: number, code: ServerErrorCode): string {
       expect({ status: reply.status, text: reply.text }).toMatchObject({ status });

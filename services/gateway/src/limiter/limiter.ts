@@ -58,7 +58,7 @@ export interface LimiterSettings {
    * can be short: a crashed gateway's slots free within it.
    */
   leaseTtlMs: number;
-  /** Retry-After for concurrency refusals (short by the spec). */
+  /** Retry-After for concurrency refusals (short: docs/behaviour.md, Limits). */
   concurrencyRetryAfterSeconds: number;
 }
 

@@ -31,8 +31,8 @@ import { selectAlias, selectPlan } from './select-alias.ts';
 import { servesNatively, translationFor } from './translation-plan.ts';
 
 /**
- * One metered call on /v1/messages, /v1/chat/completions or /v1/responses (ARCHITECTURE.md, "One
- * inference request"): every refusal happens before the reservation. Once reserved, the call's
+ * One metered call on /v1/messages, /v1/chat/completions or /v1/responses (docs/architecture.md, "One
+ * metered request"): every refusal happens before the reservation. Once reserved, the call's
  * one decision (from forwardToUpstream) is sent in exactly one place, which also frees the
  * concurrency slot.
  */

@@ -3,9 +3,10 @@ import type { GatewayAlias, PlanCeilings, Protocol, ResolvedKey } from '@tollgat
 import type { CatalogCache } from '../catalog/catalog-cache.ts';
 
 /**
- * The alias a request names, checked in the spec's order: missing or unknown -> invalid_model;
- * unpublished or outside the key's scope -> model_not_allowed; protocol not supported ->
- * model_unavailable (a configuration error: no upstream call).
+ * The alias a request names, checked in the order of docs/behaviour.md (gateway rules 7-8):
+ * missing or unknown -> invalid_model; unpublished or outside the key's scope ->
+ * model_not_allowed; protocol not supported -> model_unavailable (a configuration error: no
+ * upstream call).
  */
 export function selectAlias(
   catalog: CatalogCache,

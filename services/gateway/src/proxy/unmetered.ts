@@ -21,7 +21,7 @@ export async function countTokens(
   const alias = selectAlias(deps.catalog, key, body.model, 'count_tokens');
   log.alias = alias.alias;
   assertSupportedParameters('count_tokens', body);
-  // Calls that cost no quota still count against the request ceilings (SPEC.md, Gateway rule 1).
+  // Calls that cost no quota still count against the request ceilings (docs/behaviour.md, gateway rule 1).
   await takeLimits(deps, key, selectPlan(key, alias.alias), { holdsSlot: false });
   return Response.json({ input_tokens: estimateInputTokens('count_tokens', body) });
 }

@@ -56,7 +56,7 @@ function exceeded(field: string, keyMax: number): AppError {
 
 /**
  * Validates the surface's max-output field(s) and works out the maximum output the request will be
- * allowed (SPEC.md Gateway rule 4 and Limits):
+ * allowed (docs/behaviour.md, gateway rule 4 and Limits):
  * - not a positive integer -> invalid_max_output_tokens;
  * - above the key's allowance -> max_output_tokens_exceeded;
  * - above min(plan ceiling, alias maximum) -> clamped down to it (an edit is returned);

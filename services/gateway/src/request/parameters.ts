@@ -2,7 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { Surface } from './surface.ts';
 
 /*
- * The top-level body fields each surface accepts (SPEC.md, Gateway rule 6). Anything else is
+ * The top-level body fields each surface accepts (docs/behaviour.md, gateway rule 6). Anything else is
  * refused with unsupported_parameter naming the field; nothing is dropped silently. The lists are
  * generous with documented fields (beta ones included) and strict with unknown ones. Header-only
  * parameters of the SDKs (`betas` -> `anthropic-beta`, user profile and workspace ids) are not body

@@ -40,7 +40,7 @@ function jsonContentType(response: UpstreamResponse): string {
 }
 
 /**
- * Reads a whole non-streamed answer and decides what the client gets (SPEC.md gateway table):
+ * Reads a whole non-streamed answer and decides what the client gets (docs/behaviour.md, Metering):
  * - provider refused or unreachable: the status's error, reservation released;
  * - body cut or unreadable: upstream_unavailable, released;
  * - 2xx whose body is not a JSON object: upstream_invalid_response, released;

@@ -3,7 +3,7 @@ import type { MeteredSurface } from './types.ts';
 
 /**
  * The last event of a stream that failed part-way, in the format each surface's official client
- * raises as an error (ARCHITECTURE.md, mid-stream errors):
+ * raises as an error (docs/behaviour.md, "Errors in the middle of a stream"):
  * - messages: `event: error` with the messages-style error body (@anthropic-ai/sdk throws an
  *   APIError on any `event: error`);
  * - chat completions: a `data:` line holding the openai-style error body (openai-node throws on

@@ -3,7 +3,7 @@ import type { UpstreamResponse } from './client.ts';
 import { isRecord, parseJson } from './json-scan.ts';
 
 /**
- * The provider's status as the client's error, or null for 2xx (SPEC.md gateway table):
+ * The provider's status as the client's error, or null for 2xx (docs/behaviour.md, Metering):
  * - 4xx -> upstream_rejected with the provider's status (the client can fix its request), except
  *   401/403/407 (our provider credential or proxy is wrong) and 408/429 (the provider is slow or
  *   over its limit), which the client cannot fix: upstream_unavailable.

@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
 //
 // Reservation and settlement run as one server-side call per batch: one round trip, all rows of
 // an account changed under one lock, the ledger row written with each balance change. Rules
-// (ARCHITECTURE.md, "Metering rules"):
+// (docs/billing/rules.md):
 // - A reservation draws from usable entitlements covering the alias, soonest expiry first, then
 //   from credit if the alias has a price. It must cover the whole estimate or it is refused.
 // - Settlement charges the usage reported, never the estimate; entitlement legs cover input

@@ -3,7 +3,7 @@ import * as billingFunctions from './0003_billing_functions.ts';
 
 // Frozen in time: migrations never import application code.
 //
-// One definition of each money rule (ARCHITECTURE.md, "Metering rules"):
+// One definition of each money rule (docs/billing/rules.md):
 // - tollgate_entitlement_usable: the "usable entitlement" rule (tokens left, not expired, covers
 //   the alias; a null alias means any), written once; the repository's listings call it too.
 // - tollgate_usable_entitlements: which entitlements a call of an alias may draw from, in the

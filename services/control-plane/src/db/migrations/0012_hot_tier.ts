@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 
 // Frozen in time: migrations never import application code.
 //
-// The hot tier (README, "The hot tier"): with Redis, reservations are answered from Redis by the
+// The hot tier (docs/billing/hot-tier.md): with Redis, reservations are answered from Redis by the
 // control plane, against a lease of each account's balances; Postgres stays the source of truth.
 // - A lease moves what an account can spend (its credit and each usable entitlement) from
 //   available to reserved, with a `reserve` ledger row per source, and records it per source in

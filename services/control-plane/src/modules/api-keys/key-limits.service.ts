@@ -39,7 +39,8 @@ export async function readKeyMaxima(deps: LimitsDeps, accountId: string): Promis
     account,
     effective: {
       maxRequestBytes: account.maxRequestBytes,
-      // A plan's output ceiling clamps each request (the spec's rule), so it does not bound keys.
+      // A plan's output ceiling clamps each request (docs/behaviour.md, gateway rule 4), so it
+      // does not bound keys.
       maxOutputTokens: account.maxOutputTokens,
       requestsPerMinute: within(account.requestsPerMinute, plans.requestsPerMinute),
       concurrency: within(account.concurrency, plans.concurrency),

@@ -52,7 +52,7 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
       });
     });
 
-    it('refuses with the spec codes and reserves nothing', async () => {
+    it('refuses with the documented codes and reserves nothing', async () => {
       const funded = await createFundedKey(context, { packages: ['exact'], scope: ['tokens-only'] });
       const cases: Array<[ReturnType<typeof reserveItem>, string]> = [
         [{ ...reserveItem(funded, 'tokens-only', 1n, 1n), keyDigest: 'f'.repeat(64) }, 'invalid_api_key'],

@@ -58,7 +58,7 @@ type Reply = string[];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The hot tier (README, "The hot tier"): reservations are answered from Redis against a lease of
+ * The hot tier (docs/billing/hot-tier.md): reservations are answered from Redis against a lease of
  * each account's balances, with the key, the account, the alias and the limits checked in the
  * same script; finished calls are applied in Redis and written to Postgres in one durable
  * transaction per batch before the gateway is told. Postgres stays the source of truth: a lease is

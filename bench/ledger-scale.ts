@@ -1,8 +1,9 @@
 /**
- * Reports at ledger scale (issue 14): seeds millions of reservations with their ledger rows into a
- * database of its own, then times `GET /api/v1/me/activity` and `GET /api/v1/me/usage/summary`
- * of a heavy and a light account through a real control plane process, and the hot path
- * (reserve + settle over the internal billing API) on the empty and on the seeded database.
+ * Reports at ledger scale (docs/development/benchmarks.md): seeds millions of reservations with
+ * their ledger rows into a database of its own, then times `GET /api/v1/me/activity` and
+ * `GET /api/v1/me/usage/summary` of a heavy and a light account through a real control plane
+ * process, and the hot path (reserve + settle over the internal billing API) on the empty and on
+ * the seeded database.
  * Usage: `pnpm bench:scale` (or `node bench/ledger-scale.ts`).
  *
  * Environment: BENCH_DATABASE_URL (admin URL; default postgres://postgres@127.0.0.1:5432/postgres),

@@ -334,7 +334,7 @@ async function main(): Promise<void> {
       '',
       ...renderTtfb(ttfb),
       '',
-      'Goals (issue 14), judged on this run:',
+      'Goals (docs/development/benchmarks.md), judged on this run:',
       ...renderGoals(rows, ttfb),
       '',
       `Metered calls recorded: ${counts}. Ledger consistent: ${ledger.consistent}${ledger.problems.length ? ` (${ledger.problems.slice(0, 3).join('; ')})` : ''}. Total time ${Math.round((Date.now() - started) / 1000)}s.`,

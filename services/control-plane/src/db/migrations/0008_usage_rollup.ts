@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 
 // Frozen in time: migrations never import application code.
 //
-// Reports that stay fast as the reservations table grows (issue 14):
+// Reports that stay fast as the reservations table grows (docs/decisions/usage-rollup.md):
 // - Activity pages walk (account_id, created_at desc, id desc, key_id) and continue after a
 //   (created_at, id) cursor as a row comparison, so a deep page costs what the first one does.
 // - The usage summary reads a rollup per account, UTC day of creation and alias of every call

@@ -8,7 +8,7 @@ export function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The caller sent a field no upstream of this alias can express (SPEC.md, Gateway rule 6). */
+/** The caller sent a field no upstream of this alias can express (docs/behaviour.md, gateway rule 6). */
 export function unsupported(field: string, detail?: string): AppError {
   const name = field.length > 96 ? `${field.slice(0, 96)}...` : field;
   return new AppError('unsupported_parameter', {

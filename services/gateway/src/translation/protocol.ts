@@ -54,7 +54,7 @@ export interface StreamEncoder {
 /**
  * One wire protocol, both ways. As the caller's protocol: decode its request, encode the answer.
  * As the upstream's: encode the request, decode its answer. Pure functions; a refusal is an
- * AppError with the spec's code (unsupported_parameter naming the caller's field).
+ * AppError with its catalogue code (unsupported_parameter naming the caller's field).
  */
 export interface ProtocolCodec {
   readonly protocol: WireProtocol;

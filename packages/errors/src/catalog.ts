@@ -311,6 +311,19 @@ export const ERROR_CATALOG = {
     extension: true,
   },
 
+  // Extension: a gateway path (or method) that does not exist. The spec names no code for it;
+  // not_found is the control plane's, about records.
+  unknown_route: {
+    status: 404,
+    allowedStatuses: [404],
+    retryable: false,
+    type: 'not_found_error',
+    origin: 'gateway',
+    message:
+      'There is no such endpoint. The gateway serves /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, /v1/models and /v1/key/status.',
+    extension: true,
+  },
+
   // Client-classified: produced by our own clients, never sent by a server.
   network_unreachable: {
     status: null,

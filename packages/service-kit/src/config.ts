@@ -48,8 +48,8 @@ export const HttpServerEnv = {
   HTTP_IDLE_TIMEOUT_MS: withDefault(positiveInt, 65_000).describe(
     'How long an idle keep-alive connection stays open.',
   ),
-  HTTP_MAX_CONNECTIONS_PER_ADDRESS: withDefault(z.coerce.number().int().min(0), 0).describe(
-    'Connections one client address may hold on the public port; `0`: no cap. The internal billing port is never capped.',
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: withDefault(z.coerce.number().int().min(0), 256).describe(
+    'Connections one client address (an IPv6 /64) may hold at once on the public port; more are closed on arrival. `0`: no cap. Behind a proxy or load balancer every connection comes from it: cap per client there and set `0` here. The internal billing port is never capped.',
   ),
 };
 

@@ -1,3 +1,4 @@
+export * from './client-address.ts';
 export * from './config.ts';
 export * from './env-docs.ts';
 export * from './limits.ts';

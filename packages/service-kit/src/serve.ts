@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { addressGroupOf } from './client-address.ts';
 
 export type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -24,7 +25,10 @@ export interface ServerLimits {
   requestTimeoutMs: number;
   /** How long an idle keep-alive connection stays open. */
   idleTimeoutMs: number;
-  /** Connections one client address may hold at once; 0 = no cap. */
+  /**
+   * Connections one client address (an IPv6 /64) may hold at once; 0 = no cap. Behind a proxy every
+   * connection comes from the proxy: cap per client there, and set 0 here.
+   */
   maxConnectionsPerAddress: number;
 }
 
@@ -32,7 +36,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
   idleTimeoutMs: 65_000,
-  maxConnectionsPerAddress: 0,
+  maxConnectionsPerAddress: 256,
 };
 
 /** How often Node checks the header and request timeouts (its default, 30 s, lets slow clients linger). */
@@ -48,12 +52,12 @@ export function serverOptions(limits: ServerLimits = DEFAULT_SERVER_LIMITS) {
   };
 }
 
-/** Closes connections beyond the cap of one client address at once. */
+/** Closes connections beyond the cap of one client address (an IPv6 /64) at once. */
 function capConnectionsPerAddress(server: Server, cap: number): void {
   if (cap <= 0) return;
   const open = new Map<string, number>();
   server.on('connection', (socket) => {
-    const address = socket.remoteAddress ?? 'unknown';
+    const address = addressGroupOf(socket.remoteAddress);
     const count = (open.get(address) ?? 0) + 1;
     if (count > cap) {
       socket.destroy();
@@ -65,6 +69,24 @@ function capConnectionsPerAddress(server: Server, cap: number): void {
       if (left > 0) open.set(address, left);
       else open.delete(address);
     });
+  });
+}
+
+/**
+ * A request target in absolute form (`GET http://host/v1/models HTTP/1.1`, which HTTP/1.1 servers
+ * must accept, RFC 9112 section 3.2.2) is rewritten to its origin form (`/v1/models`), so every
+ * route matches it as it would the usual form. Runs before any other request listener.
+ */
+function acceptAbsoluteForm(server: Server): void {
+  server.prependListener('request', (request: IncomingMessage) => {
+    const url = request.url;
+    if (url === undefined || url.startsWith('/') || !/^https?:\/\//i.test(url)) return;
+    try {
+      const parsed = new URL(url);
+      request.url = `${parsed.pathname}${parsed.search}`;
+    } catch {
+      // Not a URL after all: left for the routes to refuse.
+    }
   });
 }
 
@@ -84,6 +106,7 @@ export async function listen(
   server.requestTimeout = options.requestTimeout;
   server.keepAliveTimeout = options.keepAliveTimeout;
   capConnectionsPerAddress(server, limits.maxConnectionsPerAddress);
+  acceptAbsoluteForm(server);
   const unused = trackUnusedConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -44,6 +44,12 @@ export const GatewayEnv = z.object({
   GATEWAY_MAX_CHOICES: withDefault(positiveInt, 16).describe(
     'Most choices (`n`) one chat-completions call may ask for; the reservation covers the maximum output once per choice. More is refused with `unsupported_parameter`.',
   ),
+  COUNT_TOKENS_MAX_REQUEST_BYTES: withDefault(positiveInt, 4 * 1024 * 1024).describe(
+    'Body limit of `/v1/messages/count_tokens` in bytes (the service and key limits apply too): counting is free for the caller, so its work is bounded more tightly.',
+  ),
+  COUNT_TOKENS_THREADS: withDefault(positiveInt, 1).describe(
+    'Worker threads that parse and count count_tokens bodies, off the event loop that serves every other call.',
+  ),
   GATEWAY_ANTHROPIC_BETAS: withDefault(z.string(), '').describe(
     'Comma-separated `anthropic-beta` values admitted on `/v1/messages` besides the built-in list of betas billed only as reported tokens (docs/pricing.md). Add one only if the alias prices cover what it costs.',
   ),
@@ -132,6 +138,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
     maxJsonDepth: parsed.GATEWAY_MAX_JSON_DEPTH,
+    countTokens: {
+      maxRequestBytes: parsed.COUNT_TOKENS_MAX_REQUEST_BYTES,
+      threads: parsed.COUNT_TOKENS_THREADS,
+    },
     costParameters: {
       maxChoices: parsed.GATEWAY_MAX_CHOICES,
       extraAnthropicBetas: new Set(

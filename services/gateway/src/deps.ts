@@ -5,6 +5,7 @@ import type { GatewayConfig } from './config.ts';
 import type { KeyCache } from './keys/key-cache.ts';
 import type { Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
+import type { TokenCounter } from './tokens/token-counter.ts';
 import type { CredentialStore, UpstreamClient } from './upstream/index.ts';
 
 /** What the gateway asks of the control plane (batched and queued behind this interface). */
@@ -28,6 +29,8 @@ export interface GatewayDependencies {
   billing: BillingPort;
   keys: KeyCache;
   catalog: CatalogCache;
+  /** Parses and counts count_tokens bodies off the event loop. */
+  tokens: TokenCounter;
   credentials: CredentialStore;
   upstream: UpstreamClient;
   /** Prometheus metrics, when METRICS_PORT is set. */

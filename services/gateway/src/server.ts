@@ -29,6 +29,7 @@ import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
+import { createTokenCounter } from './tokens/token-counter.ts';
 import { tracedUpstream } from './tracing/traced-upstream.ts';
 import { createUpstreamClient, loadCredentials } from './upstream/index.ts';
 
@@ -146,6 +147,7 @@ export async function startGateway(
     },
     keys,
     catalog,
+    tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,
     upstream,
     ...(metrics ? { metrics } : {}),
@@ -197,6 +199,7 @@ export async function startGateway(
       await limiter.close();
       await readiness.close();
       await upstream.close();
+      await deps.tokens.close();
       await controlPlane.close();
       await tracing.close();
     },

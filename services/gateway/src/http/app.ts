@@ -1,4 +1,4 @@
-import { AppError, renderOpenAIError } from '@tollgate/errors';
+import { AppError, renderMessagesError, renderOpenAIError } from '@tollgate/errors';
 import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
@@ -54,9 +54,12 @@ export function createGatewayApp(deps: GatewayDependencies, options: { readiness
   app.get('/v1/models', run(deps, 'openai', listModels));
   app.get('/v1/key/status', run(deps, 'openai', keyStatus));
 
+  // In the body style of the surface the path belongs to: the messages style under /v1/messages.
   app.notFound((c) => {
-    const error = new AppError('invalid_request', { message: `No route ${c.req.method} ${c.req.path}.` });
-    return c.json({ error: { message: error.message, type: 'not_found_error', code: 'not_found' } }, 404);
+    const rendered = isMessagesPath(c.req.path)
+      ? renderMessagesError(new AppError('unknown_route'))
+      : renderOpenAIError(new AppError('unknown_route'));
+    return c.json(rendered.body, 404);
   });
   app.onError((error, c) => {
     deps.logger.error({ err: error, path: c.req.path }, 'unhandled error');
@@ -64,4 +67,8 @@ export function createGatewayApp(deps: GatewayDependencies, options: { readiness
     return c.json(rendered.body, 500);
   });
   return app;
+}
+
+function isMessagesPath(path: string): boolean {
+  return path === '/v1/messages' || path.startsWith('/v1/messages/');
 }

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { AppError } from '@tollgate/errors';
+import { AppError, toAppError } from '@tollgate/errors';
 import type { PlanCeilings, ReserveLimits, ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
-import type { Lease, LimitRequest } from '../limiter/limiter.ts';
+import type { Lease, LimitDecision, LimitRequest } from '../limiter/limiter.ts';
 
 /**
  * The limits of one call: the key's request ceiling and its package's (the package is per
@@ -57,4 +57,27 @@ export async function takeLimits(
   const decision = await deps.limiter.acquire(limitRequestOf(key, plan, options));
   if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
   return decision.lease;
+}
+
+/**
+ * A call with a valid key refused by a check that needs no reservation (model, parameters, output
+ * ceiling, body size) still counts against the key's request ceiling, without taking a
+ * concurrency slot. Past the ceiling the refusal becomes rate_limit_exceeded; a limiter that cannot
+ * be reached leaves the refusal as it was. Always throws.
+ */
+export async function countRefusal(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  error: unknown,
+): Promise<never> {
+  const refusal = toAppError(error);
+  if (refusal.status < 400 || refusal.status >= 500 || refusal.code === 'client_disconnected') throw error;
+  let decision: LimitDecision;
+  try {
+    decision = await deps.limiter.acquire(limitRequestOf(key, null, { holdsSlot: false }));
+  } catch {
+    throw error;
+  }
+  if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
+  throw error;
 }

@@ -20,9 +20,9 @@ import {
   withIncludeUsage,
 } from '../request/index.ts';
 import { authenticate } from './authenticate.ts';
-import { type Decision, finishItemOf, type ReservationContext } from './finish.ts';
+import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
-import { limitRequestOf, reserveLimitsOf, takeLimits } from './limits.ts';
+import { countRefusal, limitRequestOf, reserveLimitsOf, takeLimits } from './limits.ts';
 import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
@@ -32,9 +32,10 @@ import { servesNatively, translationFor } from './translation-plan.ts';
 
 /**
  * One metered call on /v1/messages, /v1/chat/completions or /v1/responses (docs/architecture.md, "One
- * metered request"): every refusal happens before the reservation. Once reserved, the call's
- * one decision (from forwardToUpstream) is sent in exactly one place, which also frees the
- * concurrency slot.
+ * metered request"): every refusal happens before the reservation, and a call refused there
+ * still counts against the key's request ceiling. Once reserved, the call's one decision (from
+ * forwardToUpstream) is sent in exactly one place, which also frees the concurrency slot; a
+ * failure before that releases the reservation at once.
  */
 export async function handleMetered(
   deps: GatewayDependencies,
@@ -44,22 +45,13 @@ export async function handleMetered(
 ): Promise<Reply> {
   const { digest, key } = await authenticate(deps, request);
   log.keyId = key.keyId;
-  const { text, body } = await readRequestJson(deps, key, request);
-  await deps.catalog.ready();
-  const alias = selectAlias(deps.catalog, key, body.model, surface);
-  log.alias = alias.alias;
-  assertSupportedParameters(surface, body);
-  const native = servesNatively(deps, surface, alias);
-  const cost = checkCostParameters(surface, body, request.headers, deps.config.costParameters, {
-    betasReachUpstream: native,
-  });
-  const plan = selectPlan(key, alias.alias);
-  const maxOutput = resolveMaxOutput(surface, body, {
-    keyMax: key.limits.maxOutputTokens,
-    planMax: plan?.maxOutputTokens ?? null,
-    aliasMax: alias.maxOutputTokens,
-    aliasDefault: alias.defaultMaxOutputTokens,
-  });
+  const { text, body, alias, plan, maxOutput, cost, native } = await checkRequest(
+    deps,
+    request,
+    surface,
+    key,
+    log,
+  ).catch((error: unknown) => countRefusal(deps, key, error));
   const stream = body.stream === true;
   const translation = native ? null : translationFor(deps, surface, alias, body, maxOutput.value);
 
@@ -67,7 +59,9 @@ export async function handleMetered(
   const deferred = deps.limiter.shared !== null;
   if (deferred && !(await deps.limiter.reachable())) throw new AppError('rate_limiter_unavailable');
   let lease = deferred ? null : await takeLimits(deps, key, plan, { holdsSlot: true });
-  /** Set once the call's end owns the lease; until then this function frees it. */
+  /** Set once the reservation is granted: until the call's end owns it, this function releases it. */
+  let context: ReservationContext | null = null;
+  /** Set once the call's end owns the reservation and the lease. */
   let ended: Promise<void> | null = null;
   try {
     const estimate = {
@@ -85,14 +79,8 @@ export async function handleMetered(
       ...(deferred ? { limits: reserveLimitsOf(key, plan) } : {}),
     });
     log.reservationId = reservationId;
-    const context: ReservationContext = {
-      reservationId,
-      keyId: key.keyId,
-      accountId: key.accountId,
-      alias: alias.alias,
-      surface,
-    };
-    if (deferred) lease = await leaseOf(deps, key, plan, context, reservation.limited);
+    context = { reservationId, keyId: key.keyId, accountId: key.accountId, alias: alias.alias, surface };
+    if (deferred) lease = await leaseOf(deps, key, plan, reservationId, reservation.limited);
 
     const clientAskedForUsage = isIncludeUsage(body.stream_options);
     const forwarded = await forwardToUpstream(deps, {
@@ -110,9 +98,10 @@ export async function handleMetered(
       log,
     });
     // The one place a reservation is finished: one decision, then the slot is freed.
+    const finished = context;
     ended = forwarded.decision
       .then((decision: Decision) => {
-        deps.billing.finish(finishItemOf(context, decision));
+        deps.billing.finish(finishItemOf(finished, decision));
         return lease?.release();
       })
       .catch((error: unknown) => {
@@ -124,9 +113,48 @@ export async function handleMetered(
     if (!forwarded.streaming) await ended;
     if ('error' in forwarded.reply) throw forwarded.reply.error;
     return forwarded.reply.answer;
+  } catch (error) {
+    // Failed after the reservation and before the upstream call (a refused slot, a fault): nothing
+    // was produced, so the reservation is released now rather than left to the reconciler.
+    if (context && !ended) deps.billing.finish(finishItemOf(context, releaseOf(error)));
+    throw error;
   } finally {
     if (!ended) await lease?.release();
   }
+}
+
+/** What a metered call is, once its request passed every check that needs no reservation. */
+async function checkRequest(
+  deps: GatewayDependencies,
+  request: InboundRequest,
+  surface: MeteredSurface,
+  key: ResolvedKey,
+  log: RequestLog,
+) {
+  const { text, body } = await readRequestJson(deps, key, request);
+  await deps.catalog.ready();
+  const alias = selectAlias(deps.catalog, key, body.model, surface);
+  log.alias = alias.alias;
+  assertSupportedParameters(surface, body);
+  const native = servesNatively(deps, surface, alias);
+  const cost = checkCostParameters(surface, body, request.headers, deps.config.costParameters, {
+    betasReachUpstream: native,
+  });
+  const plan = selectPlan(key, alias.alias);
+  const maxOutput = resolveMaxOutput(surface, body, {
+    keyMax: key.limits.maxOutputTokens,
+    planMax: plan?.maxOutputTokens ?? null,
+    aliasMax: alias.maxOutputTokens,
+    aliasDefault: alias.defaultMaxOutputTokens,
+  });
+  return { text, body, alias, plan, maxOutput, cost, native };
+}
+
+/** The release of a reservation whose call failed before reaching the upstream. */
+function releaseOf(error: unknown): Decision {
+  const appError = toAppError(error);
+  const limited = appError.code === 'rate_limit_exceeded' || appError.code === 'concurrency_limit_exceeded';
+  return decide.release(limited ? 'rate_limited' : 'gateway_error', appError.status);
 }
 
 type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
@@ -134,31 +162,18 @@ type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
 /**
  * The concurrency slot of a reserved call whose limits the control plane was asked to check: the
  * one it took (named by the reservation id), or, from a control plane that reserves in Postgres
- * alone, one taken here now; refused then, the reservation is released (nothing was spent).
+ * alone, one taken here now (refused: the caller releases the reservation, nothing was spent).
  */
 async function leaseOf(
   deps: GatewayDependencies,
   key: ResolvedKey,
   plan: PlanCeilings | null,
-  context: ReservationContext,
+  reservationId: string,
   limited: boolean,
 ): Promise<Lease | null> {
-  if (limited) {
-    return deps.limiter.adopt(limitRequestOf(key, plan, { holdsSlot: true, leaseId: context.reservationId }));
-  }
-  try {
-    return await takeLimits(deps, key, plan, { holdsSlot: true, leaseId: context.reservationId });
-  } catch (error) {
-    const appError = toAppError(error);
-    deps.billing.finish(
-      finishItemOf(context, {
-        action: 'release',
-        outcome: appError.code === 'rate_limiter_unavailable' ? 'gateway_error' : 'rate_limited',
-        httpStatus: appError.status,
-      }),
-    );
-    throw appError;
-  }
+  const request = { holdsSlot: true, leaseId: reservationId };
+  if (limited) return deps.limiter.adopt(limitRequestOf(key, plan, request));
+  return takeLimits(deps, key, plan, request);
 }
 
 /**

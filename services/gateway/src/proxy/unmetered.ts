@@ -1,14 +1,34 @@
+import { AppError } from '@tollgate/errors';
 import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
-import { assertSupportedParameters, estimateInputTokens } from '../request/index.ts';
 import { authenticate } from './authenticate.ts';
 import { takeLimits } from './limits.ts';
-import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
-import { selectAlias, selectPlan } from './select-alias.ts';
+import { selectAlias } from './select-alias.ts';
 
-/** POST /v1/messages/count_tokens: a local estimate; no reservation, no upstream call. */
+/**
+ * Runs an unmetered call inside the key's ceilings (docs/behaviour.md, Limits): the call is counted
+ * against the request ceiling and holds a concurrency slot until its answer is built, before any
+ * of its work is done. These calls draw on no package, so only the key's ceilings apply.
+ */
+async function withinKeyLimits<T>(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  work: () => Promise<T>,
+): Promise<T> {
+  const lease = await takeLimits(deps, key, null, { holdsSlot: true });
+  try {
+    return await work();
+  } finally {
+    await lease?.release();
+  }
+}
+
+/**
+ * POST /v1/messages/count_tokens: a local estimate; no reservation, no upstream call. The body is
+ * read under its own, smaller limit and parsed and counted in a worker thread.
+ */
 export async function countTokens(
   deps: GatewayDependencies,
   request: InboundRequest,
@@ -16,14 +36,19 @@ export async function countTokens(
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  const { body } = await readRequestJson(deps, key, request);
-  await deps.catalog.ready();
-  const alias = selectAlias(deps.catalog, key, body.model, 'count_tokens');
-  log.alias = alias.alias;
-  assertSupportedParameters('count_tokens', body);
-  // Calls that cost no quota still count against the request ceilings (docs/behaviour.md, gateway rule 1).
-  await takeLimits(deps, key, selectPlan(key, alias.alias), { holdsSlot: false });
-  return Response.json({ input_tokens: estimateInputTokens('count_tokens', body) });
+  return withinKeyLimits(deps, key, async () => {
+    const limit = Math.min(
+      deps.config.countTokens.maxRequestBytes,
+      deps.config.maxRequestBytes,
+      key.limits.maxRequestBytes,
+    );
+    const counted = await deps.tokens.count(await request.readBody(limit), request.signal);
+    await deps.catalog.ready();
+    const alias = selectAlias(deps.catalog, key, counted.model, 'count_tokens');
+    log.alias = alias.alias;
+    if (counted.unsupported) throw new AppError('unsupported_parameter', { message: counted.unsupported });
+    return Response.json({ input_tokens: counted.inputTokens });
+  });
 }
 
 function aliasesInScope(deps: GatewayDependencies, key: ResolvedKey) {
@@ -44,7 +69,10 @@ export async function listModels(
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  await takeLimits(deps, key, null, { holdsSlot: false });
+  return withinKeyLimits(deps, key, () => modelsOf(deps, key));
+}
+
+async function modelsOf(deps: GatewayDependencies, key: ResolvedKey): Promise<Response> {
   await deps.catalog.ready();
   const aliases = aliasesInScope(deps, key);
   if (request.headers.get('anthropic-version')) {
@@ -82,11 +110,12 @@ export async function keyStatus(
 ): Promise<Response> {
   const { digest, key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  await takeLimits(deps, key, null, { holdsSlot: false });
-  await deps.catalog.ready();
-  const status = await deps.billing.keyStatus(digest);
-  return Response.json({
-    ...status,
-    allowedAliases: aliasesInScope(deps, key).map((alias) => alias.alias),
+  return withinKeyLimits(deps, key, async () => {
+    await deps.catalog.ready();
+    const status = await deps.billing.keyStatus(digest);
+    return Response.json({
+      ...status,
+      allowedAliases: aliasesInScope(deps, key).map((alias) => alias.alias),
+    });
   });
 }

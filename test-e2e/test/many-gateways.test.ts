@@ -149,3 +149,66 @@ describe('three gateways behind nginx', () => {
     expect(tally(burst)).toEqual({ ok: workers });
   });
 });
+
+describe('the shipped nginx config in front of them', () => {
+  const key = () => customer.createKey({ name: 'nginx', limits: { maxRequestBytes: 1024 * 1024 } });
+
+  it('refuses a key in the query string with invalid_api_key, and no log holds it', async () => {
+    const { secret } = await key();
+    const models = await fetch(`${nginx.url}/v1/models?api_key=${secret}`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(models.status).toBe(401);
+    expect(models.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await models.json()).toMatchObject({ error: { code: 'invalid_api_key' } });
+    const messages = await fetch(`${nginx.url}/v1/messages?beta=true&x=${secret.replace('sk-', 'sk%2D')}`, {
+      method: 'POST',
+      headers: { 'x-api-key': secret, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(messages.status).toBe(401);
+    expect(await messages.json()).toMatchObject({
+      type: 'error',
+      error: { service_code: 'invalid_api_key' },
+    });
+    // A query without a key passes, and is logged without its query string.
+    const plain = await fetch(`${nginx.url}/v1/models?limit=5`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
+    expect(plain.status).toBe(200);
+    const { readFile } = await import('node:fs/promises');
+    const access = await readFile(nginx.accessLog, 'utf8');
+    expect(access).toContain('"GET /v1/models HTTP/1.1" 401');
+    expect(access).toContain('"GET /v1/models HTTP/1.1" 200');
+    expect(access).not.toContain('limit=5');
+    for (const log of [access, await readFile(nginx.errorLog, 'utf8')]) {
+      expect(log).not.toContain(secret.slice(6));
+    }
+  });
+
+  it('answers a body over the gateways’ limit with request_too_large in the gateway’s words', async () => {
+    const { secret } = await key();
+    const over = 'x'.repeat(32 * 1024 * 1024 + 1);
+    for (const [path, shape] of [
+      ['/v1/chat/completions', { error: { code: 'request_too_large', type: 'request_too_large' } }],
+      ['/v1/messages', { type: 'error', error: { service_code: 'request_too_large' } }],
+    ] as const) {
+      const reply = await fetch(`${nginx.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: over,
+      });
+      expect(reply.status).toBe(413);
+      expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await reply.json()).toMatchObject(shape);
+    }
+    // Under nginx's limit but over the key's: the gateway refuses it, the same way.
+    const reply = await fetch(`${nginx.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+      body: 'x'.repeat(2 * 1024 * 1024),
+    });
+    expect(reply.status).toBe(413);
+    expect(await reply.json()).toMatchObject({ error: { code: 'request_too_large' } });
+  });
+});

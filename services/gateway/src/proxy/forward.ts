@@ -57,15 +57,19 @@ function failed(error: AppError, decision: Decision): Forwarded {
 
 /**
  * Sends the call upstream and relays the answer; decides (but does not send) what becomes of the
- * reservation. Until the provider's response headers arrive, a client that leaves aborts the
- * upstream request (nothing produced, released). After that the client's departure no longer
- * stops the upstream: the answer is read to its end for the usage the provider bills.
+ * reservation (docs/streaming.md, when the client leaves). A client that leaves before the call is
+ * sent costs nothing. Streamed: until the provider's response headers arrive, a client that leaves
+ * aborts the upstream request (nothing produced yet, released); after that the answer is read to
+ * its end for the usage the provider bills. Not streamed: the provider produces the whole answer
+ * before its headers, so once sent the call is never aborted for the client; the answer is read
+ * (within the upstream timeouts) and its usage settled as client_disconnected.
  */
 export async function forwardToUpstream(deps: GatewayDependencies, input: ForwardInput): Promise<Forwarded> {
   const clientSignal = input.request.signal;
   const controller = new AbortController();
   const abort = () => controller.abort();
-  clientSignal.addEventListener('abort', abort, { once: true });
+  if (input.stream) clientSignal.addEventListener('abort', abort, { once: true });
+  else if (clientSignal.aborted) controller.abort();
   const detach = () => clientSignal.removeEventListener('abort', abort);
   try {
     return await forward(deps, input, controller, detach);
@@ -99,7 +103,7 @@ async function forward(
   const names = { alias: input.alias, upstreamModel: input.upstreamModel };
 
   if (input.stream) {
-    const checked = await checkUpstreamResponse({ response, names, stream: true });
+    const checked = await checkUpstreamResponse({ response, names, surface: input.surface, stream: true });
     if (!checked.ok) {
       logUpstreamFailure(deps, providerId, checked.error, response.status, input.log);
       return failed(checked.error, decide.failed(checked.error, clientSignal.aborted));

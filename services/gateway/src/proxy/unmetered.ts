@@ -69,13 +69,18 @@ export async function listModels(
 ): Promise<Response> {
   const { key } = await authenticate(deps, request, { fresh: true });
   log.keyId = key.keyId;
-  return withinKeyLimits(deps, key, () => modelsOf(deps, key));
+  const anthropicShape = Boolean(request.headers.get('anthropic-version'));
+  return withinKeyLimits(deps, key, () => modelsOf(deps, key, anthropicShape));
 }
 
-async function modelsOf(deps: GatewayDependencies, key: ResolvedKey): Promise<Response> {
+async function modelsOf(
+  deps: GatewayDependencies,
+  key: ResolvedKey,
+  anthropicShape: boolean,
+): Promise<Response> {
   await deps.catalog.ready();
   const aliases = aliasesInScope(deps, key);
-  if (request.headers.get('anthropic-version')) {
+  if (anthropicShape) {
     const data = aliases.map((alias) => ({
       type: 'model',
       id: alias.alias,

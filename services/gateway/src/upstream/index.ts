@@ -7,7 +7,7 @@
  *   const { url, headers } = adapter.buildRequest({ target, surface, clientHeaders });
  *   const response = await client.send({ url, headers, body, signal });       // throws AppError
  *   non-streamed: const result = await relayNonStreaming({ response, surface, adapter, alias, upstreamModel });
- *   streamed:     const checked = await checkUpstreamResponse({ response, names: { alias, upstreamModel }, stream: true });
+ *   streamed:     const checked = await checkUpstreamResponse({ response, names, surface, stream: true });
  *                 if (checked.ok) { const { body, headers, outcome } = relayStream({ ... }); }
  */
 export { anthropicAdapter, getAdapter, openaiAdapter } from './adapters/index.ts';
@@ -17,4 +17,4 @@ export { relayNonStreaming } from './relay.ts';
 export { relayStream, type StreamOutcome } from './relay-stream.ts';
 export { SseParser } from './sse.ts';
 export type { MeteredSurface, UpstreamAdapter, UpstreamTarget, UsageFigures } from './types.ts';
-export { checkUpstreamResponse, classifyUpstreamStatus, sanitizeProviderMessage } from './upstream-status.ts';
+export { checkUpstreamResponse, classifyUpstreamStatus } from './upstream-status.ts';

@@ -43,7 +43,7 @@ async function streamThrough(
     signal: controller.signal,
   });
   const names = { alias: 'house-model', upstreamModel: 'claude-sonnet-4-5-20250929' };
-  const checked = await checkUpstreamResponse({ response, names, stream: true });
+  const checked = await checkUpstreamResponse({ response, names, surface, stream: true });
   if (!checked.ok) throw checked.error;
   const relayed = relayStream({
     response,
@@ -200,6 +200,7 @@ describe('relayStream over a real connection', () => {
     const checked = await checkUpstreamResponse({
       response,
       names: { alias: 'a', upstreamModel: 'm' },
+      surface: 'messages',
       stream: true,
     });
     expect(checked).toMatchObject({

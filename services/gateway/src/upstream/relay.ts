@@ -50,7 +50,12 @@ function jsonContentType(response: UpstreamResponse): string {
  */
 export async function relayNonStreaming(input: RelayNonStreamingInput): Promise<NonStreamingRelay> {
   const { response, surface, adapter, alias, upstreamModel } = input;
-  const checked = await checkUpstreamResponse({ response, names: { alias, upstreamModel }, stream: false });
+  const checked = await checkUpstreamResponse({
+    response,
+    names: { alias, upstreamModel },
+    surface,
+    stream: false,
+  });
   if (!checked.ok) return checked;
   let text: string | null;
   try {

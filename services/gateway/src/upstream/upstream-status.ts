@@ -1,6 +1,9 @@
 import { AppError } from '@tollgate/errors';
+import { listSupportedParameters } from '../request/parameters.ts';
 import type { UpstreamResponse } from './client.ts';
 import { isRecord, parseJson } from './json-scan.ts';
+import { type ProviderRefusal, refusalMessage } from './refusal-messages.ts';
+import type { MeteredSurface } from './types.ts';
 
 /**
  * The provider's status as the client's error, or null for 2xx (docs/behaviour.md, Metering):
@@ -17,59 +20,34 @@ export function classifyUpstreamStatus(status: number): AppError | null {
   return new AppError('upstream_unavailable');
 }
 
-/** How much of an error body is read for its message; the rest is dropped unread. */
+/** How much of an error body is read to recognise the refusal; the rest is dropped unread. */
 const MAX_ERROR_BODY_BYTES = 16 * 1024;
-/** Longest provider message passed on to the client. */
-const MAX_PROVIDER_MESSAGE_CHARS = 300;
 
 export interface ModelNames {
   alias: string;
   upstreamModel: string;
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A short machine word of the provider's (error type or code); anything else is not kept. */
+function kindOf(value: unknown): string[] {
+  return typeof value === 'string' && /^[a-z_]{1,64}$/.test(value) ? [value] : [];
 }
 
-/** Words and shapes that would tell the client who the provider is or where it lives. */
-const REDACTIONS: Array<[RegExp, string]> = [
-  [/\bhttps?:\/\/\S+/gi, '[link]'],
-  [/\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b/g, '[host]'],
-  [/\b(?:[a-z0-9-]+\.)+(?:com|ai|io|net|org|dev|cloud|internal|local|localhost)\b(?::\d+)?/gi, '[host]'],
-  [/\b(?:sk|key|tok|api)[-_][A-Za-z0-9_-]{6,}/g, '[redacted]'],
-  [/\breq_[A-Za-z0-9]+/g, '[request]'],
-  [
-    /\b(?:anthropic|openai|azure|bedrock|vertex(?: ai)?|vllm|ollama|llama\.cpp|claude|chatgpt|gpt-[\w.-]+)\b/gi,
-    'provider',
-  ],
-];
-
-/**
- * The provider's own explanation of a refusal, made safe to show: the upstream model id becomes
- * the alias; links, hosts, key-like strings, request ids and provider or product names are
- * removed; the length is capped. Kept because "prompt is too long" or "messages: roles must
- * alternate" is what the client needs to fix its request. Null when nothing useful is left.
- */
-export function sanitizeProviderMessage(message: string, names: ModelNames): string | null {
-  // The id is swapped for a placeholder first, so the name redactions cannot touch the alias.
-  const placeholder = '\u0000';
-  let text = message
-    .replaceAll(placeholder, '')
-    .replace(new RegExp(`${escapeRegExp(names.upstreamModel)}(?:-[\\w.:@-]*)?`, 'g'), placeholder);
-  for (const [pattern, replacement] of REDACTIONS) text = text.replace(pattern, replacement);
-  text = text.replace(/\s+/g, ' ').trim().replaceAll(placeholder, names.alias);
-  if (text.length > MAX_PROVIDER_MESSAGE_CHARS) text = `${text.slice(0, MAX_PROVIDER_MESSAGE_CHARS - 1)}…`;
-  return /[A-Za-z]{3}/.test(text.replace(/\[(?:link|host|redacted|request)\]/g, '')) ? text : null;
-}
-
-/** The message of an error body in the shapes providers use ({error:{message}}, {error}, {message}). */
-function providerMessage(body: unknown): string | null {
-  if (!isRecord(body)) return null;
+/** The parts of an error body ({error:{type,code,message,param}}, {error}, {message}) used to classify it. */
+function refusalOf(status: number, body: unknown): ProviderRefusal {
+  const refusal: ProviderRefusal = { status, kinds: [], message: '', param: null };
+  if (!isRecord(body)) return refusal;
   const error = body.error;
-  if (isRecord(error) && typeof error.message === 'string') return error.message;
-  if (typeof error === 'string') return error;
-  if (typeof body.message === 'string') return body.message;
-  return null;
+  if (isRecord(error)) {
+    refusal.kinds = [...kindOf(error.type), ...kindOf(error.code)];
+    if (typeof error.message === 'string') refusal.message = error.message;
+    if (typeof error.param === 'string') refusal.param = error.param;
+  } else if (typeof error === 'string') {
+    refusal.message = error;
+  } else if (typeof body.message === 'string') {
+    refusal.message = body.message;
+  }
+  return refusal;
 }
 
 /** Reads at most `maxBytes` of a body; drops the connection rather than read a huge one. */
@@ -84,12 +62,12 @@ export async function readCappedText(body: AsyncIterable<Buffer>, maxBytes: numb
   return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
 }
 
-async function readProviderMessage(response: UpstreamResponse): Promise<string | null> {
+async function readRefusal(response: UpstreamResponse): Promise<ProviderRefusal> {
   try {
     const text = await readCappedText(response.body, MAX_ERROR_BODY_BYTES);
-    return text === null ? null : providerMessage(parseJson(text));
+    return refusalOf(response.status, text === null ? undefined : parseJson(text));
   } catch {
-    return null;
+    return refusalOf(response.status, undefined);
   }
 }
 
@@ -110,17 +88,18 @@ export type UpstreamCheck = { ok: true } | { ok: false; error: AppError; settle:
 export async function checkUpstreamResponse(input: {
   response: UpstreamResponse;
   names: ModelNames;
+  surface: MeteredSurface;
   stream: boolean;
 }): Promise<UpstreamCheck> {
   const { response } = input;
   const classified = classifyUpstreamStatus(response.status);
   if (classified === null && (!input.stream || isEventStream(response))) return { ok: true };
   if (classified?.code === 'upstream_rejected') {
-    const raw = await readProviderMessage(response);
-    const clean = raw === null ? null : sanitizeProviderMessage(raw, input.names);
-    const message = clean
-      ? `The model provider refused the request: ${clean.replace(/\.$/, '')}. Nothing was charged.`
-      : undefined;
+    const message = refusalMessage(
+      await readRefusal(response),
+      input.names.alias,
+      new Set(listSupportedParameters(input.surface)),
+    );
     return { ok: false, error: AppError.upstreamRejected(response.status, { message }), settle: 'release' };
   }
   await readCappedText(response.body, MAX_ERROR_BODY_BYTES).catch(() => null);

@@ -65,6 +65,21 @@ echo "== official clients through nginx"
 E2E_DEPLOYED_GATEWAY_URL="$gateway_url" E2E_DEPLOYED_API_KEY="$key" \
   pnpm vitest run --project e2e test/deployed.test.ts
 
+echo "== nginx: a key in the query string is refused and logged nowhere; bodies over the limit get request_too_large"
+for query in "api_key=$key" "x=$key"; do
+  answer="$(curl -sS -H "Authorization: Bearer $key" -w ' %{http_code}' "$gateway_url/v1/models?$query")"
+  case "$answer" in *'"invalid_api_key"'*' 401') ;; *) echo "compose-e2e: a key in the query string was not refused: $answer" >&2; exit 1 ;; esac
+done
+curl -sS -o /dev/null "$gateway_url/v1/models?limit=5" -H "Authorization: Bearer $key"
+too_large="$(head -c 33554433 /dev/zero | tr '\0' x | curl -sS -w ' %{http_code}' -H "Authorization: Bearer $key" \
+  -H 'content-type: application/json' --data-binary @- "$gateway_url/v1/chat/completions")"
+case "$too_large" in *'"request_too_large"'*' 413') ;; *) echo "compose-e2e: a body over the limit got: ${too_large:0:200}" >&2; exit 1 ;; esac
+logs="$(compose logs --no-color 2>&1)"
+if grep -qF -- "${key#sk-}" <<<"$logs"; then echo "compose-e2e: the key appears in the deployment's logs" >&2; exit 1; fi
+grep -q 'GET /v1/models HTTP/1.1" 401' <<<"$logs" || { echo "compose-e2e: nginx did not log the refused request" >&2; exit 1; }
+if grep -q 'limit=5' <<<"$logs"; then echo "compose-e2e: nginx logged a query string" >&2; exit 1; fi
+echo "nginx: key in URL refused (401, logged without its query), 32 MiB + 1 body refused (413 JSON), no log holds the key"
+
 echo "== /metrics of gateway-1 (scraped on the compose network's metrics port)"
 compose exec -T gateway-1 node -e '
   fetch("http://127.0.0.1:9464/metrics").then((r) => r.text()).then((text) => {

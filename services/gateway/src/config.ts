@@ -50,6 +50,15 @@ export const GatewayEnv = z.object({
   COUNT_TOKENS_THREADS: withDefault(positiveInt, 1).describe(
     'Worker threads that parse and count count_tokens bodies, off the event loop that serves every other call.',
   ),
+  TRUST_PROXY: withDefault(bool, 'false').describe(
+    '`true` behind a proxy or load balancer: the client address is the last `X-Forwarded-For` entry (the one the proxy appended), for the per-address throttle of unrecognised keys.',
+  ),
+  UNKNOWN_KEY_CACHE_SECONDS: withDefault(positiveInt, 60).describe(
+    'How long a key the control plane did not recognise is answered `invalid_api_key` from memory, without asking again.',
+  ),
+  UNKNOWN_KEYS_PER_ADDRESS_PER_MINUTE: withDefault(positiveInt, 20).describe(
+    'Unrecognised keys one client address (an IPv6 /64) may try per minute; past it, keys it has not used successfully get `rate_limit_exceeded` until the minute ends, so a flood of made-up keys never reaches the control plane.',
+  ),
   GATEWAY_ANTHROPIC_BETAS: withDefault(z.string(), '').describe(
     'Comma-separated `anthropic-beta` values admitted on `/v1/messages` besides the built-in list of betas billed only as reported tokens (docs/pricing.md). Add one only if the alias prices cover what it costs.',
   ),
@@ -138,6 +147,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     maxRequestBytes: parsed.GATEWAY_MAX_REQUEST_BYTES,
     maxJsonDepth: parsed.GATEWAY_MAX_JSON_DEPTH,
+    trustProxy: parsed.TRUST_PROXY,
+    unknownKeys: {
+      ttlMs: parsed.UNKNOWN_KEY_CACHE_SECONDS * 1000,
+      perAddressPerMinute: parsed.UNKNOWN_KEYS_PER_ADDRESS_PER_MINUTE,
+    },
     countTokens: {
       maxRequestBytes: parsed.COUNT_TOKENS_MAX_REQUEST_BYTES,
       threads: parsed.COUNT_TOKENS_THREADS,

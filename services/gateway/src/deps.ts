@@ -3,6 +3,7 @@ import type { Logger, Tracing } from '@tollgate/service-kit';
 import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { KeyCache } from './keys/key-cache.ts';
+import type { UnknownKeyGuard } from './keys/unknown-keys.ts';
 import type { Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
 import type { TokenCounter } from './tokens/token-counter.ts';
@@ -28,6 +29,8 @@ export interface GatewayDependencies {
   limiter: Limiter;
   billing: BillingPort;
   keys: KeyCache;
+  /** Unrecognised keys: answered from memory, and throttled per client address. */
+  unknownKeys: UnknownKeyGuard;
   catalog: CatalogCache;
   /** Parses and counts count_tokens bodies off the event loop. */
   tokens: TokenCounter;

@@ -25,6 +25,7 @@ import { createGatewayApp } from './http/app.ts';
 import { createMeteredRoutes } from './http/metered-routes.ts';
 import { createReadiness } from './http/readiness.ts';
 import { createKeyCache } from './keys/key-cache.ts';
+import { createUnknownKeyGuard } from './keys/unknown-keys.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
@@ -146,6 +147,12 @@ export async function startGateway(
       keyStatus: controlPlane.keyStatus,
     },
     keys,
+    unknownKeys: createUnknownKeyGuard({
+      ttlMs: config.unknownKeys.ttlMs,
+      perAddress: config.unknownKeys.perAddressPerMinute,
+      windowMs: 60_000,
+      maxEntries: 100_000,
+    }),
     catalog,
     tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,

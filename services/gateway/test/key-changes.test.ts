@@ -44,8 +44,15 @@ describe('the key cache follows change events', () => {
     const key = await t.key({ credits: CREDITS });
     const other = await createKey(t.stack.controlPlane.deps, key.accountId, { name: 'second', scope: null });
     t.remember(other.secret);
+    // The second key's own setup events must land before it is cached, or they would drop it.
+    await t.stack.eventsDelivered();
     await warm(key.secret);
     await warm(other.secret);
+    // Both keys are cached on every gateway: the drop below is the event's doing.
+    for (const gateway of t.stack.gateways) {
+      expect(gateway.deps.keys.peek(digestOf(key.secret))?.keyId).toBe(key.keyId);
+      expect(gateway.deps.keys.peek(digestOf(other.secret))?.keyId).toBe(other.key.id);
+    }
     await t.stack.controlPlane.deps.events.publish({ type: 'account.changed', accountId: key.accountId });
     await droppedEverywhere(digestOf(key.secret));
     await droppedEverywhere(digestOf(other.secret));

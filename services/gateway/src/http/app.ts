@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { AppError, renderMessagesError, renderOpenAIError } from '@tollgate/errors';
 import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
@@ -11,12 +12,17 @@ type Handler = (deps: GatewayDependencies, request: InboundRequest, log: Request
 
 /** Runs one handler served through Hono: its failure rendered in the body style of its surface. */
 function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
-  return async (c: { req: { raw: Request; path: string; method: string } }): Promise<Response> => {
+  return async (c: {
+    req: { raw: Request; path: string; method: string };
+    env: unknown;
+  }): Promise<Response> => {
+    // @hono/node-server's bindings: the Node request, for the socket's peer address.
+    const peer = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress;
     const cycle = startCycle(deps, c.req.method, c.req.path, c.req.raw.headers.get('traceparent'), style);
     let response: Response;
     let code: string | undefined;
     try {
-      response = await cycle.run(() => handler(deps, fromWebRequest(c.req.raw), cycle.log));
+      response = await cycle.run(() => handler(deps, fromWebRequest(c.req.raw, peer), cycle.log));
     } catch (error) {
       const failure = cycle.fail(error);
       code = failure.code;

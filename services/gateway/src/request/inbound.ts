@@ -14,16 +14,19 @@ export interface InboundRequest {
   /** Path and query as sent (a full URL through Hono); only the query is ever read from it. */
   readonly url: string;
   readonly headers: HeaderReader;
+  /** The socket's peer address (a proxy's, behind one). */
+  readonly peer: string | undefined;
   /** Aborts when the client goes away before its answer has been sent. */
   readonly signal: AbortSignal;
   /** The whole body, refused with request_too_large past `limit` bytes. */
   readBody(limit: number): Promise<Buffer>;
 }
 
-export function fromWebRequest(request: Request): InboundRequest {
+export function fromWebRequest(request: Request, peer: string | undefined): InboundRequest {
   return {
     url: request.url,
     headers: request.headers,
+    peer,
     signal: request.signal,
     readBody: (limit) => readBodyWithLimit(request.body, limit, request.headers.get('content-length')),
   };
@@ -40,6 +43,7 @@ export function fromNodeRequest(request: IncomingMessage, signal: AbortSignal): 
   return {
     url: request.url ?? '/',
     headers,
+    peer: request.socket.remoteAddress,
     signal,
     readBody: (limit) => readStreamWithLimit(request, limit, headers.get('content-length')),
   };

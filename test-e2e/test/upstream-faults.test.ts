@@ -284,13 +284,23 @@ describe('a client that leaves', () => {
     expect(row!.chargedCredits).toBeGreaterThan(0n);
   });
 
-  it('before a non-streamed answer: released as client_disconnected (499)', async () => {
+  it('before a non-streamed answer: the answer is read and its usage settled as client_disconnected (499)', async () => {
+    // docs/decisions/client-gone-non-streamed.md: the provider bills the operator for an answer
+    // generated for a client that left, so the customer is charged what the provider reported.
     const controller = new AbortController();
     const call = anthropic.messages.create(message('delay=1500,input_tokens=50,output_tokens=5'), {
       signal: controller.signal,
     });
     setTimeout(() => controller.abort(), 300);
     expect(await rejection(call)).toBeInstanceOf(Anthropic.APIUserAbortError);
-    await finishedAs({ status: 'released', outcome: 'client_disconnected', httpStatus: 499 });
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({
+      status: 'settled',
+      outcome: 'client_disconnected',
+      httpStatus: 499,
+      inputTokens: 50n,
+      outputTokens: 5n,
+    });
+    expect(row!.chargedCredits).toBeGreaterThan(0n);
   });
 });

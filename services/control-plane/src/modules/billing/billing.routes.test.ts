@@ -323,7 +323,7 @@ describe('catalogue', () => {
       maxOutputTokens: 1000,
     };
     const invalid = await client.request('PUT', '/admin/catalog/aliases/priced', {
-      body: { ...body, protocols: ['messages'] },
+      body: { ...body, protocols: [] },
     });
     expect(invalid).toMatchObject({ status: 422, body: { code: 'validation_failed' } });
     const changed = await client.request('PUT', '/admin/catalog/aliases/priced', { body });

@@ -97,6 +97,32 @@ describe('manual payments and admin actions', () => {
     expect(second.body.data.items.map((item: { id: string }) => item.id)).toEqual([id]);
   });
 
+  it('an admin cannot confirm a manual order that was cancelled, rejected or expired', async () => {
+    const buyer = await shopper(context);
+    const manualOrder = async () => {
+      const created = await buyer.client.request('POST', '/orders', {
+        body: { packageId: 'usd', provider: 'manual' },
+      });
+      await buyer.client.request('POST', `/orders/${created.body.data.id}/payment`);
+      return created.body.data.id as string;
+    };
+    const cancelled = await manualOrder();
+    expect((await buyer.client.request('POST', `/orders/${cancelled}/cancel`)).status).toBe(200);
+    const rejected = await manualOrder();
+    expect((await admin.client.request('POST', `/admin/orders/${rejected}/payment/reject`)).status).toBe(200);
+    for (const [id, status] of [
+      [cancelled, 'cancelled'],
+      [rejected, 'failed'],
+    ] as const) {
+      const confirmed = await admin.client.request('POST', `/admin/orders/${id}/payment/confirm`);
+      expect(confirmed.status).toBe(422);
+      expect(confirmed.body.code).toBe('validation_failed');
+      expect(confirmed.body.errors.status[0]).toMatch(status);
+      expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).toBe(status);
+    }
+    expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(0);
+  });
+
   it('refund takes back only the unused rest of the grant through the ledger', async () => {
     const buyer = await shopper(context);
     const created = await buyer.client.request('POST', '/orders', { body: { packageId: 'usd' } });

@@ -34,6 +34,8 @@ export async function confirmManualPayment(
     (trx) =>
       writeAdminAudit(trx, caller, 'order.confirm_payment', { type: 'order', id }, { note: note ?? null }),
   );
+  if (result.outcome === 'not_payable')
+    throw AppError.validation({ status: [`An order that is ${result.status} cannot be confirmed.`] });
   if (result.outcome !== 'paid') throw AppError.validation({ status: ['This order cannot be paid.'] });
   return readAnyOrder(deps, id);
 }

@@ -40,6 +40,10 @@ export async function settleSucceeded(
       const order = await repository.lockOrder(trx, orderId);
       if (!order) return { outcome: 'not_payable', status: 'missing', replay: false };
       if (order.status === 'paid' || order.status === 'refunded') return { outcome: 'paid', replay: true };
+      // An admin confirms a manual payment of a pending order only: a cancelled, expired or
+      // rejected one has returned its promotion hold and may have been bought again.
+      if (order.status !== 'pending' && source === 'admin')
+        return { outcome: 'not_payable', status: order.status, replay: false };
       if (paid.amount !== order.amount || paid.currency !== order.currency) {
         await markPayment(trx, orderId, {
           status: 'failed',
@@ -48,8 +52,8 @@ export async function settleSucceeded(
         });
         return { outcome: 'mismatch', replay: false };
       }
-      // A payment that arrives after the order expired, was cancelled or failed is still honoured:
-      // money received is never ignored.
+      // A payment the customer made at the provider that arrives after the order expired, was
+      // cancelled or failed is still honoured: money received is never ignored.
       const { entitlementId } = await grantOrderInTransaction(
         trx,
         {

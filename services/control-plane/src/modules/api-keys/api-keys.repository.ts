@@ -1,10 +1,20 @@
-import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import {
+  type Insertable,
+  type Kysely,
+  type Selectable,
+  sql,
+  type Transaction,
+  type Updateable,
+} from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { ApiKeysTable, KeyRevealAuditTable } from './api-keys.table.ts';
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 
-export async function insertKey(db: Kysely<Database>, values: Insertable<ApiKeysTable>): Promise<ApiKeyRow> {
+export async function insertKey(
+  db: Kysely<Database> | Transaction<Database>,
+  values: Insertable<ApiKeysTable>,
+): Promise<ApiKeyRow> {
   return db.insertInto('api_keys').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
@@ -18,8 +28,16 @@ export async function selectKeysOfAccount(db: Kysely<Database>, accountId: strin
     .execute();
 }
 
-export async function countKeysOfAccount(db: Kysely<Database>, accountId: string): Promise<number> {
-  const row = await db
+/**
+ * The account's keys, counted under a lock held until the transaction ends, so that parallel
+ * creations see each other's keys and the per-account limit holds.
+ */
+export async function countKeysOfAccountLocked(
+  trx: Transaction<Database>,
+  accountId: string,
+): Promise<number> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`api-keys:${accountId}`}, 0))`.execute(trx);
+  const row = await trx
     .selectFrom('api_keys')
     .select((eb) => eb.fn.countAll<string>().as('count'))
     .where('account_id', '=', accountId)

@@ -16,7 +16,7 @@ import { readAccountBalances } from '../billing/balances.ts';
 import { changeEntries } from '../billing/hot/hot-entries.ts';
 import {
   type ApiKeyRow,
-  countKeysOfAccount,
+  countKeysOfAccountLocked,
   insertKey,
   selectKeyByLookupHash,
   selectKeyOfAccount,
@@ -140,9 +140,6 @@ export async function createKey(
   const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
   if (expiresAt && expiresAt <= now)
     throw AppError.validation({ expiresAt: ['Choose a time in the future.'] });
-  if ((await countKeysOfAccount(db, accountId)) >= config.keysPerAccountLimit) {
-    throw AppError.validation({ body: [`An account can hold at most ${config.keysPerAccountLimit} keys.`] });
-  }
   const asked = definedOnly(input.limits ?? {});
   let limits: KeyLimits;
   if (options.chosenByCustomer) {
@@ -153,17 +150,24 @@ export async function createKey(
   }
   const id = randomUUID();
   const { secret, stored } = sealSecret(config, id);
-  const row = await insertKey(db, {
-    id,
-    account_id: accountId,
-    name: input.name,
-    ...stored,
-    scope: input.scope && input.scope.length > 0 ? [...new Set(input.scope)] : null,
-    expires_at: expiresAt,
-    max_request_bytes: limits.maxRequestBytes,
-    max_output_tokens: limits.maxOutputTokens,
-    requests_per_minute: limits.requestsPerMinute,
-    concurrency: limits.concurrency,
+  const row = await db.transaction().execute(async (trx) => {
+    if ((await countKeysOfAccountLocked(trx, accountId)) >= config.keysPerAccountLimit) {
+      throw AppError.validation({
+        body: [`An account can hold at most ${config.keysPerAccountLimit} keys.`],
+      });
+    }
+    return insertKey(trx, {
+      id,
+      account_id: accountId,
+      name: input.name,
+      ...stored,
+      scope: input.scope && input.scope.length > 0 ? [...new Set(input.scope)] : null,
+      expires_at: expiresAt,
+      max_request_bytes: limits.maxRequestBytes,
+      max_output_tokens: limits.maxOutputTokens,
+      requests_per_minute: limits.requestsPerMinute,
+      concurrency: limits.concurrency,
+    });
   });
   await deps.events.publish({ type: 'key.changed', keyId: id });
   return { key: toApiKey(row, now), secret };

@@ -1,20 +1,31 @@
-import type { Insertable, Kysely, Selectable } from 'kysely';
+import { type Insertable, type Kysely, type Selectable, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { ManagementKeysTable } from './management-keys.table.ts';
 
 export type ManagementKeyRow = Selectable<ManagementKeysTable>;
 
-export function insertManagementKey(db: Kysely<Database>, values: Insertable<ManagementKeysTable>) {
+export function insertManagementKey(
+  db: Kysely<Database> | Transaction<Database>,
+  values: Insertable<ManagementKeysTable>,
+) {
   return db.insertInto('management_keys').values(values).returningAll().executeTakeFirstOrThrow();
 }
 
-export function countLiveKeysOfReseller(db: Kysely<Database>, resellerId: string) {
-  return db
+/**
+ * The reseller's live keys, counted under a lock held until the transaction ends, so that
+ * parallel creations see each other's keys and the per-reseller limit holds.
+ */
+export async function countLiveKeysOfResellerLocked(trx: Transaction<Database>, resellerId: string) {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`management-keys:${resellerId}`}, 0))`.execute(
+    trx,
+  );
+  const row = await trx
     .selectFrom('management_keys')
     .select((eb) => eb.fn.countAll<string>().as('count'))
     .where('reseller_id', '=', resellerId)
     .where('revoked_at', 'is', null)
     .executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 export function selectKeysOfReseller(db: Kysely<Database>, resellerId: string) {

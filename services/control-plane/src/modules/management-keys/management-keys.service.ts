@@ -12,7 +12,7 @@ import { lookupHashOf } from '../api-keys/key-crypto.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
 import {
-  countLiveKeysOfReseller,
+  countLiveKeysOfResellerLocked,
   insertManagementKey,
   type ManagementKeyRow,
   revokeKeyOfReseller,
@@ -71,22 +71,20 @@ export async function createManagementKey(
   const expiresAt = input.expiresAt ? new Date(input.expiresAt) : null;
   if (expiresAt && expiresAt <= now)
     throw AppError.validation({ expiresAt: ['Choose a time in the future.'] });
-  const live = await countLiveKeysOfReseller(deps.db, actor.accountId);
-  if (Number(live.count) >= deps.config.managementKeys.perResellerLimit) {
-    throw AppError.validation({
-      body: [
-        `A reseller can hold at most ${deps.config.managementKeys.perResellerLimit} live management keys.`,
-      ],
-    });
-  }
+  const limit = deps.config.managementKeys.perResellerLimit;
   const secret = generateManagementKeySecret();
-  const row = await insertManagementKey(deps.db, {
-    reseller_id: actor.accountId,
-    name: input.name,
-    lookup_hash: lookupHashOf(deps.config.keyPepper, apiKeyDigest(secret)),
-    mask: maskManagementKey(secret),
-    scopes: [...new Set(input.scopes)],
-    expires_at: expiresAt,
+  const row = await deps.db.transaction().execute(async (trx) => {
+    if ((await countLiveKeysOfResellerLocked(trx, actor.accountId)) >= limit) {
+      throw AppError.validation({ body: [`A reseller can hold at most ${limit} live management keys.`] });
+    }
+    return insertManagementKey(trx, {
+      reseller_id: actor.accountId,
+      name: input.name,
+      lookup_hash: lookupHashOf(deps.config.keyPepper, apiKeyDigest(secret)),
+      mask: maskManagementKey(secret),
+      scopes: [...new Set(input.scopes)],
+      expires_at: expiresAt,
+    });
   });
   await recordAudit(deps.db, actor, {
     action: 'management_key.create',

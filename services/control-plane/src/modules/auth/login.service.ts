@@ -5,7 +5,6 @@ import {
   findCredentialsByEmail,
   findPasswordHash,
   normalizeEmail,
-  setPasswordHash,
 } from '../accounts/accounts.service.ts';
 import {
   hitThrottle,
@@ -15,6 +14,7 @@ import {
   throttleKey,
 } from '../throttle/throttle.service.ts';
 import { hasSignedInFrom } from './auth.repository.ts';
+import { replacePassword } from './password-reset.service.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import {
   type Authenticated,
@@ -96,7 +96,10 @@ export async function changePassword(
     throw AppError.validation({ currentPassword: ['The current password is incorrect.'] });
   }
   await resetThrottle(db, key);
-  await setPasswordHash(deps, auth.account.id, await hashPassword(input.newPassword));
+  const passwordHash = await hashPassword(input.newPassword);
+  await deps.db
+    .transaction()
+    .execute((trx) => replacePassword({ db: trx, clock }, auth.account, passwordHash));
   const endedSessions = await endAccountSessions(deps, auth.account.id, 'password_changed', auth.session.id);
   return { endedSessions };
 }

@@ -86,6 +86,27 @@ describe('password reset', () => {
     await expect(latestEmailText(context, unknownEmail, 'password_reset')).rejects.toThrow();
   });
 
+  it('refuses a token once the password was changed another way', async () => {
+    const { email, password, first } = await twoBrowsers('changed-since');
+    const stranger = createClient(context);
+    await stranger.request('POST', '/auth/forgot-password', { body: { email } });
+    const token = await resetTokenFor(email);
+    const changedTo = newPassword();
+    const changed = await first.request('POST', '/me/password', {
+      body: { currentPassword: password, newPassword: changedTo },
+    });
+    expect(changed.status).toBe(200);
+
+    const late = await stranger.request('POST', '/auth/reset-password', {
+      body: { token, password: newPassword() },
+    });
+    expect(late.status).toBe(422);
+    expect(late.body.code).toBe('validation_failed');
+    expect(late.body.errors.token).toHaveLength(1);
+    expect((await createClient(context).logIn(email, changedTo)).status).toBe(200);
+    expect((await first.request('GET', '/me')).status).toBe(200);
+  });
+
   it('refuses an expired token, and an older token once a newer one was sent', async () => {
     const { email } = await twoBrowsers('stale');
     const client = createClient(context);

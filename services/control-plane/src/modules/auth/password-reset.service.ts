@@ -73,6 +73,19 @@ export async function requestPasswordReset(
   });
 }
 
+/**
+ * The one way a password changes: every reset token of the account stops working with it, so a
+ * token mailed before a change (made in the dashboard, say) cannot undo that change.
+ */
+export async function replacePassword(
+  deps: Pick<Dependencies, 'db' | 'clock'>,
+  account: { id: string; email: string },
+  passwordHash: string,
+): Promise<void> {
+  await setPasswordHash(deps, account.id, passwordHash);
+  await voidEmailCodes(deps.db, 'password_reset', account.email, deps.clock.now());
+}
+
 /** Sets a new password from a reset token, and ends every session of the account. */
 export async function resetPassword(
   deps: ResetDeps,
@@ -93,10 +106,9 @@ export async function resetPassword(
     );
     if (!row) return null;
     await consumeEmailCode(trx, row.id, now);
-    await voidEmailCodes(trx, 'password_reset', row.email, now);
     const account = await findAccountByEmail(trx, row.email);
     if (!account) return null;
-    await setPasswordHash({ db: trx, clock }, account.id, passwordHash);
+    await replacePassword({ db: trx, clock }, account, passwordHash);
     await endAccountSessions({ db: trx, clock, config }, account.id, 'password_reset');
     return account.id;
   });

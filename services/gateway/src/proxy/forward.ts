@@ -103,7 +103,13 @@ async function forward(
   const names = { alias: input.alias, upstreamModel: input.upstreamModel };
 
   if (input.stream) {
-    const checked = await checkUpstreamResponse({ response, names, surface: input.surface, stream: true });
+    const checked = await checkUpstreamResponse({
+      response,
+      names,
+      surface: input.surface,
+      adapter,
+      stream: true,
+    });
     if (!checked.ok) {
       logUpstreamFailure(deps, providerId, checked.error, response.status, input.log);
       return failed(checked.error, decide.failed(checked.error, clientSignal.aborted));

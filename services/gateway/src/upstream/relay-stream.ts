@@ -1,4 +1,5 @@
 import { AppError } from '@tollgate/errors';
+import type { WireProtocol } from '../translation/protocol.ts';
 import type { StreamTranslator } from '../translation/translate.ts';
 import type { UpstreamResponse } from './client.ts';
 import { createModelRewriter } from './model-rewrite.ts';
@@ -28,7 +29,7 @@ export interface RelayStreamInput {
   /** The caller's surface: its end and error events. */
   surface: MeteredSurface;
   /** The upstream's protocol when it is not the caller's (a translated call). */
-  upstreamSurface?: MeteredSurface;
+  upstreamSurface?: WireProtocol;
   /** Translated calls: turns the upstream's events into the caller's. */
   translator?: StreamTranslator;
   adapter: UpstreamAdapter;

@@ -1,8 +1,9 @@
 import { AppError } from '@tollgate/errors';
+import type { WireProtocol } from '../translation/protocol.ts';
 import type { UpstreamResponse } from './client.ts';
 import { isRecord, parseJson } from './json-scan.ts';
 import { createModelRewriter } from './model-rewrite.ts';
-import type { MeteredSurface, UpstreamAdapter, UsageFigures } from './types.ts';
+import type { UpstreamAdapter, UsageFigures } from './types.ts';
 import { checkUpstreamResponse, readCappedText } from './upstream-status.ts';
 
 /**
@@ -21,7 +22,7 @@ export type NonStreamingRelay =
 export interface RelayNonStreamingInput {
   response: UpstreamResponse;
   /** The upstream's protocol: how its body and usage are read. */
-  surface: MeteredSurface;
+  surface: WireProtocol;
   adapter: UpstreamAdapter;
   alias: string;
   upstreamModel: string;
@@ -54,6 +55,7 @@ export async function relayNonStreaming(input: RelayNonStreamingInput): Promise<
     response,
     names: { alias, upstreamModel },
     surface,
+    adapter,
     stream: false,
   });
   if (!checked.ok) return checked;

@@ -67,4 +67,10 @@ export interface UpstreamAdapter {
   /** Usage of a non-streamed response body (already parsed JSON); null when absent or malformed. */
   extractUsage(surface: WireProtocol, body: unknown): UsageFigures | null;
   createStreamUsageTracker(surface: WireProtocol): StreamUsageTracker;
+  /**
+   * Whether a 4xx error body says the provider refused our own credential, for providers that do
+   * not say it with 401/403 (Gemini answers a wrong key with 400 API_KEY_INVALID): then the call
+   * fails as upstream_unavailable, not as the client's mistake. Absent: the status alone decides.
+   */
+  isCredentialRefusal?(status: number, body: unknown): boolean;
 }

@@ -1,9 +1,11 @@
 import { AppError } from '@tollgate/errors';
+import { METERED_SURFACES, type MeteredSurface } from '@tollgate/schemas';
 import { listSupportedParameters } from '../request/parameters.ts';
+import type { WireProtocol } from '../translation/protocol.ts';
 import type { UpstreamResponse } from './client.ts';
 import { isRecord, parseJson } from './json-scan.ts';
 import { type ProviderRefusal, refusalMessage } from './refusal-messages.ts';
-import type { MeteredSurface } from './types.ts';
+import type { UpstreamAdapter } from './types.ts';
 
 /**
  * The provider's status as the client's error, or null for 2xx (docs/behaviour.md, Metering):
@@ -62,13 +64,21 @@ export async function readCappedText(body: AsyncIterable<Buffer>, maxBytes: numb
   return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
 }
 
-async function readRefusal(response: UpstreamResponse): Promise<ProviderRefusal> {
+/** The error body as JSON (undefined when unreadable, too large or not JSON). */
+async function readErrorBody(response: UpstreamResponse): Promise<unknown> {
   try {
     const text = await readCappedText(response.body, MAX_ERROR_BODY_BYTES);
-    return refusalOf(response.status, text === null ? undefined : parseJson(text));
+    return text === null ? undefined : parseJson(text);
   } catch {
-    return refusalOf(response.status, undefined);
+    return undefined;
   }
+}
+
+/** The surface's own parameters, which a refusal may name; none for a provider's protocol. */
+function parametersOf(surface: WireProtocol): Set<string> {
+  return (METERED_SURFACES as readonly string[]).includes(surface)
+    ? new Set(listSupportedParameters(surface as MeteredSurface))
+    : new Set();
 }
 
 function isEventStream(response: UpstreamResponse): boolean {
@@ -88,17 +98,22 @@ export type UpstreamCheck = { ok: true } | { ok: false; error: AppError; settle:
 export async function checkUpstreamResponse(input: {
   response: UpstreamResponse;
   names: ModelNames;
-  surface: MeteredSurface;
+  surface: WireProtocol;
+  /** The provider's adapter, which may recognise a refusal of its credential in a 4xx body. */
+  adapter?: Pick<UpstreamAdapter, 'isCredentialRefusal'>;
   stream: boolean;
 }): Promise<UpstreamCheck> {
   const { response } = input;
   const classified = classifyUpstreamStatus(response.status);
   if (classified === null && (!input.stream || isEventStream(response))) return { ok: true };
   if (classified?.code === 'upstream_rejected') {
+    const body = await readErrorBody(response);
+    if (input.adapter?.isCredentialRefusal?.(response.status, body) === true)
+      return { ok: false, error: new AppError('upstream_unavailable'), settle: 'release' };
     const message = refusalMessage(
-      await readRefusal(response),
+      refusalOf(response.status, body),
       input.names.alias,
-      new Set(listSupportedParameters(input.surface)),
+      parametersOf(input.surface),
     );
     return { ok: false, error: AppError.upstreamRejected(response.status, { message }), settle: 'release' };
   }

@@ -13,6 +13,7 @@ import * as keyFirstUse from './0011_key_first_use.ts';
 import * as hotTier from './0012_hot_tier.ts';
 import * as keyActivity from './0013_key_activity.ts';
 import * as creditGrantKeys from './0014_credit_grant_keys.ts';
+import * as providerKinds from './0015_provider_kinds.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012_hot_tier': hotTier,
   '0013_key_activity': keyActivity,
   '0014_credit_grant_keys': creditGrantKeys,
+  '0015_provider_kinds': providerKinds,
 };

@@ -1,5 +1,12 @@
 import { z } from '@hono/zod-openapi';
-import { checkMoney, fitsStoredQuantity, INTEGER_STRING, MoneyWireShape, PROTOCOLS } from '@tollgate/schemas';
+import {
+  checkMoney,
+  fitsStoredQuantity,
+  INTEGER_STRING,
+  MoneyWireShape,
+  PROTOCOLS,
+  PROVIDER_KINDS,
+} from '@tollgate/schemas';
 
 // Bounded to the Postgres column ranges, so an oversized value is refused here rather than by the database.
 const INT4_MAX = 2_147_483_647;
@@ -41,7 +48,7 @@ export const PublicPackageView = z
 export const ProviderView = z
   .object({
     id: z.string(),
-    kind: z.enum(['anthropic', 'openai']),
+    kind: z.enum(PROVIDER_KINDS),
     baseUrl: z.string(),
     credentialRef: z.string().nullable(),
   })
@@ -71,7 +78,7 @@ export const PutAliasRequest = z
 
 export const PutProviderRequest = z
   .object({
-    kind: z.enum(['anthropic', 'openai']),
+    kind: z.enum(PROVIDER_KINDS),
     baseUrl: z.string().url(),
     credentialRef: z
       .string()

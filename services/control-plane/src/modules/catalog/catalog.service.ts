@@ -4,6 +4,7 @@ import {
   type GatewayProvider,
   type MoneyWire,
   type Protocol,
+  type ProviderKind,
   providerCredentialProblem,
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
@@ -215,7 +216,7 @@ export async function putAlias(deps: Dependencies, alias: string, change: AliasC
 export async function putProvider(
   deps: Dependencies,
   id: string,
-  change: { kind: 'anthropic' | 'openai'; baseUrl: string; credentialRef: string | null },
+  change: { kind: ProviderKind; baseUrl: string; credentialRef: string | null },
 ): Promise<void> {
   const problem =
     change.credentialRef && providerCredentialProblem(change.credentialRef, deps.config.providerSecretPrefix);

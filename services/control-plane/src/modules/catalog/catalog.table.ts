@@ -1,10 +1,11 @@
+import type { ProviderKind } from '@tollgate/schemas';
 import type { ColumnType } from 'kysely';
 
 type Updated = ColumnType<Date, Date | undefined, Date>;
 
 export interface ProvidersTable {
   id: string;
-  kind: 'anthropic' | 'openai';
+  kind: ProviderKind;
   base_url: string;
   credential_ref: string | null;
   updated_at: Updated;

@@ -105,7 +105,7 @@ describe('the dashboard in Chromium', () => {
     await page.goto(`${base}/status`);
     const gateway = page.getByTestId('component-gateway');
     await gateway.getByText('operational', { exact: true }).waitFor();
-    await page.getByTestId('component-provider:mock-openai').waitFor();
+    await page.getByTestId('component-model:gpt-e2e').waitFor();
     await expectAccessible('status');
     await screenshot(page, 'status');
   });

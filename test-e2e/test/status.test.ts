@@ -1,6 +1,7 @@
 /**
  * The public status as gateways report it: liveness, Redis reachability and upstream outcomes
- * travel by heartbeat to the control plane, so a provider that fails every call is shown down.
+ * travel by heartbeat to the control plane, so the models of a provider that fails every call are
+ * shown down (the provider itself is never named).
  */
 import { findFreePort } from '@tollgate/test-harness';
 import OpenAI from 'openai';
@@ -52,10 +53,11 @@ describe('GET /api/v1/status with real gateways', () => {
     const state = await until((now) => now.get('gateway')?.status === 'operational', 'the gateway up');
     expect(state.get('redis')?.status).toBe('operational');
     expect(state.get('database')?.status).toBe('operational');
-    expect(state.get('provider:mock-openai')?.status).toBe('operational');
+    expect(state.get('model:gpt-e2e')?.status).toBe('operational');
+    expect([...state.keys()].some((name) => name.includes('mock-'))).toBe(false);
   });
 
-  it('shows a provider down once every call to it fails', async () => {
+  it("shows a model down once every call to its provider fails, without the provider's name", async () => {
     const gateway = await stack.startGateway('beating', { STATUS_HEARTBEAT_SECONDS: '1' });
     const { secret } = await customer.createKey({ name: 'status' });
     const client = openaiClient(gateway.url, secret);
@@ -71,12 +73,11 @@ describe('GET /api/v1/status with real gateways', () => {
         'upstream_unavailable',
       );
     }
-    const state = await until(
-      (now) => now.get('provider:mock-openai')?.status === 'down',
-      'the provider down',
-    );
-    expect(state.get('provider:mock-openai')?.detail).toBe('3 of 3 calls failed in the last 5 minutes.');
-    expect(state.get('provider:mock-anthropic')?.status).toBe('operational');
+    const state = await until((now) => now.get('model:gpt-e2e')?.status === 'down', 'the model down');
+    expect(state.get('model:gpt-e2e')?.detail).toBe('Calls are failing.');
+    // Another model on the same provider is down with it; one on another provider is not.
+    expect(state.get('model:gpt-tokens-e2e')?.status).toBe('down');
+    expect(state.get('model:claude-e2e')?.status).toBe('operational');
     await gateway.service.stop();
   });
 
@@ -86,7 +87,7 @@ describe('GET /api/v1/status with real gateways', () => {
       STATUS_HEARTBEAT_SECONDS: '1',
     });
     const state = await until((now) => now.get('redis')?.status === 'degraded', 'Redis degraded');
-    expect(state.get('redis')?.detail).toBe('1 gateway cannot reach Redis.');
+    expect(state.get('redis')?.detail).toBe('Some gateways cannot reach Redis.');
     await gateway.service.stop();
   });
 });

@@ -10,7 +10,7 @@ interface StatusReport {
   checkedAt: string;
   components: {
     name: string;
-    kind: 'service' | 'provider';
+    kind: 'service' | 'model';
     status: State;
     detail: string;
     history: { day: string; status: State; samples: number; operational: number }[];
@@ -31,7 +31,7 @@ const HEADLINES = {
 } as const;
 
 function labelOf(name: string): string {
-  return LABELS[name] ?? (name.startsWith('provider:') ? `Provider ${name.slice('provider:'.length)}` : name);
+  return LABELS[name] ?? (name.startsWith('model:') ? name.slice('model:'.length) : name);
 }
 
 function uptimeOf(day: { samples: number; operational: number }): string {

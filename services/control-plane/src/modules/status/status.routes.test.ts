@@ -52,12 +52,22 @@ describe('GET /api/v1/status', () => {
     expect(component(status, 'control-plane').status).toBe('operational');
     expect(component(status, 'database').status).toBe('operational');
     expect(component(status, 'redis').status).toBe('unknown');
-    // Every provider of the catalogue is listed, without its upstream address.
-    expect(status.components.filter((item) => item.kind === 'provider').map((item) => item.name)).toEqual([
-      'provider:up-anthropic',
-      'provider:up-openai',
+    // Every published model is listed; no provider, upstream model or address is.
+    expect(status.components.filter((item) => item.kind === 'model').map((item) => item.name)).toEqual([
+      'model:priced',
+      'model:tokens-only',
     ]);
-    expect(JSON.stringify(status)).not.toContain('127.0.0.1:9');
+    const text = JSON.stringify(status);
+    for (const hidden of [
+      'up-anthropic',
+      'up-openai',
+      'provider',
+      'secret-upstream',
+      'hidden',
+      '127.0.0.1:9',
+    ]) {
+      expect(text).not.toContain(hidden);
+    }
     expect(status.gatewayUrl).toBe('https://gateway.example.test');
   });
 
@@ -66,7 +76,10 @@ describe('GET /api/v1/status', () => {
     const answer = await api.call('/status/heartbeat', beat(randomUUID()));
     expect(answer).toEqual({ status: 200, body: { accepted: true } });
     let status = await readStatus();
-    expect(component(status, 'gateway')).toMatchObject({ status: 'operational', detail: '1 gateway up.' });
+    expect(component(status, 'gateway')).toMatchObject({
+      status: 'operational',
+      detail: 'Answering requests.',
+    });
     expect(component(status, 'redis').status).toBe('operational');
     expect(status.status).toBe('operational');
 
@@ -76,7 +89,7 @@ describe('GET /api/v1/status', () => {
     expect(status.status).toBe('down');
   });
 
-  it('marks a provider down when every recent call failed, degraded when many did', async () => {
+  it('shows a model down when every recent call to its provider failed, degraded when many did, never the counts', async () => {
     const api = internalApi(context);
     const gatewayId = randomUUID();
     await api.call(
@@ -87,12 +100,13 @@ describe('GET /api/v1/status', () => {
       ]),
     );
     const status = await readStatus();
-    expect(component(status, 'provider:up-openai')).toMatchObject({
-      status: 'down',
-      detail: '4 of 4 calls failed in the last 5 minutes.',
+    expect(component(status, 'model:priced')).toMatchObject({ status: 'down', detail: 'Calls are failing.' });
+    expect(component(status, 'model:tokens-only')).toMatchObject({
+      status: 'degraded',
+      detail: 'Some calls are failing.',
     });
-    expect(component(status, 'provider:up-anthropic').status).toBe('degraded');
     expect(status.status).toBe('degraded');
+    expect(JSON.stringify(status)).not.toMatch(/\b[0-9]+ of [0-9]+\b/);
 
     // Outcomes older than the window no longer count.
     context.clock.advance(6 * 60_000);
@@ -101,8 +115,11 @@ describe('GET /api/v1/status', () => {
       beat(gatewayId, [{ providerId: 'up-openai', successes: 9, failures: 0 }]),
     );
     const later = await readStatus();
-    expect(component(later, 'provider:up-openai').status).toBe('operational');
-    expect(component(later, 'provider:up-anthropic')).toMatchObject({ status: 'operational' });
+    expect(component(later, 'model:priced')).toMatchObject({
+      status: 'operational',
+      detail: 'Answering normally.',
+    });
+    expect(component(later, 'model:tokens-only')).toMatchObject({ status: 'operational' });
   });
 
   it('reports Redis down when every gateway fails to reach it', async () => {
@@ -124,6 +141,10 @@ describe('GET /api/v1/status', () => {
     expect(today?.status).toBe('operational');
     expect(component(status, 'redis').history.at(-1)?.status).toBe('down');
     expect(gateway.history[0]).toMatchObject({ status: 'unknown', samples: 0 });
+    // A model's history is its provider's, sampled under a name the public never sees.
+    expect(component(status, 'model:priced').history.at(-1)).toMatchObject({ status: 'operational' });
+    expect(component(status, 'model:priced').history.at(-1)?.samples).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(status)).not.toContain('provider');
   });
 
   it('refuses a heartbeat without a service token or with a malformed body', async () => {

@@ -13,8 +13,12 @@ const Status = z
     gatewayUrl: z.string().openapi({ description: 'Base URL of the inference gateway for clients.' }),
     components: z.array(
       z.object({
-        name: z.string().openapi({ example: 'gateway' }),
-        kind: z.enum(['service', 'provider']),
+        name: z.string().openapi({
+          example: 'model:claude-sonnet',
+          description:
+            'A service (gateway, control-plane, database, redis) or `model:<alias>` per published model.',
+        }),
+        kind: z.enum(['service', 'model']),
         status: ComponentState,
         detail: z.string(),
         history: z.array(
@@ -36,8 +40,9 @@ const statusRoute = createRoute({
   tags: ['public'],
   summary: 'Service status for the status page',
   description:
-    'Gateway, control plane, database, Redis and each provider: the state now (gateways report ' +
-    'liveness and upstream outcomes by heartbeat) and a daily history from stored samples.',
+    'Gateway, control plane, database, Redis and each published model: the state now (gateways ' +
+    'report liveness and upstream outcomes by heartbeat) and a daily history from stored samples. ' +
+    'Provider identifiers and call counts are never shown.',
   responses: { 200: jsonContent(dataOf(Status), 'Status of each component.') },
 });
 

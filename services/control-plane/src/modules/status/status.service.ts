@@ -17,7 +17,7 @@ export interface DayHistory {
 
 export interface ComponentReport {
   name: string;
-  kind: 'service' | 'provider';
+  kind: 'service' | 'model';
   status: ComponentState;
   detail: string;
 }
@@ -59,19 +59,16 @@ async function checkDatabase(deps: Dependencies): Promise<ComponentState> {
   ]);
 }
 
-function plural(count: number, word: string): string {
-  return `${count} ${word}${count === 1 ? '' : 's'}`;
-}
-
 /**
- * The state of each component now. Nothing is assumed: the gateway is up only if one sent a
- * heartbeat recently, and a provider is operational only if recent calls did not all fail.
+ * The state of each service and each provider now; provider ids stay internal (readStatus lends a
+ * provider's state to the published models it serves). Nothing is assumed: the gateway is up only
+ * if one sent a heartbeat recently, a provider operational only if recent calls did not all fail.
  */
-export async function readCurrentState(deps: Dependencies): Promise<ComponentReport[]> {
+async function readInternalState(deps: Dependencies): Promise<InternalState> {
   const now = deps.clock.now().getTime();
   const { gatewayStaleMs, providerWindowMs } = deps.config.status;
   const database = await checkDatabase(deps);
-  const components: ComponentReport[] = [
+  const services: ComponentReport[] = [
     { name: 'control-plane', kind: 'service', status: 'operational', detail: 'Answering requests.' },
     {
       name: 'database',
@@ -82,16 +79,16 @@ export async function readCurrentState(deps: Dependencies): Promise<ComponentRep
   ];
   if (database !== 'operational') {
     // Without the database nothing else can be read; say so rather than guess.
-    components.push(
+    services.push(
       { name: 'gateway', kind: 'service', status: 'unknown', detail: 'Unknown while the database is down.' },
       { name: 'redis', kind: 'service', status: 'unknown', detail: 'Unknown while the database is down.' },
     );
-    return components;
+    return { services, providers: new Map(), models: [] };
   }
 
   const gateways = await repository.listGatewaysSeenSince(deps.db, new Date(now - gatewayStaleMs));
   const staleSeconds = Math.round(gatewayStaleMs / 1000);
-  components.push(
+  services.push(
     gateways.length === 0
       ? {
           name: 'gateway',
@@ -99,34 +96,44 @@ export async function readCurrentState(deps: Dependencies): Promise<ComponentRep
           status: 'down',
           detail: `No gateway has reported in the last ${staleSeconds} seconds.`,
         }
-      : {
-          name: 'gateway',
-          kind: 'service',
-          status: 'operational',
-          detail: `${plural(gateways.length, 'gateway')} up.`,
-        },
+      : { name: 'gateway', kind: 'service', status: 'operational', detail: 'Answering requests.' },
   );
-  components.push(redisState(gateways.map((gateway) => gateway.redis)));
+  services.push(redisState(gateways.map((gateway) => gateway.redis)));
 
   const [catalog, outcomes] = await Promise.all([
     readGatewayCatalog(deps),
     repository.sumProviderOutcomesSince(deps.db, new Date(now - providerWindowMs)),
   ]);
   const minutes = Math.round(providerWindowMs / 60_000);
-  for (const provider of catalog.providers) {
-    const counts = outcomes.get(provider.id) ?? { successes: 0n, failures: 0n };
-    components.push({ name: `provider:${provider.id}`, kind: 'provider', ...providerState(counts, minutes) });
-  }
-  return components;
+  const providers = new Map(
+    catalog.providers.map((provider) => [
+      provider.id,
+      providerState(outcomes.get(provider.id) ?? { successes: 0n, failures: 0n }, minutes),
+    ]),
+  );
+  const models = catalog.aliases
+    .filter((alias) => alias.published)
+    .map((alias) => ({ alias: alias.alias, providerId: alias.providerId }))
+    .sort((a, b) => a.alias.localeCompare(b.alias));
+  return { services, providers, models };
 }
+
+interface InternalState {
+  services: ComponentReport[];
+  /** Keyed by provider id: never shown, only lent to the models it serves. */
+  providers: Map<string, Pick<ComponentReport, 'status' | 'detail'>>;
+  models: { alias: string; providerId: string }[];
+}
+
+/** Samples are stored under these names; the public report never shows them. */
+const providerComponent = (id: string) => `provider:${id}`;
 
 function redisState(reports: ('ok' | 'failing' | 'not_configured')[]): ComponentReport {
   const base = { name: 'redis', kind: 'service' as const };
   if (reports.length === 0) return { ...base, status: 'unknown', detail: 'No gateway is reporting.' };
   const failing = reports.filter((report) => report === 'failing').length;
   if (failing === reports.length) return { ...base, status: 'down', detail: 'Gateways cannot reach Redis.' };
-  if (failing > 0)
-    return { ...base, status: 'degraded', detail: `${plural(failing, 'gateway')} cannot reach Redis.` };
+  if (failing > 0) return { ...base, status: 'degraded', detail: 'Some gateways cannot reach Redis.' };
   if (reports.every((report) => report === 'not_configured')) {
     return {
       ...base,
@@ -141,13 +148,13 @@ function providerState(
   counts: { successes: bigint; failures: bigint },
   minutes: number,
 ): Pick<ComponentReport, 'status' | 'detail'> {
+  // Counts stay internal (they tell traffic); the public sees what a caller would notice.
   const total = counts.successes + counts.failures;
   if (total === 0n) return { status: 'operational', detail: `No calls in the last ${minutes} minutes.` };
-  const summary = `${counts.failures} of ${total} calls failed in the last ${minutes} minutes.`;
-  if (counts.successes === 0n) return { status: 'down', detail: summary };
+  if (counts.successes === 0n) return { status: 'down', detail: `Calls are failing.` };
   // One failure in five or more is more than the odd timeout.
-  if (counts.failures * 5n >= total) return { status: 'degraded', detail: summary };
-  return { status: 'operational', detail: summary };
+  if (counts.failures * 5n >= total) return { status: 'degraded', detail: `Some calls are failing.` };
+  return { status: 'operational', detail: 'Answering normally.' };
 }
 
 function overallOf(components: ComponentReport[]): StatusReport['status'] {
@@ -159,7 +166,7 @@ function overallOf(components: ComponentReport[]): StatusReport['status'] {
 /** The public status: current state of each component with its daily history from the samples. */
 export async function readStatus(deps: Dependencies): Promise<StatusReport> {
   const now = deps.clock.now();
-  const current = await readCurrentState(deps);
+  const { services, providers, models } = await readInternalState(deps);
   const { historyDays, gatewayPublicUrl } = deps.config.status;
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
   const first = today - (historyDays - 1) * DAY_MS;
@@ -167,14 +174,13 @@ export async function readStatus(deps: Dependencies): Promise<StatusReport> {
     new Date(first + index * DAY_MS).toISOString().slice(0, 10),
   );
   const rows =
-    current.find((component) => component.name === 'database')?.status === 'operational'
+    services.find((component) => component.name === 'database')?.status === 'operational'
       ? await repository.summariseSamplesSince(deps.db, new Date(first))
       : [];
   const byKey = new Map(rows.map((row) => [`${row.component} ${row.day}`, row]));
-  const components = current.map((component) => ({
-    ...component,
-    history: days.map((day): DayHistory => {
-      const row = byKey.get(`${component.name} ${day}`);
+  const historyOf = (sampledAs: string): DayHistory[] =>
+    days.map((day): DayHistory => {
+      const row = byKey.get(`${sampledAs} ${day}`);
       if (!row) return { day, status: 'unknown', samples: 0, operational: 0 };
       const status: ComponentState =
         row.down > 0
@@ -185,30 +191,43 @@ export async function readStatus(deps: Dependencies): Promise<StatusReport> {
               ? 'operational'
               : 'unknown';
       return { day, status, samples: row.total, operational: row.operational };
-    }),
-  }));
+    });
+  const current = [
+    ...services.map((component) => ({ ...component, history: historyOf(component.name) })),
+    // A model's history is its provider's (samples are taken per provider, not per alias).
+    ...models.map(({ alias, providerId }) => ({
+      name: `model:${alias}`,
+      kind: 'model' as const,
+      ...(providers.get(providerId) ?? { status: 'unknown' as const, detail: 'No provider serves it.' }),
+      history: historyOf(providerComponent(providerId)),
+    })),
+  ];
   return {
     status: overallOf(current),
     checkedAt: now.toISOString(),
     gatewayUrl: gatewayPublicUrl,
-    components,
+    components: current,
   };
 }
 
-/** Takes one sample of every component (one per interval, shared by every control plane). */
+/** Takes one sample of every service and provider (one per interval, shared by every control plane). */
 export async function sampleOnce(deps: Dependencies): Promise<void> {
   const now = deps.clock.now().getTime();
   const { sampleIntervalMs, historyDays } = deps.config.status;
-  const current = await readCurrentState(deps);
+  const { services, providers } = await readInternalState(deps);
   const sampledAt = new Date(Math.floor(now / sampleIntervalMs) * sampleIntervalMs);
-  await repository.insertSamples(
-    deps.db,
-    current.map((component) => ({
+  await repository.insertSamples(deps.db, [
+    ...services.map((component) => ({
       component: component.name,
       sampled_at: sampledAt,
       status: component.status,
     })),
-  );
+    ...[...providers].map(([id, state]) => ({
+      component: providerComponent(id),
+      sampled_at: sampledAt,
+      status: state.status,
+    })),
+  ]);
   await repository.pruneBefore(deps.db, new Date(now - (historyDays + 1) * DAY_MS));
 }
 

@@ -142,18 +142,25 @@ async function checkWithProvider(
   }
 }
 
-/** What any source learned about a payment, applied through the one settlement path. */
+/**
+ * What any source learned about a payment, applied through the one settlement path. The outcome
+ * (recorded with a webhook's event): paid, already_paid, mismatch, not_payable, failed,
+ * unchanged (a failure of an order no longer pending) or pending.
+ */
 export async function applyCheck(
   deps: Dependencies,
   orderId: string,
   check: PaymentCheck,
   source: SettleSource,
 ) {
-  if (check.state === 'succeeded') return (await settleSucceeded(deps, orderId, check, source)).outcome;
-  if (check.state === 'failed') {
-    await closeUnpaid(deps, orderId, 'failed', check.reason);
-    return 'failed';
+  if (check.state === 'succeeded') {
+    const settled = await settleSucceeded(deps, orderId, check, source);
+    return settled.outcome === 'paid' && settled.replay ? 'already_paid' : settled.outcome;
   }
+  // A failure reported for an order that is no longer pending (paid, or closed before) changes
+  // nothing, and the label says so.
+  if (check.state === 'failed')
+    return (await closeUnpaid(deps, orderId, 'failed', check.reason)) ? 'failed' : 'unchanged';
   return 'pending';
 }
 

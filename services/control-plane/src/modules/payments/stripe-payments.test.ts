@@ -86,6 +86,24 @@ describe('Stripe Checkout', () => {
     expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
   });
 
+  it('the webhook outcome says what changed: an expired event of a paid order is unchanged', async () => {
+    const { buyer, id, session } = await openCheckout();
+    const paid = fake.pay(session.id);
+    expect((await buyer.client.request('POST', `/orders/${id}/payment/verify`)).status).toBe(200);
+    const completed = await deliverWebhook(context, fake.eventFor('checkout.session.completed', paid));
+    expect(completed.body.data.outcome).toBe('already_paid');
+    const expired = await deliverWebhook(context, fake.eventFor('checkout.session.expired', paid));
+    expect(expired.body.data.outcome).toBe('unchanged');
+    expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).toBe('paid');
+    const recorded = await context.deps.db
+      .selectFrom('payment_events')
+      .select('outcome')
+      .where('order_id', '=', id)
+      .orderBy('created_at')
+      .execute();
+    expect(recorded.map((row) => row.outcome).sort()).toEqual(['already_paid', 'unchanged']);
+  });
+
   it('a webhook with a bad signature or an old timestamp credits nothing and is logged', async () => {
     const { buyer, id, session } = await openCheckout();
     const event = fake.eventFor('checkout.session.completed', fake.pay(session.id));

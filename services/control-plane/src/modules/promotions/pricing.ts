@@ -69,7 +69,13 @@ export function checkApplicable(
     promotion.currency &&
     (promotion.currency !== pack.price_currency || promotion.exponent !== pack.price_exponent)
   )
-    return refuse(`This code applies only to prices in ${promotion.currency}.`);
+    // The currency belongs to the amount off or to the minimum price: say which, so a percent
+    // code with a minimum does not read as a code for one currency.
+    return refuse(
+      promotion.kind === 'amount_off'
+        ? `This code takes an amount in ${promotion.currency} off: it applies only to packages priced in ${promotion.currency}.`
+        : `This code has a minimum price in ${promotion.currency}: it applies only to packages priced in ${promotion.currency}.`,
+    );
   if (promotion.min_amount !== null && pack.price_amount < promotion.min_amount)
     return refuse('The price is below the minimum amount of this code.');
   // An entitlement holds at most QUANTITY_MAX tokens: an order past it could never be granted.

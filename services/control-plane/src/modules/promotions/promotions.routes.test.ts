@@ -46,6 +46,28 @@ describe('promotions', () => {
       body: { code, packageId: 'usd' },
     });
     expect(wrongPackage.body.errors.code[0]).toMatch(/does not apply/);
+    // The currency of a code is that of its amount off or of its minimum price; the reason says which.
+    const amountOff = `USDOFF${Date.now()}`;
+    await promotion({
+      code: amountOff,
+      kind: 'amount_off',
+      amountOff: { amount: '100', currency: 'USD', exponent: 2 },
+    });
+    const minimum = `MINUSD${Date.now()}`;
+    await promotion({
+      code: minimum,
+      kind: 'percent_off',
+      percentOff: 10,
+      minAmount: { amount: '100', currency: 'USD', exponent: 2 },
+    });
+    const reason = async (candidate: string) =>
+      (
+        await buyer.client.request('POST', '/promotions/preview', {
+          body: { code: candidate, packageId: 'jpy' },
+        })
+      ).body.errors.code[0];
+    expect(await reason(amountOff)).toMatch(/amount in USD off.*priced in USD/);
+    expect(await reason(minimum)).toMatch(/minimum price in USD.*priced in USD/);
     for (let i = 0; i < 3; i += 1) {
       expect(
         (await buyer.client.request('POST', '/promotions/preview', { body: { code, packageId: 'jpy' } }))

@@ -233,17 +233,33 @@ async function prepare(
       ? { ...input.translation, upstream: adapter.wireProtocol }
       : input.translation;
   const target = { provider, credential, upstreamModel: input.upstreamModel, alias: input.alias };
-  const { url, headers } = adapter.buildRequest({
-    target,
-    surface: translation ? translation.upstream : input.surface,
-    clientHeaders: input.request.headers,
-  });
-  const body =
+  const encoded =
     translation || input.body === null
       ? encodeUpstreamBody(translation ?? failMissingTranslation(), {
           providerId: provider.id,
           upstreamModel: input.upstreamModel,
         })
       : input.body;
-  return { adapter, providerId: provider.id, url, headers, body, translation };
+  const built = adapter.buildRequest({
+    target,
+    surface: translation ? translation.upstream : input.surface,
+    clientHeaders: input.request.headers,
+    stream: input.stream,
+    body: encoded,
+  });
+  let request = { url: built.url, headers: built.headers, body: built.body ?? encoded };
+  if (adapter.authorize) {
+    try {
+      const authorized = await adapter.authorize(request, target);
+      request = { url: authorized.url, headers: authorized.headers, body: authorized.body ?? request.body };
+    } catch (error) {
+      // The provider's token endpoint or signer failed: the client cannot fix it.
+      deps.logger.error(
+        { providerId: provider.id, cause: error instanceof Error ? error.message : String(error) },
+        'provider authorisation failed',
+      );
+      throw new AppError('upstream_unavailable');
+    }
+  }
+  return { adapter, providerId: provider.id, ...request, translation };
 }

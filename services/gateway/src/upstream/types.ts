@@ -24,6 +24,11 @@ export interface UsageFigures {
 export interface UpstreamRequest {
   url: string;
   headers: Record<string, string>;
+  /**
+   * Sent in place of the body the adapter was given, for a kind whose envelope differs from its
+   * protocol's (a model named in the URL instead of the body, a version field of its own).
+   */
+  body?: string;
 }
 
 /**
@@ -63,7 +68,19 @@ export interface UpstreamAdapter {
     target: UpstreamTarget;
     surface: WireProtocol;
     clientHeaders: Pick<Headers, 'get'>;
+    /** Whether the answer is streamed (kinds that stream on another URL); false when absent. */
+    stream?: boolean;
+    /** The upstream body about to be sent (the wire protocol's, model included). */
+    body?: string;
   }): UpstreamRequest;
+  /**
+   * Kinds whose authentication needs I/O or the final body (an OAuth token, a request signature):
+   * the request as it will be sent, authorised. Runs after buildRequest, before every send.
+   */
+  authorize?(
+    request: { url: string; headers: Record<string, string>; body: string },
+    target: UpstreamTarget,
+  ): Promise<UpstreamRequest>;
   /** Usage of a non-streamed response body (already parsed JSON); null when absent or malformed. */
   extractUsage(surface: WireProtocol, body: unknown): UsageFigures | null;
   createStreamUsageTracker(surface: WireProtocol): StreamUsageTracker;

@@ -96,7 +96,10 @@ const forgotRoute = createRoute({
   description: 'Answers alike whether or not the address has an account.',
   request: { body: jsonBody(ForgotPasswordRequest) },
   responses: {
-    202: jsonContent(dataOf(Done), 'If the address has an account, an email is on its way.'),
+    202: jsonContent(
+      dataOf(Done),
+      'An email is on its way: a reset token if the address has an account, a notice if not.',
+    ),
     ...errorResponses(422, 429),
   },
 });

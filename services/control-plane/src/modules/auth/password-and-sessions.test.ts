@@ -1,3 +1,4 @@
+import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
@@ -7,6 +8,8 @@ import {
   uniqueEmail,
 } from '../../../test/client.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
+import type { Mailer } from '../mail/mail.service.ts';
+import { requestPasswordReset } from './password-reset.service.ts';
 
 let context: TestContext;
 const passwords: string[] = [];
@@ -46,6 +49,18 @@ async function resetTokenFor(email: string): Promise<string> {
   return match[1];
 }
 
+/** The tables a query names, to compare two runs' statements without their parameters. */
+function tablesOf(node: unknown, found: string[] = []): string[] {
+  if (Array.isArray(node)) for (const item of node) tablesOf(item, found);
+  else if (node && typeof node === 'object') {
+    const record = node as { kind?: string; table?: { identifier?: { name?: string } } };
+    if (record.kind === 'TableNode' && record.table?.identifier?.name)
+      found.push(record.table.identifier.name);
+    for (const value of Object.values(node)) tablesOf(value, found);
+  }
+  return found;
+}
+
 async function expectSessionExpired(client: TestClient) {
   const response = await client.request('GET', '/me');
   expect(response.status).toBe(401);
@@ -75,7 +90,7 @@ describe('password reset', () => {
     expect(reused.body.errors.token).toHaveLength(1);
   });
 
-  it('answers alike for an unknown email and sends nothing', async () => {
+  it('answers alike for an unknown email, which gets a notice and no token', async () => {
     const client = createClient(context);
     const { email } = await twoBrowsers('known');
     const known = await client.request('POST', '/auth/forgot-password', { body: { email } });
@@ -84,6 +99,53 @@ describe('password reset', () => {
     expect(unknown.status).toBe(known.status);
     expect(unknown.body).toEqual(known.body);
     await expect(latestEmailText(context, unknownEmail, 'password_reset')).rejects.toThrow();
+    const notice = await latestEmailText(context, unknownEmail, 'password_reset_no_account');
+    expect(notice).toMatch(/has no account/);
+    expect(notice).not.toMatch(/[0-9a-f]{64}/);
+  });
+
+  it('does the same work for an address with an account as for one without', async () => {
+    // The time an answer takes must not tell the two apart; rather than timing them (which
+    // flakes), every statement sent to the database and every email handed to the mailer is
+    // recorded, and the two lists must be the same.
+    const { email } = await twoBrowsers('same-work');
+    const work = async (address: string) => {
+      const statements: string[] = [];
+      const recorder: KyselyPlugin = {
+        transformQuery({ node }) {
+          statements.push(`${node.kind} ${JSON.stringify(tablesOf(node))}`);
+          return node;
+        },
+        async transformResult({ result }) {
+          return result;
+        },
+      };
+      const mails: string[] = [];
+      const mailer: Mailer = {
+        async send(mail) {
+          mails.push(mail.to === address ? 'to the address' : 'elsewhere');
+        },
+        async drain() {},
+      };
+      const deps = { ...context.deps, db: context.deps.db.withPlugin(recorder) };
+      await requestPasswordReset(deps, mailer, { email: address }, '192.0.2.77');
+      return { statements, mails };
+    };
+    const known = await work(email);
+    const unknownEmail = uniqueEmail('same-work-unknown');
+    const unknown = await work(unknownEmail);
+    expect(known.mails).toEqual(['to the address']);
+    expect(known.statements.some((statement) => statement.startsWith('InsertQueryNode'))).toBe(true);
+    expect(unknown).toEqual(known);
+    // The unknown address's token was stored expired: nothing can redeem it.
+    const stored = await context.deps.db
+      .selectFrom('email_codes')
+      .select(['expires_at'])
+      .where('purpose', '=', 'password_reset')
+      .where('email', '=', unknownEmail)
+      .execute();
+    expect(stored).toHaveLength(1);
+    expect(stored.every((row) => row.expires_at <= context.clock.now())).toBe(true);
   });
 
   it('refuses a token once the password was changed another way', async () => {

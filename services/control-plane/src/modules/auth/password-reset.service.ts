@@ -50,7 +50,12 @@ async function issueResetToken(
   return { token, link };
 }
 
-/** Emails a single-use reset token when the address has an account; answers alike when not. */
+/**
+ * Emails a single-use reset token when the address has an account, and a notice that it has none
+ * otherwise. Both do the same work (a token stored, one email), so neither the answer nor the time
+ * it takes tells a caller whether the address is registered: the token of an address without an
+ * account is stored already expired and is mailed to no one.
+ */
 export async function requestPasswordReset(
   deps: ResetDeps,
   mailer: Mailer,
@@ -60,17 +65,28 @@ export async function requestPasswordReset(
   const email = normalizeEmail(input.email);
   await enforceEmailThrottles(deps, 'password-reset', email, ip);
   const account = await findAccountByEmail(deps.db, email);
-  if (!account) return;
   const ttlMs = deps.config.emailCodes.resetTtlMs;
-  const { token, link } = await issueResetToken(deps, account.email, ttlMs);
-  await mailer.send({
-    to: account.email,
-    kind: 'password_reset',
-    subject: 'Reset your Tollgate password',
-    text:
-      `Your password reset token is ${token}. It expires in ${Math.round(ttlMs / 60_000)} minutes ` +
-      `and works once. If you did not ask for it, ignore this email.${link}`,
-  });
+  const { token, link } = await issueResetToken(deps, account?.email ?? email, account ? ttlMs : 0);
+  await mailer.send(
+    account
+      ? {
+          to: account.email,
+          kind: 'password_reset',
+          subject: 'Reset your Tollgate password',
+          text:
+            `Your password reset token is ${token}. It expires in ${Math.round(ttlMs / 60_000)} minutes ` +
+            `and works once. If you did not ask for it, ignore this email.${link}`,
+        }
+      : {
+          to: email,
+          kind: 'password_reset_no_account',
+          subject: 'Reset your Tollgate password',
+          text:
+            'Someone asked to reset the Tollgate password of this address, which has no account. ' +
+            'If you have an account under another address, ask from that one. If this was not you, ' +
+            'ignore this email.',
+        },
+  );
 }
 
 /**

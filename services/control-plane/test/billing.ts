@@ -11,8 +11,11 @@ import {
   SERVICE_TOKEN_ISSUER,
 } from '@tollgate/schemas';
 import { SignJWT } from 'jose';
+import { sql } from 'kysely';
 import { createAccount } from '../src/modules/accounts/accounts.service.ts';
 import { createKey } from '../src/modules/api-keys/api-keys.service.ts';
+import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
+import { insertEntitlement, lockAccount } from '../src/modules/billing/billing.repository.ts';
 import { changeCredit, grantPackage } from '../src/modules/billing/billing.service.ts';
 import { verifyLedger } from '../src/modules/billing/ledger-check.ts';
 import { syncCatalog } from '../src/modules/catalog/catalog.service.ts';
@@ -178,3 +181,104 @@ export const ENGINES = [
   ['postgres', false],
   ['hot tier', true],
 ] as const;
+
+/**
+ * Grants an entitlement of any size, expiry and alias set, as a package grant does: under the
+ * account's lock, the hot tier's lease recalled first (docs/billing/rules.md R15).
+ */
+export async function grantEntitlement(
+  context: TestContext,
+  accountId: string,
+  grant: { tokens: bigint; expiresInMs?: number | null; aliases?: string[] | null },
+): Promise<string> {
+  return context.deps.db.transaction().execute(async (trx) => {
+    await lockAccount(trx, accountId, context.deps.hot);
+    return insertEntitlement(trx, {
+      account_id: accountId,
+      package_id: null,
+      aliases: grant.aliases ?? null,
+      granted: grant.tokens,
+      expires_at:
+        grant.expiresInMs === undefined || grant.expiresInMs === null
+          ? null
+          : new Date(context.deps.clock.now().getTime() + grant.expiresInMs),
+      max_output_tokens: null,
+      requests_per_minute: null,
+      concurrency: null,
+      cause: 'test grant',
+      idempotency_key: null,
+    });
+  });
+}
+
+/** Ends an entitlement now, in Postgres's time, as time passing would (R16). */
+export async function expireEntitlement(context: TestContext, accountId: string, entitlementId: string) {
+  await context.deps.db.transaction().execute(async (trx) => {
+    await lockAccount(trx, accountId, context.deps.hot);
+    await sql`update entitlements set expires_at = now() - interval '1 millisecond'
+              where id = ${entitlementId}::uuid`.execute(trx);
+  });
+}
+
+/** Each source's spendable and reserved figures (entitlement id, or 'credit'), a lease split back out. */
+export async function sourcesOf(
+  context: TestContext,
+  accountId: string,
+): Promise<Record<string, { remaining: bigint; reserved: bigint }>> {
+  const split = await leaseSplit(context.deps, accountId);
+  const rows = await context.deps.db
+    .selectFrom('entitlements')
+    .select(['id', 'remaining', 'reserved'])
+    .where('account_id', '=', accountId)
+    .execute();
+  const credit = await context.deps.db
+    .selectFrom('credit_balances')
+    .select(['available', 'reserved'])
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+  const sources: Record<string, { remaining: bigint; reserved: bigint }> = {};
+  for (const row of rows) {
+    sources[row.id] = withLease({ remaining: row.remaining, reserved: row.reserved }, split.get(row.id));
+  }
+  sources.credit = withLease(
+    { remaining: credit?.available ?? 0n, reserved: credit?.reserved ?? 0n },
+    split.get('c'),
+  );
+  return sources;
+}
+
+/**
+ * What the ledger says each source spent on calls, per source ('credit' for credit): the sum of
+ * `settle` amounts, and of `write_off` amounts by kind of quantity. Both engines write these the
+ * same (their `reserve` and `release` rows differ: the hot tier's are a lease's).
+ */
+export async function spentOf(context: TestContext, accountId: string) {
+  const rows = await context.deps.db
+    .selectFrom('ledger_entries')
+    .select(['entitlement_id', 'kind', 'cause', sql<string>`sum(amount)::text`.as('amount')])
+    .where('account_id', '=', accountId)
+    .where('kind', 'in', ['settle', 'write_off'])
+    .groupBy(['entitlement_id', 'kind', 'cause'])
+    .execute();
+  const spent: Record<string, bigint> = {};
+  for (const row of rows) {
+    const name =
+      row.kind === 'write_off'
+        ? row.cause.includes('tokens')
+          ? 'writeOff:tokens'
+          : 'writeOff:credits'
+        : (row.entitlement_id ?? 'credit');
+    spent[name] = (spent[name] ?? 0n) + BigInt(row.amount);
+  }
+  return spent;
+}
+
+/** Sets an alias's credit prices as a catalogue change does (the hot tier's cache drops at once). */
+export async function setPrice(context: TestContext, alias: string, input: bigint, output: bigint) {
+  await context.deps.db
+    .updateTable('model_aliases')
+    .set({ input_price: input, output_price: output })
+    .where('alias', '=', alias)
+    .execute();
+  await context.deps.events.publish({ type: 'catalog.changed' });
+}

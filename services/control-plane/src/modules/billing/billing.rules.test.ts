@@ -7,17 +7,24 @@ import {
   ENGINES,
   endItem,
   expectLedgerConsistent,
+  grantEntitlement,
   internalApi,
   reserveItem,
   seedCatalog,
+  setPrice,
   settleItem,
+  sourcesOf,
+  spentOf,
 } from '../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import { listHeld } from './holds.service.ts';
 import { reconcileOnce } from './reconciler.ts';
 
-/** The same rules, whichever engine answers: Postgres alone, or the hot tier (Redis + Postgres). */
+/**
+ * The same rules, whichever engine answers: Postgres alone, or the hot tier (Redis + Postgres).
+ * Rule numbers (R4 ...) are those of docs/billing/rules.md.
+ */
 describe.each(ENGINES)('%s', (_engine, hotTier) => {
   let context: TestContext;
   let api: ReturnType<typeof internalApi>;
@@ -49,6 +56,31 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
         reservedTokens: 1000n,
         credits: 7500n,
         reservedCredits: 2500n,
+      });
+    });
+
+    it('draws the entitlement that expires soonest first, whatever the grant order (R4)', async () => {
+      const key = await createFundedKey(context);
+      const DAY = 86_400_000;
+      // Granted latest-expiring first, so grant order and expiry order disagree.
+      const never = await grantEntitlement(context, key.accountId, { tokens: 100n });
+      const late = await grantEntitlement(context, key.accountId, { tokens: 100n, expiresInMs: 20 * DAY });
+      const soon = await grantEntitlement(context, key.accountId, { tokens: 100n, expiresInMs: 10 * DAY });
+      const item = reserveItem(key, 'tokens-only', 100n, 50n);
+      expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '150' } });
+      expect(await sourcesOf(context, key.accountId)).toEqual({
+        [soon]: { remaining: 0n, reserved: 100n },
+        [late]: { remaining: 50n, reserved: 50n },
+        [never]: { remaining: 100n, reserved: 0n },
+        credit: { remaining: 0n, reserved: 0n },
+      });
+      await api.finish([settleItem(key, item.reservationId, 'tokens-only', 60n, 60n)]);
+      expect(await spentOf(context, key.accountId)).toEqual({ [soon]: 100n, [late]: 20n });
+      expect(await sourcesOf(context, key.accountId)).toEqual({
+        [soon]: { remaining: 0n, reserved: 0n },
+        [late]: { remaining: 80n, reserved: 0n },
+        [never]: { remaining: 100n, reserved: 0n },
+        credit: { remaining: 0n, reserved: 0n },
       });
     });
 
@@ -252,6 +284,93 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
         .where('kind', '=', 'write_off')
         .execute();
       expect(writeOffs).toEqual([{ amount: 500n, available_delta: 0n }]);
+    });
+
+    it('prices usage within the reservation at the prices of reservation time (R9)', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const item = reserveItem(key, 'priced', 100n, 100n); // 100 x 2 + 100 x 5 = 700 credits
+      expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { credits: '700' } });
+      await setPrice(context, 'priced', 3n, 7n);
+      try {
+        const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 50n, 40n)]);
+        // 50 x 2 + 40 x 5 = 300, not 50 x 3 + 40 x 7 = 430.
+        expect(settled.body.results[0]).toMatchObject({ charged: { credits: '300' } });
+      } finally {
+        await setPrice(context, 'priced', 2n, 5n);
+      }
+      expect(await balancesOf(context, key.accountId)).toMatchObject({
+        credits: 9_700n,
+        reservedCredits: 0n,
+      });
+      expect(await spentOf(context, key.accountId)).toEqual({ credit: 300n });
+    });
+
+    it('prices usage beyond the reservation at the price of settle time (R10)', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const tokens = await grantEntitlement(context, key.accountId, { tokens: 100n });
+      const item = reserveItem(key, 'priced', 60n, 40n); // all 100 from the entitlement, no credit leg
+      expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '100', credits: '0' } });
+      await setPrice(context, 'priced', 3n, 7n);
+      try {
+        const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 70n, 50n)]);
+        // The entitlement pays 100 (70 in, 30 out); 20 output tokens beyond, at the new 7 each.
+        expect(settled.body.results[0]).toMatchObject({
+          charged: { tokens: '100', credits: '140' },
+          writtenOff: { tokens: '0', credits: '0' },
+        });
+      } finally {
+        await setPrice(context, 'priced', 2n, 5n);
+      }
+      expect(await spentOf(context, key.accountId)).toEqual({ [tokens]: 100n, credit: 140n });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({
+        credits: 9_860n,
+        reservedCredits: 0n,
+      });
+    });
+
+    it('draws usage beyond the reservation from the next entitlement in draw order (R4, R10)', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const DAY = 86_400_000;
+      const never = await grantEntitlement(context, key.accountId, { tokens: 1000n });
+      const late = await grantEntitlement(context, key.accountId, { tokens: 1000n, expiresInMs: 20 * DAY });
+      const soon = await grantEntitlement(context, key.accountId, { tokens: 100n, expiresInMs: 10 * DAY });
+      const item = reserveItem(key, 'priced', 50n, 50n); // all from `soon`
+      expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '100', credits: '0' } });
+      const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 80n, 70n)]);
+      expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '150', credits: '0' } });
+      expect(await spentOf(context, key.accountId)).toEqual({ [soon]: 100n, [late]: 50n });
+      expect(await sourcesOf(context, key.accountId)).toEqual({
+        [soon]: { remaining: 0n, reserved: 0n },
+        [late]: { remaining: 950n, reserved: 0n },
+        [never]: { remaining: 1000n, reserved: 0n },
+        credit: { remaining: 10_000n, reserved: 0n },
+      });
+    });
+
+    it('writes off credits owed beyond the balance, and no balance goes below zero (R10)', async () => {
+      const key = await createFundedKey(context, { credits: 1000n });
+      const item = reserveItem(key, 'priced', 10n, 10n); // 70 credits
+      expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { credits: '70' } });
+      // 300 x 2 + 100 x 5 = 1,100 owed; the account has 1,000 in all.
+      const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 300n, 100n)]);
+      expect(settled.body.results[0]).toMatchObject({
+        charged: { tokens: '0', credits: '1000' },
+        writtenOff: { tokens: '0', credits: '100' },
+      });
+      expect(await balancesOf(context, key.accountId)).toEqual({
+        tokens: 0n,
+        reservedTokens: 0n,
+        credits: 0n,
+        reservedCredits: 0n,
+      });
+      expect(await spentOf(context, key.accountId)).toEqual({ credit: 1000n, 'writeOff:credits': 100n });
+      const writeOffs = await context.deps.db
+        .selectFrom('ledger_entries')
+        .select(['amount', 'available_delta', 'reserved_delta'])
+        .where('reservation_id', '=', item.reservationId)
+        .where('kind', '=', 'write_off')
+        .execute();
+      expect(writeOffs).toEqual([{ amount: 100n, available_delta: 0n, reserved_delta: 0n }]);
     });
 
     it('still charges correctly when the reservation was forgotten (lost asynchronous commit)', async () => {

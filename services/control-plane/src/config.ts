@@ -226,6 +226,9 @@ export const ControlPlaneEnv = z.object({
   ORDER_TTL_MINUTES: withDefault(positiveInt, 60).describe(
     'An unpaid order expires this long after it was made (its promotion hold returns).',
   ),
+  PENDING_ORDERS_PER_ACCOUNT_LIMIT: withDefault(positiveInt, 10).describe(
+    'Most unpaid (pending) orders one account may hold at once; one more answers `validation_failed` until one is paid, cancelled or expired.',
+  ),
   PAYMENT_PROVIDERS: optional(z.string()).describe(
     "Comma list of `stripe`, `manual`, `development`; the first is an order's default. Unset: `development`, or `manual` when `PUBLIC_URL` is https (where `development` is refused).",
   ),
@@ -388,6 +391,7 @@ function commerceConfig(parsed: z.infer<typeof ControlPlaneEnv>) {
   if (problems.length > 0) throw new ConfigError('control-plane', problems);
   return {
     orderTtlMs: parsed.ORDER_TTL_MINUTES * MINUTE,
+    pendingOrdersPerAccount: parsed.PENDING_ORDERS_PER_ACCOUNT_LIMIT,
     providers: names as PaymentProviderId[],
     stripe: {
       secretKey: parsed.STRIPE_SECRET_KEY,

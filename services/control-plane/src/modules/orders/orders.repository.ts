@@ -1,4 +1,4 @@
-import type { Insertable, Kysely, Transaction, Updateable } from 'kysely';
+import { type Insertable, type Kysely, sql, type Transaction, type Updateable } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { PaymentStatus } from '../payments/payments.table.ts';
 import type { OrderStatus, OrdersTable } from './orders.table.ts';
@@ -17,6 +17,21 @@ export interface OrderFilter {
 
 export function insertOrder(trx: Transaction<Database>, row: Insertable<OrdersTable>) {
   return trx.insertInto('orders').values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+/**
+ * The account's pending orders, counted under a lock held until the transaction ends, so that
+ * parallel creations see each other's orders and the per-account bound holds.
+ */
+export async function countPendingOrdersLocked(trx: Transaction<Database>, accountId: string) {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`orders:${accountId}`}, 0))`.execute(trx);
+  const row = await trx
+    .selectFrom('orders')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('account_id', '=', accountId)
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 export function findOrder(db: Db, id: string) {

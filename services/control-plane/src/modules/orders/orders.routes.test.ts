@@ -153,6 +153,34 @@ describe('orders paid through the development provider', () => {
   });
 });
 
+describe('unpaid orders', () => {
+  it('an account holds at most 10 pending orders, however many are made at once', async () => {
+    const buyer = await shopper(context);
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, () =>
+        buyer.client.request('POST', '/orders', { body: { packageId: 'usd' } }),
+      ),
+    );
+    const created = answers.filter((answer) => answer.status === 201);
+    expect(created).toHaveLength(10);
+    const refused = answers.filter((answer) => answer.status !== 201);
+    expect(refused.map((answer) => answer.body.code)).toEqual(Array(15).fill('validation_failed'));
+    expect(refused[0]!.body.errors.body[0]).toMatch(/at most 10 unpaid orders/);
+    const pending = await buyer.client.request('GET', '/orders?status=pending&limit=200');
+    expect(pending.body.data.items).toHaveLength(10);
+
+    // A cancelled or paid order makes room again.
+    const [first, second] = created.map((answer) => answer.body.data.id as string);
+    await buyer.client.request('POST', `/orders/${first}/cancel`);
+    await buyer.client.request('POST', `/orders/${second}/payment`);
+    expect((await buyer.client.request('POST', `/orders/${second}/payment/verify`)).status).toBe(200);
+    for (const status of [201, 201, 422]) {
+      const next = await buyer.client.request('POST', '/orders', { body: { packageId: 'usd' } });
+      expect(next.status).toBe(status);
+    }
+  });
+});
+
 describe('another account', () => {
   it('cannot read, pay, verify, cancel or refund an order that is not its own (not_found)', async () => {
     const owner = await shopper(context);

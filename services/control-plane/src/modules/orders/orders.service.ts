@@ -50,6 +50,12 @@ export async function createOrder(
   // Read before the transaction: the embedded database has one connection, held by the transaction.
   const credits = input.promotionCode ? await creditsHeld(deps, accountId) : 0n;
   const order = await deps.db.transaction().execute(async (trx) => {
+    // Unpaid orders hold promotion redemptions: one account may not hold a whole promotion.
+    const pendingLimit = deps.config.commerce.pendingOrdersPerAccount;
+    if ((await repository.countPendingOrdersLocked(trx, accountId)) >= pendingLimit)
+      throw AppError.validation({
+        body: [`An account can hold at most ${pendingLimit} unpaid orders: pay or cancel one first.`],
+      });
     const promotion = input.promotionCode
       ? await holdPromotion(trx, { code: input.promotionCode, pack, accountId, orderId, now })
       : null;

@@ -29,8 +29,14 @@ export interface Directives {
   reasoningTokens?: number;
   /** Reply with this many words. */
   words?: number;
-  /** Answer with a call of the first declared tool. */
+  /** Answer with a call of the first declared tool (unless the last turn is a tool's result). */
   tool?: boolean;
+  /** Like `tool`, calling the declared tool of this name. */
+  toolName?: string;
+  /** Like `tool`, calling the first N declared tools in parallel. */
+  tools?: number;
+  /** Reason before answering: a thinking block, a reasoning item, or `reasoning_content`. */
+  thinking?: boolean;
   /** Label counted in the stats and used to filter recorded requests. */
   tag?: string;
 }
@@ -107,6 +113,16 @@ const SETTERS: Record<string, Setter> = {
   },
   tool: (target, value, key) => {
     target.tool = readFlag(value, key);
+  },
+  tool_name: (target, value, key) => {
+    if (!value) throw new DirectiveError(`mock directive ${key} needs a value`);
+    target.toolName = value;
+  },
+  tools: (target, value, key) => {
+    target.tools = readCount(value, key);
+  },
+  thinking: (target, value, key) => {
+    target.thinking = readFlag(value, key);
   },
   tag: (target, value) => {
     if (!value) throw new DirectiveError('mock directive tag needs a value');

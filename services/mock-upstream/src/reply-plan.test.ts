@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type ProtocolRequest, planReply, sampleArguments } from './reply-plan.ts';
+import { type ProtocolRequest, planReply, sampleArguments, THINKING_TEXT } from './reply-plan.ts';
 
 const request: ProtocolRequest = { model: 'm', stream: false, includeUsage: true };
 
@@ -68,11 +68,32 @@ describe('planReply', () => {
 
   it('plans a tool call only when a tool is declared', () => {
     const tool = { name: 'lookup', schema: { type: 'object', properties: { q: { type: 'string' } } } };
-    expect(planReply({ ...request, tool }, { tool: true }, 1).toolCall).toEqual({
-      name: 'lookup',
-      arguments: '{"q":"mock"}',
-    });
-    expect(planReply(request, { tool: true }, 1).toolCall).toBeUndefined();
+    expect(planReply({ ...request, tool }, { tool: true }, 1).toolCalls).toEqual([
+      { name: 'lookup', arguments: '{"q":"mock"}' },
+    ]);
+    expect(planReply(request, { tool: true }, 1).toolCalls).toEqual([]);
+  });
+
+  it('calls tools by name or several in parallel, and answers once a tool result came back', () => {
+    const lookup = { name: 'lookup', schema: { type: 'object', properties: { q: { type: 'string' } } } };
+    const clock = { name: 'clock', schema: { type: 'object', properties: {} } };
+    const tools = { ...request, tool: lookup, tools: [lookup, clock] };
+    expect(planReply(tools, { toolName: 'clock' }, 1).toolCalls).toEqual([
+      { name: 'clock', arguments: '{}' },
+    ]);
+    expect(planReply(tools, { tools: 2 }, 1).toolCalls.map((call) => call.name)).toEqual(['lookup', 'clock']);
+    const answered = planReply({ ...tools, afterToolResult: true }, { tools: 2 }, 1);
+    expect(answered.toolCalls).toEqual([]);
+    expect(answered.stop).toBe('end');
+    // A forced choice still calls, as a provider must.
+    expect(
+      planReply({ ...tools, afterToolResult: true, toolChoice: 'required' }, {}, 1).toolCalls,
+    ).toHaveLength(1);
+  });
+
+  it('reasons first only on the thinking directive', () => {
+    expect(planReply(request, { thinking: true }, 1).thinking).toBe(THINKING_TEXT);
+    expect(planReply(request, {}, 1).thinking).toBeUndefined();
   });
 
   it('drops usage under no_usage and gives each answer its own id', () => {

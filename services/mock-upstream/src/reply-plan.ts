@@ -29,6 +29,10 @@ export interface ProtocolRequest {
   tool?: DeclaredTool;
   /** From the request's tool_choice; `auto` when absent. */
   toolChoice?: ToolChoice;
+  /** Every declared tool, in order. */
+  tools?: DeclaredTool[];
+  /** The last turn carries a tool's result: a `tool` directive has been answered. */
+  afterToolResult?: boolean;
 }
 
 export interface PlannedUsage {
@@ -55,7 +59,10 @@ export interface ReplyPlan {
   /** Text pieces as streamed: the first word, then each further word with its leading space. */
   pieces: string[];
   text: string;
-  toolCall?: PlannedToolCall;
+  /** Reasoning shown before the answer (`thinking` directive). */
+  thinking?: string;
+  /** Calls made in parallel; empty for a text answer. */
+  toolCalls: PlannedToolCall[];
   stop: 'end' | 'max' | 'tool';
   /** Absent under `no_usage`. */
   usage?: PlannedUsage;
@@ -134,6 +141,32 @@ export function sampleArguments(schema: unknown): string {
   return JSON.stringify(typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {});
 }
 
+/** The text of a `thinking` directive's reasoning. */
+export const THINKING_TEXT = 'The mock considers the request.';
+
+/** The ids of one answer's calls: the answer's id, then `_1`, `_2`... for parallel ones. */
+export function callId(plan: ReplyPlan, index: number): string {
+  return index === 0 ? plan.id : `${plan.id}_${index}`;
+}
+
+/**
+ * The tools the answer calls: a forced choice calls its tool as a provider must; `none` never
+ * does; `auto` only on a directive (`tool`, `tool_name`, `tools=N`) and not once the last turn
+ * is a tool's result, so an agent loop gets its call and then an answer.
+ */
+function calledTools(request: ProtocolRequest, directives: Directives): DeclaredTool[] {
+  const choice = request.toolChoice ?? 'auto';
+  if (choice === 'none') return [];
+  if (choice === 'required') return request.tool ? [request.tool] : [];
+  if (request.afterToolResult) return [];
+  const declared = request.tools ?? (request.tool ? [request.tool] : []);
+  if (directives.toolName !== undefined) {
+    return declared.filter((tool) => tool.name === directives.toolName).slice(0, 1);
+  }
+  if (directives.tools !== undefined) return declared.slice(0, directives.tools);
+  return directives.tool && request.tool ? [request.tool] : [];
+}
+
 function capped(count: number, maxOutput: number | undefined): number {
   return maxOutput === undefined ? count : Math.min(count, maxOutput);
 }
@@ -146,16 +179,16 @@ export function planReply(request: ProtocolRequest, directives: Directives, body
   const { maxOutput } = request;
   const wanted = directives.words ?? Math.min(directives.outputTokens ?? DEFAULT_WORDS, MAX_PLAUSIBLE_WORDS);
   let pieces: string[] = [];
-  let toolCall: PlannedToolCall | undefined;
   let stop: ReplyPlan['stop'];
   let countedOutput: number;
-  // A forced choice calls the tool as a provider must; `none` never does; `auto` on the directive.
-  const choice = request.toolChoice ?? 'auto';
-  if (request.tool && (choice === 'required' || (choice === 'auto' && directives.tool))) {
-    const args = sampleArguments(request.tool.schema);
-    toolCall = { name: request.tool.name, arguments: args };
+  const toolCalls = calledTools(request, directives).map((tool) => ({
+    name: tool.name,
+    arguments: sampleArguments(tool.schema),
+  }));
+  if (toolCalls.length > 0) {
+    const bytes = toolCalls.reduce((sum, call) => sum + Buffer.byteLength(call.arguments), 0);
     stop = 'tool';
-    countedOutput = capped(Math.max(1, Math.ceil(Buffer.byteLength(args) / 4)), maxOutput);
+    countedOutput = capped(Math.max(1, Math.ceil(bytes / 4)), maxOutput);
   } else {
     const count = capped(wanted, maxOutput);
     pieces = buildPieces(count);
@@ -179,7 +212,8 @@ export function planReply(request: ProtocolRequest, directives: Directives, body
     created: Math.floor(Date.now() / 1000),
     pieces,
     text: pieces.join(''),
-    toolCall,
+    ...(directives.thinking ? { thinking: THINKING_TEXT } : {}),
+    toolCalls,
     stop,
     usage,
   };

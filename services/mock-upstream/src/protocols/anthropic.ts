@@ -1,4 +1,5 @@
 import {
+  callId,
   type DeclaredTool,
   MOCK_MODEL,
   type PlannedUsage,
@@ -45,12 +46,31 @@ function declaredTools(body: Record<string, unknown>): DeclaredTool[] {
     .map((tool) => ({ name: tool.name as string, schema: tool.input_schema }));
 }
 
+/** A thinking block's signature: opaque, as Anthropic's are; only this mock issues it. */
+const signatureOf = (plan: ReplyPlan) => `mocksig_${plan.id}`;
+
+/** Whether the last turn is the user's with a tool_result: the agent answered a call. */
+function afterToolResult(body: Record<string, unknown>): boolean {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  const last = messages.at(-1) as { role?: unknown; content?: unknown } | undefined;
+  return (
+    last?.role === 'user' &&
+    Array.isArray(last.content) &&
+    last.content.some((block) => (block as { type?: unknown })?.type === 'tool_result')
+  );
+}
+
 function contentOf(plan: ReplyPlan) {
-  if (plan.toolCall) {
-    const input = JSON.parse(plan.toolCall.arguments) as unknown;
-    return [{ type: 'tool_use', id: `toolu_${plan.id}`, name: plan.toolCall.name, input }];
+  const content: Record<string, unknown>[] = [];
+  if (plan.thinking !== undefined) {
+    content.push({ type: 'thinking', thinking: plan.thinking, signature: signatureOf(plan) });
   }
-  return [{ type: 'text', text: plan.text }];
+  plan.toolCalls.forEach((call, index) => {
+    const input = JSON.parse(call.arguments) as unknown;
+    content.push({ type: 'tool_use', id: `toolu_${callId(plan, index)}`, name: call.name, input });
+  });
+  if (plan.toolCalls.length === 0) content.push({ type: 'text', text: plan.text });
+  return content;
 }
 
 function messageOf(plan: ReplyPlan, content: unknown[], stopReason: string | null, outputTokens: number) {
@@ -67,23 +87,43 @@ function messageOf(plan: ReplyPlan, content: unknown[], stopReason: string | nul
   return message;
 }
 
-function blockEvents(plan: ReplyPlan): StreamEvent[] {
-  const tool = plan.toolCall;
-  const start = tool
-    ? { type: 'tool_use', id: `toolu_${plan.id}`, name: tool.name, input: {} }
-    : { type: 'text', text: '' };
-  const deltas = tool
-    ? splitFragments(tool.arguments).map((partial_json) => ({ type: 'input_json_delta', partial_json }))
-    : plan.pieces.map((text) => ({ type: 'text_delta', text }));
+/** One content block as streamed: start, deltas, stop. */
+function blockOf(index: number, start: unknown, deltas: unknown[]): StreamEvent[] {
   return [
-    { event: 'content_block_start', data: { type: 'content_block_start', index: 0, content_block: start } },
-    { event: 'ping', data: { type: 'ping' } },
+    { event: 'content_block_start', data: { type: 'content_block_start', index, content_block: start } },
     ...deltas.map((delta) => ({
       event: 'content_block_delta',
-      data: { type: 'content_block_delta', index: 0, delta },
+      data: { type: 'content_block_delta', index, delta },
     })),
-    { event: 'content_block_stop', data: { type: 'content_block_stop', index: 0 } },
+    { event: 'content_block_stop', data: { type: 'content_block_stop', index } },
   ];
+}
+
+function blockEvents(plan: ReplyPlan): StreamEvent[] {
+  const blocks: StreamEvent[][] = [];
+  if (plan.thinking !== undefined) {
+    blocks.push(
+      blockOf(blocks.length, { type: 'thinking', thinking: '', signature: '' }, [
+        { type: 'thinking_delta', thinking: plan.thinking },
+        { type: 'signature_delta', signature: signatureOf(plan) },
+      ]),
+    );
+  }
+  plan.toolCalls.forEach((call, index) => {
+    const start = { type: 'tool_use', id: `toolu_${callId(plan, index)}`, name: call.name, input: {} };
+    const deltas = splitFragments(call.arguments).map((partial_json) => ({
+      type: 'input_json_delta',
+      partial_json,
+    }));
+    blocks.push(blockOf(blocks.length, start, deltas));
+  });
+  if (plan.toolCalls.length === 0) {
+    const deltas = plan.pieces.map((text) => ({ type: 'text_delta', text }));
+    blocks.push(blockOf(blocks.length, { type: 'text', text: '' }, deltas));
+  }
+  // A ping after the first block's start, as the API sends one.
+  const [first = [], ...rest] = blocks;
+  return [first[0]!, { event: 'ping', data: { type: 'ping' } }, ...first.slice(1), ...rest.flat()];
 }
 
 export const anthropicProtocol: Protocol = {
@@ -93,6 +133,8 @@ export const anthropicProtocol: Protocol = {
       stream: body.stream === true,
       maxOutput: readNumber(body.max_tokens),
       includeUsage: true,
+      tools: declaredTools(body),
+      afterToolResult: afterToolResult(body),
       ...chooseTool(declaredTools(body), anthropicChoice(body.tool_choice)),
     };
   },

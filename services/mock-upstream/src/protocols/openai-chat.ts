@@ -1,4 +1,5 @@
 import {
+  callId,
   type DeclaredTool,
   MOCK_MODEL,
   type PlannedUsage,
@@ -35,31 +36,55 @@ function declaredTools(body: Record<string, unknown>): DeclaredTool[] {
     .map((tool) => ({ name: tool.function.name as string, schema: tool.function.parameters }));
 }
 
-function toolCallId(plan: ReplyPlan): string {
-  return `call_${plan.id}`;
+function toolCallId(plan: ReplyPlan, index: number): string {
+  return `call_${callId(plan, index)}`;
 }
 
+/** Whether the last message is a tool's result: the application answered a call. */
+function afterToolResult(body: Record<string, unknown>): boolean {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  return (messages.at(-1) as { role?: unknown } | undefined)?.role === 'tool';
+}
+
+/**
+ * OpenAI's own chat models show no reasoning; the compatible servers that do (DeepSeek, vLLM,
+ * Qwen) send it as `reasoning_content`, which is what the `thinking` directive renders.
+ */
 function messageOf(plan: ReplyPlan) {
-  if (!plan.toolCall) return { role: 'assistant', content: plan.text, refusal: null, annotations: [] };
-  const { name, arguments: args } = plan.toolCall;
+  const reasoning = plan.thinking === undefined ? {} : { reasoning_content: plan.thinking };
+  if (plan.toolCalls.length === 0) {
+    return { role: 'assistant', content: plan.text, ...reasoning, refusal: null, annotations: [] };
+  }
   return {
     role: 'assistant',
     content: null,
+    ...reasoning,
     refusal: null,
     annotations: [],
-    tool_calls: [{ id: toolCallId(plan), type: 'function', function: { name, arguments: args } }],
+    tool_calls: plan.toolCalls.map(({ name, arguments: args }, index) => ({
+      id: toolCallId(plan, index),
+      type: 'function',
+      function: { name, arguments: args },
+    })),
   };
 }
 
-/** Deltas after the role chunk: text pieces, or the tool call's head then argument fragments. */
+/** Deltas after the role chunk: reasoning, then text pieces or each call's head and fragments. */
 function deltasOf(plan: ReplyPlan): Record<string, unknown>[] {
-  if (!plan.toolCall) return plan.pieces.map((content) => ({ content }));
-  const { name, arguments: args } = plan.toolCall;
+  const reasoning = plan.thinking === undefined ? [] : [{ reasoning_content: plan.thinking }];
+  if (plan.toolCalls.length === 0) return [...reasoning, ...plan.pieces.map((content) => ({ content }))];
   return [
-    { tool_calls: [{ index: 0, id: toolCallId(plan), type: 'function', function: { name, arguments: '' } }] },
-    ...splitFragments(args).map((fragment) => ({
-      tool_calls: [{ index: 0, function: { arguments: fragment } }],
-    })),
+    ...reasoning,
+    ...plan.toolCalls.flatMap(({ name, arguments: args }, index) => [
+      {
+        tool_calls: [
+          { index, id: toolCallId(plan, index), type: 'function', function: { name, arguments: '' } },
+        ],
+      },
+      ...splitFragments(args).map((fragment) => ({
+        tool_calls: [{ index, function: { arguments: fragment } }],
+      })),
+    ]),
   ];
 }
 
@@ -71,6 +96,8 @@ export const openAiChatProtocol: Protocol = {
       stream: body.stream === true,
       maxOutput: readNumber(body.max_completion_tokens) ?? readNumber(body.max_tokens),
       includeUsage: options?.include_usage === true,
+      tools: declaredTools(body),
+      afterToolResult: afterToolResult(body),
       ...chooseTool(declaredTools(body), openAiChoice(body.tool_choice)),
     };
   },
@@ -117,9 +144,10 @@ export const openAiChatProtocol: Protocol = {
       logprobs: null,
       finish_reason: finishReason,
     });
-    const roleDelta = plan.toolCall
-      ? { role: 'assistant', content: null, refusal: null }
-      : { role: 'assistant', content: '', refusal: null };
+    const roleDelta =
+      plan.toolCalls.length > 0
+        ? { role: 'assistant', content: null, refusal: null }
+        : { role: 'assistant', content: '', refusal: null };
     const events: StreamEvent[] = [
       chunk([choice(roleDelta)]),
       ...deltasOf(plan).map((delta) => chunk([choice(delta)])),

@@ -1,7 +1,9 @@
 import {
+  callId,
   type DeclaredTool,
   MOCK_MODEL,
   type PlannedUsage,
+  type ProtocolRequest,
   type ReplyPlan,
   splitFragments,
 } from '../reply-plan.ts';
@@ -37,29 +39,51 @@ function textPart(text: string) {
   return { type: 'output_text', annotations: [], logprobs: [], text };
 }
 
-function outputItem(plan: ReplyPlan, done: boolean) {
+/** Whether the last input item is a call's output: the application answered a call. */
+function afterToolResult(body: Record<string, unknown>): boolean {
+  const input = Array.isArray(body.input) ? body.input : [];
+  const type = (input.at(-1) as { type?: unknown } | undefined)?.type;
+  return type === 'function_call_output' || type === 'custom_tool_call_output';
+}
+
+/** The answer's output items: a reasoning item, then the message or each function call. */
+function outputItems(plan: ReplyPlan, request: ResponsesRequest, done: boolean) {
   const status = done ? finalStatus(plan) : 'in_progress';
-  if (plan.toolCall) {
-    return {
-      id: `fc_${plan.id}`,
+  const items: Record<string, unknown>[] = [];
+  if (plan.thinking !== undefined) {
+    const reasoning: Record<string, unknown> = {
+      id: `rs_${plan.id}`,
+      type: 'reasoning',
+      summary: done ? [{ type: 'summary_text', text: plan.thinking }] : [],
+    };
+    // Only asked for (`include`), as the API sends it; opaque, and only this mock reads it.
+    if (request.encryptedReasoning) reasoning.encrypted_content = `mockenc_${plan.id}`;
+    items.push(reasoning);
+  }
+  plan.toolCalls.forEach((call, index) => {
+    items.push({
+      id: `fc_${callId(plan, index)}`,
       type: 'function_call',
       status: done ? 'completed' : 'in_progress',
-      arguments: done ? plan.toolCall.arguments : '',
-      call_id: `call_${plan.id}`,
-      name: plan.toolCall.name,
-    };
+      arguments: done ? call.arguments : '',
+      call_id: `call_${callId(plan, index)}`,
+      name: call.name,
+    });
+  });
+  if (plan.toolCalls.length === 0) {
+    items.push({
+      id: `msg_${plan.id}`,
+      type: 'message',
+      status,
+      role: 'assistant',
+      content: done ? [textPart(plan.text)] : [],
+    });
   }
-  return {
-    id: `msg_${plan.id}`,
-    type: 'message',
-    status,
-    role: 'assistant',
-    content: done ? [textPart(plan.text)] : [],
-  };
+  return items;
 }
 
 /** The response object; snapshots taken mid-stream have no output yet and `usage: null`. */
-function responseOf(plan: ReplyPlan, request: { maxOutput?: number }, done: boolean) {
+function responseOf(plan: ReplyPlan, request: ResponsesRequest, done: boolean) {
   const status = done ? finalStatus(plan) : 'in_progress';
   const response: Record<string, unknown> = {
     id: `resp_${plan.id}`,
@@ -71,7 +95,7 @@ function responseOf(plan: ReplyPlan, request: { maxOutput?: number }, done: bool
     instructions: null,
     max_output_tokens: request.maxOutput ?? null,
     model: plan.model,
-    output: done ? [outputItem(plan, true)] : [],
+    output: done ? outputItems(plan, request, true) : [],
     parallel_tool_calls: true,
     previous_response_id: null,
     reasoning: { effort: null, summary: null },
@@ -89,26 +113,42 @@ function responseOf(plan: ReplyPlan, request: { maxOutput?: number }, done: bool
   return response;
 }
 
-function itemEvents(plan: ReplyPlan): Record<string, unknown>[] {
-  const item = { output_index: 0, item_id: outputItem(plan, false).id };
-  if (plan.toolCall) {
-    const { arguments: args, name } = plan.toolCall;
+/** The events between one item's `added` and `done`. */
+function itemEvents(plan: ReplyPlan, item: Record<string, unknown>, outputIndex: number) {
+  const at = { output_index: outputIndex, item_id: item.id };
+  if (item.type === 'reasoning') {
+    const text = plan.thinking ?? '';
+    const part = { ...at, summary_index: 0 };
+    return [
+      { type: 'response.reasoning_summary_part.added', ...part, part: { type: 'summary_text', text: '' } },
+      { type: 'response.reasoning_summary_text.delta', ...part, delta: text },
+      { type: 'response.reasoning_summary_text.done', ...part, text },
+      { type: 'response.reasoning_summary_part.done', ...part, part: { type: 'summary_text', text } },
+    ];
+  }
+  if (item.type === 'function_call') {
+    const args = String(item.arguments);
     return [
       ...splitFragments(args).map((delta) => ({
         type: 'response.function_call_arguments.delta',
-        ...item,
+        ...at,
         delta,
       })),
-      { type: 'response.function_call_arguments.done', ...item, name, arguments: args },
+      { type: 'response.function_call_arguments.done', ...at, name: item.name, arguments: args },
     ];
   }
-  const part = { ...item, content_index: 0 };
+  const part = { ...at, content_index: 0 };
   return [
     { type: 'response.content_part.added', ...part, part: textPart('') },
     ...plan.pieces.map((delta) => ({ type: 'response.output_text.delta', ...part, delta, logprobs: [] })),
     { type: 'response.output_text.done', ...part, text: plan.text, logprobs: [] },
     { type: 'response.content_part.done', ...part, part: textPart(plan.text) },
   ];
+}
+
+interface ResponsesRequest extends ProtocolRequest {
+  /** `include` asks for `reasoning.encrypted_content`. */
+  encryptedReasoning?: boolean;
 }
 
 export const openAiResponsesProtocol: Protocol = {
@@ -118,8 +158,11 @@ export const openAiResponsesProtocol: Protocol = {
       stream: body.stream === true,
       maxOutput: readNumber(body.max_output_tokens),
       includeUsage: true,
+      tools: declaredTools(body),
+      afterToolResult: afterToolResult(body),
+      encryptedReasoning: Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content'),
       ...chooseTool(declaredTools(body), openAiChoice(body.tool_choice)),
-    };
+    } satisfies ResponsesRequest;
   },
 
   isAuthorized: isBearer,
@@ -132,20 +175,25 @@ export const openAiResponsesProtocol: Protocol = {
 
   stream(plan, request) {
     const final = responseOf(plan, request, true);
+    const started = outputItems(plan, request, false);
+    const finished = outputItems(plan, request, true);
     const payloads: Record<string, unknown>[] = [
       { type: 'response.created', response: responseOf(plan, request, false) },
       { type: 'response.in_progress', response: responseOf(plan, request, false) },
-      { type: 'response.output_item.added', output_index: 0, item: outputItem(plan, false) },
-      ...itemEvents(plan),
-      { type: 'response.output_item.done', output_index: 0, item: outputItem(plan, true) },
+      ...started.flatMap((item, index) => [
+        { type: 'response.output_item.added', output_index: index, item },
+        ...itemEvents(plan, finished[index]!, index),
+        { type: 'response.output_item.done', output_index: index, item: finished[index] },
+      ]),
       { type: `response.${final.status}`, response: final },
     ];
     const events: StreamEvent[] = payloads.map((payload, index) => ({
       event: payload.type as string,
       data: { ...payload, sequence_number: index },
     }));
-    // created, in_progress, item added, then a text part added before the first text delta.
-    return { events, firstDelta: plan.toolCall ? 3 : 4 };
+    // created, in_progress, item added, then (text or reasoning) a part added before the first delta.
+    const firstIsCall = started[0]?.type === 'function_call';
+    return { events, firstDelta: firstIsCall ? 3 : 4 };
   },
 
   streamError(sequence) {

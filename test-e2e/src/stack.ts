@@ -35,16 +35,27 @@ export const PROVIDER_KEY = 'e2e-provider-credential-5c1f0a9e';
 export const PRICES = {
   'claude-e2e': { input: 3n, output: 15n },
   'gpt-e2e': { input: 2n, output: 8n },
+  'claude-any-e2e': { input: 3n, output: 15n },
+  'gpt-any-e2e': { input: 2n, output: 8n },
 } as const;
 
 /** Upstream model ids: the client must only ever see the aliases. */
 export const UPSTREAM_MODELS = { claude: 'upstream-claude-e2e-7', gpt: 'upstream-gpt-e2e-3' } as const;
 
+/** One alias of each provider kind declaring all four protocols: any surface is translated. */
+const ANY_PROTOCOL_ALIASES = `
+  - { alias: claude-any-e2e, provider: mock-anthropic, upstream_model: ${UPSTREAM_MODELS.claude},
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 3, output: 15 },
+      default_max_output_tokens: 256, max_output_tokens: 32000 }
+  - { alias: gpt-any-e2e, provider: mock-openai, upstream_model: ${UPSTREAM_MODELS.gpt},
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 2, output: 8 },
+      default_max_output_tokens: 256, max_output_tokens: 32000 }`;
+
 /**
  * Both provider kinds, pointed at the mock. `gpt-tokens-e2e` has no price: only the package's
- * tokens pay for it. `hidden-e2e` is unpublished.
+ * tokens pay for it. `hidden-e2e` is unpublished. `anyProtocol` adds ANY_PROTOCOL_ALIASES.
  */
-function catalogue(mockUrl: string): string {
+function catalogue(mockUrl: string, anyProtocol = false): string {
   return `
 providers:
   - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
@@ -59,7 +70,9 @@ aliases:
   - { alias: gpt-tokens-e2e, provider: mock-openai, upstream_model: ${UPSTREAM_MODELS.gpt},
       protocols: [chat_completions, responses], default_max_output_tokens: 100, max_output_tokens: 1000 }
   - { alias: hidden-e2e, provider: mock-openai, upstream_model: upstream-hidden, protocols: [chat_completions],
-      published: false, price: { input: 1, output: 1 }, default_max_output_tokens: 10, max_output_tokens: 10 }
+      published: false, price: { input: 1, output: 1 }, default_max_output_tokens: 10, max_output_tokens: 10 }${
+        anyProtocol ? ANY_PROTOCOL_ALIASES : ''
+      }
 packages:
   - { id: e2e-tokens, name: E2E tokens, tokens: 50000, validity_days: 30, aliases: [gpt-tokens-e2e],
       max_output_tokens: 2000, requests_per_minute: 1000, concurrency: 50,
@@ -112,6 +125,8 @@ export interface StackOptions {
   fromImages?: boolean;
   /** A Redis of the test's own (e.g. one it restarts) instead of the shared test Redis. */
   redisUrl?: string;
+  /** Add `claude-any-e2e` and `gpt-any-e2e`, which declare every protocol (translation). */
+  anyProtocol?: boolean;
 }
 
 export async function startStack(label: string, options: StackOptions = {}): Promise<E2EStack> {
@@ -149,7 +164,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   const controlPlaneUrl = `http://127.0.0.1:${publicPort}`;
   const internalUrl = `http://127.0.0.1:${internalPort}`;
   const catalogFile = path.join(folder, 'catalog.yaml');
-  await writeFile(catalogFile, catalogue(mockUrl));
+  await writeFile(catalogFile, catalogue(mockUrl, options.anyProtocol));
 
   const secrets = testSecrets();
   const shared = {
@@ -375,7 +390,10 @@ async function startContainerStack(
           ...options.controlPlaneEnv,
         },
         files: [
-          { content: catalogue(`http://${alias.mock}:${PORTS.mock}`), target: '/catalog/catalog.yaml' },
+          {
+            content: catalogue(`http://${alias.mock}:${PORTS.mock}`, options.anyProtocol),
+            target: '/catalog/catalog.yaml',
+          },
         ],
         health: [
           { port: PORTS.public, path: '/api/v1/health' },

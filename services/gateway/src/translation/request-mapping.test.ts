@@ -202,6 +202,31 @@ describe('what Claude Code sends reaches an OpenAI upstream', () => {
       stream_options: { include_usage: true },
     });
   });
+
+  it('takes the system turn Claude Code puts in messages as instructions, in order', () => {
+    const body = {
+      model: 'gpt-mock',
+      max_tokens: 1000,
+      system: 'You are Claude Code.',
+      messages: [
+        user('say hi'),
+        {
+          role: 'system',
+          content: [{ type: 'text', text: '# Environment', cache_control: { type: 'ephemeral' } }],
+        },
+      ],
+    };
+    expect(encodeFor('messages', 'chat_completions', body).messages).toEqual([
+      { role: 'system', content: 'You are Claude Code.' },
+      { role: 'system', content: '# Environment' },
+      { role: 'user', content: 'say hi' },
+    ]);
+    const image = { type: 'image', source: { type: 'url', url: 'https://x/a.png' } };
+    const refused = { ...body, messages: [user('hi'), { role: 'system', content: [image] }] };
+    expect(refusal(() => encodeFor('messages', 'chat_completions', refused))).toContain(
+      'messages[1].content[0].type',
+    );
+  });
 });
 
 describe('reasoning proofs', () => {

@@ -58,8 +58,7 @@ const REFUSED: ReadonlySet<string> = new Set(MESSAGES_TRANSLATED_FIELDS.refused)
 export function decodeMessagesRequest(body: Json, maxOutputTokens: number): IrRequest {
   for (const key of Object.keys(body)) if (REFUSED.has(key)) throw unsupported(key);
   const request: IrRequest = {
-    system: decodeSystem(body.system),
-    messages: decodeMessages(readArray(body.messages, 'messages')),
+    ...decodeConversation(body),
     tools: decodeTools(body.tools),
     maxOutputTokens,
     stream: body.stream === true,
@@ -91,23 +90,38 @@ export function decodeMessagesRequest(body: Json, maxOutputTokens: number): IrRe
   return request;
 }
 
-function decodeSystem(system: unknown): string[] {
-  if (system === undefined) return [];
-  if (typeof system === 'string') return system === '' ? [] : [system];
-  return readArray(system, 'system').map((block, index) => {
-    const field = `system[${index}]`;
-    const object = readObject(block, field);
-    if (object.type !== 'text') throw unsupported(`${field}.type`, String(object.type));
-    assertKnownKeys(object, ['type', 'text', 'cache_control', 'citations'], field);
-    return readString(object.text, `${field}.text`);
+/**
+ * The system prompt and the turns. A `system` turn inside `messages` (Claude Code sends the
+ * environment that way) joins the instructions in its order, as chat's and Responses' system and
+ * developer messages do at any position.
+ */
+function decodeConversation(body: Json): { system: string[]; messages: IrMessage[] } {
+  const system = decodeSystem(body.system, 'system');
+  const messages = decodeMessages(readArray(body.messages, 'messages'), system);
+  return { system, messages };
+}
+
+function decodeSystem(value: unknown, field: string): string[] {
+  if (value === undefined) return [];
+  if (typeof value === 'string') return value === '' ? [] : [value];
+  return readArray(value, field).map((block, index) => {
+    const blockField = `${field}[${index}]`;
+    const object = readObject(block, blockField);
+    if (object.type !== 'text') throw unsupported(`${blockField}.type`, String(object.type));
+    assertKnownKeys(object, ['type', 'text', 'cache_control', 'citations'], blockField);
+    return readString(object.text, `${blockField}.text`);
   });
 }
 
-function decodeMessages(messages: unknown[]): IrMessage[] {
+function decodeMessages(messages: unknown[], system: string[]): IrMessage[] {
   const out: IrMessage[] = [];
   messages.forEach((message, index) => {
     const field = `messages[${index}]`;
     const object = readObject(message, field);
+    if (object.role === 'system') {
+      system.push(...decodeSystem(object.content, `${field}.content`));
+      return;
+    }
     const content =
       typeof object.content === 'string' ? [{ type: 'text', text: object.content }] : object.content;
     const blocks = readArray(content, `${field}.content`);
@@ -118,7 +132,7 @@ function decodeMessages(messages: unknown[]): IrMessage[] {
       });
       return;
     }
-    if (object.role !== 'user') throw malformed(`${field}.role`, '"user" or "assistant"');
+    if (object.role !== 'user') throw malformed(`${field}.role`, '"user", "assistant" or "system"');
     const results: IrToolResult[] = [];
     const parts: IrUserPart[] = [];
     blocks.forEach((block, at) => {

@@ -142,6 +142,15 @@ export const ControlPlaneEnv = z.object({
     'Copy-key reveals per account per `KEY_REVEAL_WINDOW_MINUTES`.',
   ),
   KEY_REVEAL_WINDOW_MINUTES: withDefault(positiveInt, 60).describe('Window of the reveal throttle.'),
+  PROMOTION_CODE_ACCOUNT_LIMIT: withDefault(positiveInt, 30).describe(
+    'Promotion code previews and orders naming a code, per account per `PROMOTION_CODE_WINDOW_MINUTES`.',
+  ),
+  PROMOTION_CODE_ADDRESS_LIMIT: withDefault(positiveInt, 100).describe(
+    'Promotion code previews and orders naming a code, per client address per `PROMOTION_CODE_WINDOW_MINUTES`.',
+  ),
+  PROMOTION_CODE_WINDOW_MINUTES: withDefault(positiveInt, 15).describe(
+    'Window of the two promotion code throttles.',
+  ),
 
   KEY_DEFAULT_MAX_REQUEST_BYTES: withDefault(positiveInt, 10_485_760).describe(
     "A new key's `max_request_bytes` when none is given.",
@@ -317,6 +326,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         windowMs: parsed.CODE_CHECK_WINDOW_MINUTES * MINUTE,
       },
       keyReveal: { limit: parsed.KEY_REVEAL_LIMIT, windowMs: parsed.KEY_REVEAL_WINDOW_MINUTES * MINUTE },
+      promotionCodePerAccount: {
+        limit: parsed.PROMOTION_CODE_ACCOUNT_LIMIT,
+        windowMs: parsed.PROMOTION_CODE_WINDOW_MINUTES * MINUTE,
+      },
+      promotionCodePerAddress: {
+        limit: parsed.PROMOTION_CODE_ADDRESS_LIMIT,
+        windowMs: parsed.PROMOTION_CODE_WINDOW_MINUTES * MINUTE,
+      },
     },
     keyDefaults: {
       maxRequestBytes: parsed.KEY_DEFAULT_MAX_REQUEST_BYTES,

@@ -25,6 +25,9 @@ export function commerceEnv(fake?: StripeFake): Record<string, string> {
     PAYMENT_PROVIDERS: fake ? 'stripe,development,manual' : 'development,manual',
     ORDER_TTL_MINUTES: '5',
     PAYMENT_RECHECK_SECONDS: '1',
+    // Tests name codes many times from one account; promotions.throttle.test.ts tests the limits.
+    PROMOTION_CODE_ACCOUNT_LIMIT: '1000',
+    PROMOTION_CODE_ADDRESS_LIMIT: '1000',
     ...(fake
       ? { STRIPE_SECRET_KEY: fake.secretKey, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_URL: fake.url }
       : {}),

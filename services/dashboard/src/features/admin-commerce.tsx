@@ -107,7 +107,8 @@ export function AdminPromotionsScreen() {
       .map((id) => id.trim())
       .filter(Boolean);
     await api('POST', '/admin/promotions', {
-      code: form.code.trim(),
+      // Empty: the server makes a random code that cannot be guessed.
+      ...(form.code.trim() ? { code: form.code.trim() } : {}),
       kind: form.kind,
       ...(form.kind === 'percent_off' ? { percentOff: Number(value) } : { bonus: value }),
       ...(packageIds.length > 0 ? { packageIds } : {}),
@@ -133,7 +134,7 @@ export function AdminPromotionsScreen() {
         <ErrorMessage error={create.error} fields={['code', 'percentOff', 'bonus', 'packageIds']} />
         <div className="grid">
           <Field
-            label="Code"
+            label="Code (empty: a random one)"
             name="code"
             value={form.code}
             onChange={(code) => setForm({ ...form, code })}

@@ -32,6 +32,14 @@ export function adminCallerOf(c: Context<SessionEnv>): AdminCaller {
   };
 }
 
+/** The customer and address naming a promotion code, for its throttles. */
+export function codeCallerOf(c: Context<SessionEnv>): { accountId: string; ip: string } {
+  return {
+    accountId: c.get('auth').account.id,
+    ip: clientAddressOf(c, c.get('deps').config.trustProxy),
+  };
+}
+
 const listRoute = createRoute({
   ...base,
   security: SESSION,

@@ -4,6 +4,7 @@ import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireSession, type SessionEnv } from '../../http/session.ts';
 import { readPayment, startPayment, verifyPayment } from '../payments/payment-flows.service.ts';
+import { codeCallerOf } from './admin-orders.routes.ts';
 import {
   CreateOrderRequest,
   OrderIdParam,
@@ -37,7 +38,7 @@ const createOrderRoute = createRoute({
     'The order is pending until paid and expires after ORDER_TTL_MINUTES. A promotion code holds one ' +
     'redemption until the order is paid (consumed) or ends unpaid (returned). An order priced at zero is paid at once.',
   request: { body: { required: true, content: { 'application/json': { schema: CreateOrderRequest } } } },
-  responses: { 201: orderBody('The order.'), ...errorResponses(401, 403, 404, 422) },
+  responses: { 201: orderBody('The order.'), ...errorResponses(401, 403, 404, 422, 429) },
 });
 
 const readRoute = createRoute({
@@ -113,7 +114,7 @@ export function orderRoutes() {
   });
   app.openapi(createOrderRoute, async (c) => {
     const deps = c.get('deps');
-    const order = await createOrder(deps, c.get('auth').account.id, c.req.valid('json'));
+    const order = await createOrder(deps, codeCallerOf(c), c.req.valid('json'));
     return c.json({ data: toOrderView(deps, order) }, 201);
   });
   app.openapi(readRoute, async (c) => {

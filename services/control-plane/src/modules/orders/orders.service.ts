@@ -10,7 +10,13 @@ import { readBalance } from '../billing/reports.service.ts';
 import { findPaymentOfOrder, findPaymentsOfOrders } from '../payments/payments.service.ts';
 import type { PaymentsTable } from '../payments/payments.table.ts';
 import { priceOf } from '../promotions/pricing.ts';
-import { findPublishedPackage, holdPromotion, insertRedemption } from '../promotions/promotions.service.ts';
+import {
+  type CodeCaller,
+  findPublishedPackage,
+  holdPromotion,
+  insertRedemption,
+  throttleCodeTries,
+} from '../promotions/promotions.service.ts';
 import * as repository from './orders.repository.ts';
 import type { OrdersTable } from './orders.table.ts';
 import { closeUnpaid, settleSucceeded } from './settlement.ts';
@@ -37,13 +43,15 @@ function newReference(): string {
  */
 export async function createOrder(
   deps: Dependencies,
-  accountId: string,
+  caller: CodeCaller,
   input: { packageId: string; promotionCode?: string | undefined; provider?: PaymentProviderId | undefined },
 ): Promise<OrderWithPayment> {
+  const { accountId } = caller;
   const providers = deps.config.commerce.providers;
   const provider = input.provider ?? providers[0]!;
   if (!providers.includes(provider))
     throw AppError.validation({ provider: [`Use one of: ${providers.join(', ')}.`] });
+  if (input.promotionCode) await throttleCodeTries(deps, caller);
   const pack = await findPublishedPackage(deps, input.packageId);
   const now = deps.clock.now();
   const orderId = randomUUID();

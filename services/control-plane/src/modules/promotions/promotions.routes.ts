@@ -3,7 +3,7 @@ import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
-import { adminCallerOf } from '../orders/admin-orders.routes.ts';
+import { adminCallerOf, codeCallerOf } from '../orders/admin-orders.routes.ts';
 import { OrderIdParam } from '../orders/orders.schemas.ts';
 import {
   CreatePromotionRequest,
@@ -26,9 +26,14 @@ const previewRoute = createRoute({
   method: 'post',
   path: '/promotions/preview',
   summary: 'Preview a code on a package: price before, discount, price after and bonus; reserves nothing',
-  description: 'A code that does not apply answers validation_failed with the reason under errors.code.',
+  description:
+    'A code that does not apply answers validation_failed with the reason under errors.code. Previews and ' +
+    'orders naming a code are throttled per account and per client address (rate_limit_exceeded, Retry-After).',
   request: { body: { required: true, content: { 'application/json': { schema: PreviewRequest } } } },
-  responses: { 200: jsonContent(dataOf(PreviewView), 'The preview.'), ...errorResponses(401, 403, 404, 422) },
+  responses: {
+    200: jsonContent(dataOf(PreviewView), 'The preview.'),
+    ...errorResponses(401, 403, 404, 422, 429),
+  },
 });
 
 const listRoute = createRoute({
@@ -73,10 +78,7 @@ const updateRoute = createRoute({
 export function promotionRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(previewRoute, async (c) =>
-    c.json(
-      { data: await previewPromotion(c.get('deps'), c.get('auth').account.id, c.req.valid('json')) },
-      200,
-    ),
+    c.json({ data: await previewPromotion(c.get('deps'), codeCallerOf(c), c.req.valid('json')) }, 200),
   );
   app.openapi(listRoute, async (c) => {
     const query = c.req.valid('query');

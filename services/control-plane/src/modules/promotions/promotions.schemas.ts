@@ -34,7 +34,9 @@ export const CreatePromotionRequest = z
     code: z
       .string()
       .trim()
-      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'Use 1 to 64 letters, digits, - or _.'),
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'Use 1 to 64 letters, digits, - or _.')
+      .optional()
+      .openapi({ description: 'Omitted: a random code of 16 characters (80 bits) that cannot be guessed' }),
     kind: z.enum(KINDS),
     percentOff: z.number().int().min(1).max(100).optional().openapi({ description: 'percent_off: 1 to 100' }),
     amountOff: MoneyInput.optional().openapi({

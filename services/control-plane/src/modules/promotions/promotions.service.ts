@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
 import { formatMoney, type Money } from '@tollgate/schemas';
 import type { Transaction } from 'kysely';
@@ -6,12 +7,14 @@ import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import { type AdminCaller, writeAdminAudit } from '../orders/admin-audit.ts';
+import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
 import { checkApplicable, normalizeCode, type PackageRow, type PromotionRow, priceOf } from './pricing.ts';
 import * as repository from './promotions.repository.ts';
 import type { PromotionKind } from './promotions.table.ts';
 
 export interface PromotionDefinition {
-  code: string;
+  /** Omitted: a random code no one can guess (`newPromotionCode`). */
+  code?: string | undefined;
   kind: PromotionKind;
   percentOff?: number | undefined;
   amountOff?: Money | undefined;
@@ -25,12 +28,49 @@ export interface PromotionDefinition {
   active?: boolean | undefined;
 }
 
+/** Who names a code: the account and the client address, each throttled. */
+export interface CodeCaller {
+  accountId: string;
+  ip: string;
+}
+
+/**
+ * Counts one request naming a promotion code, per account and per client address, before the
+ * code is looked up: an unknown code answers differently from a known one, so without a bound
+ * codes could be found by trying many. Over either limit: rate_limit_exceeded with Retry-After.
+ */
+export async function throttleCodeTries(deps: Dependencies, caller: CodeCaller): Promise<void> {
+  const now = deps.clock.now();
+  const { promotionCodePerAccount, promotionCodePerAddress } = deps.config.throttles;
+  await enforceThrottle(
+    deps.db,
+    throttleKey('promotion-code-account', caller.accountId),
+    promotionCodePerAccount,
+    now,
+  );
+  await enforceThrottle(
+    deps.db,
+    throttleKey('promotion-code-address', caller.ip),
+    promotionCodePerAddress,
+    now,
+  );
+}
+
+/** XXXX-XXXX-XXXX-XXXX from 32 unambiguous characters: 80 random bits. */
+export function newPromotionCode(): string {
+  const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+  const chars = [...randomBytes(16)].map((byte) => alphabet[byte % alphabet.length]).join('');
+  return chars.match(/.{4}/g)!.join('-');
+}
+
 /** Shows what a code does to a package's price for this account; reserves nothing. */
 export async function previewPromotion(
   deps: Dependencies,
-  accountId: string,
+  caller: CodeCaller,
   input: { code: string; packageId: string },
 ) {
+  const { accountId } = caller;
+  await throttleCodeTries(deps, caller);
   const pack = await findPublishedPackage(deps, input.packageId);
   const promotion = await repository.findPromotionByCode(deps.db, normalizeCode(input.code));
   const uses = promotion ? await countUses(deps, promotion.id, accountId) : 0;
@@ -98,7 +138,7 @@ export async function createPromotion(
   caller: AdminCaller,
   definition: PromotionDefinition,
 ) {
-  const code = normalizeCode(definition.code);
+  const code = definition.code ? normalizeCode(definition.code) : newPromotionCode();
   const money = definition.amountOff ?? definition.minAmount;
   if (definition.amountOff && definition.minAmount) {
     if (

@@ -51,12 +51,31 @@ export const GatewayProvider = z.object({
 });
 export type GatewayProvider = z.infer<typeof GatewayProvider>;
 
+/** Bounds of an alias's upstream list (docs/routing.md). */
+export const UPSTREAMS_MAX = 16;
+export const UPSTREAM_PRIORITY_MAX = 100;
+export const UPSTREAM_WEIGHT_MAX = 1000;
+
+/** One upstream of an alias: a provider and its model id, tried by priority then weight. */
+export const GatewayUpstream = z.object({
+  providerId: Id,
+  upstreamModel: z.string().min(1),
+  /** Lower first; the next priority serves only when every upstream of this one failed. */
+  priority: z.number().int().min(0).max(UPSTREAM_PRIORITY_MAX),
+  /** Share of the calls among the upstreams of one priority. */
+  weight: z.number().int().positive().max(UPSTREAM_WEIGHT_MAX),
+});
+export type GatewayUpstream = z.infer<typeof GatewayUpstream>;
+
 export const GatewayAlias = z.object({
   alias: Alias,
   published: z.boolean(),
   protocols: z.array(Protocol),
+  /** The first upstream (the one the reservation answers). */
   providerId: Id,
   upstreamModel: z.string().min(1),
+  /** Every upstream that may serve the alias, the first one included; never empty. */
+  upstreams: z.array(GatewayUpstream).min(1).max(UPSTREAMS_MAX),
   defaultMaxOutputTokens: z.number().int().positive(),
   maxOutputTokens: z.number().int().positive(),
 });

@@ -10,9 +10,15 @@ import type {
   HotLeasePartsTable,
   HotLeasesTable,
   LedgerEntriesTable,
+  ReservationRoutesTable,
   ReservationsTable,
 } from '../modules/billing/billing.table.ts';
-import type { ModelAliasesTable, PackagesTable, ProvidersTable } from '../modules/catalog/catalog.table.ts';
+import type {
+  AliasUpstreamsTable,
+  ModelAliasesTable,
+  PackagesTable,
+  ProvidersTable,
+} from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
 import type {
   ManagementKeysTable,
@@ -40,11 +46,13 @@ export interface Database {
   account_key_limits: AccountKeyLimitsTable;
   providers: ProvidersTable;
   model_aliases: ModelAliasesTable;
+  alias_upstreams: AliasUpstreamsTable;
   packages: PackagesTable;
   entitlements: EntitlementsTable;
   credit_balances: CreditBalancesTable;
   credit_grant_keys: CreditGrantKeysTable;
   reservations: ReservationsTable;
+  reservation_routes: ReservationRoutesTable;
   ledger_entries: LedgerEntriesTable;
   hot_leases: HotLeasesTable;
   hot_lease_parts: HotLeasePartsTable;

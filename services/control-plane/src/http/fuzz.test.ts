@@ -32,6 +32,9 @@ const GENEROUS = '1000000';
 /** Field values naming records of the seeded catalogue, so samples get past existence checks. */
 const HINTS = {
   providerId: 'up-openai',
+  // An alias takes one upstream (providerId, upstreamModel) or a list, not both: the sample gives
+  // the one (the list's checks are in catalog/alias-upstreams.test.ts).
+  upstreams: undefined,
   protocols: ['chat_completions'],
   scope: ['priced'],
   aliases: ['tokens-only'],

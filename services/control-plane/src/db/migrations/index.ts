@@ -14,6 +14,7 @@ import * as hotTier from './0012_hot_tier.ts';
 import * as keyActivity from './0013_key_activity.ts';
 import * as creditGrantKeys from './0014_credit_grant_keys.ts';
 import * as providerKinds from './0015_provider_kinds.ts';
+import * as aliasUpstreams from './0016_alias_upstreams.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013_key_activity': keyActivity,
   '0014_credit_grant_keys': creditGrantKeys,
   '0015_provider_kinds': providerKinds,
+  '0016_alias_upstreams': aliasUpstreams,
 };

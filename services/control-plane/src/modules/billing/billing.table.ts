@@ -104,3 +104,12 @@ export interface HotLeasePartsTable {
   spent: bigint;
   held: bigint;
 }
+
+/** Which upstream served a call and after how many attempts (admins only; migration 0016). */
+export interface ReservationRoutesTable {
+  reservation_id: string;
+  provider_id: string;
+  upstream_model: string;
+  attempts: number;
+  created_at: Created;
+}

@@ -8,6 +8,9 @@ import {
   PROTOCOLS,
   PROVIDER_KINDS,
   providerCredentialProblem,
+  UPSTREAM_PRIORITY_MAX,
+  UPSTREAM_WEIGHT_MAX,
+  UPSTREAMS_MAX,
 } from '@tollgate/schemas';
 import { parse } from 'yaml';
 import { z } from 'zod';
@@ -55,8 +58,23 @@ export const CatalogFile = z
         z
           .object({
             alias: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/),
-            provider: Id,
-            upstream_model: z.string().min(1),
+            /** The one-upstream shorthand; `upstreams` instead lists several (docs/routing.md). */
+            provider: Id.optional(),
+            upstream_model: z.string().min(1).optional(),
+            upstreams: z
+              .array(
+                z
+                  .object({
+                    provider: Id,
+                    upstream_model: z.string().min(1),
+                    priority: z.number().int().min(0).max(UPSTREAM_PRIORITY_MAX).default(0),
+                    weight: z.number().int().positive().max(UPSTREAM_WEIGHT_MAX).default(1),
+                  })
+                  .strict(),
+              )
+              .min(1)
+              .max(UPSTREAMS_MAX)
+              .optional(),
             protocols: z.array(z.enum(PROTOCOLS)).min(1),
             published: z.boolean().default(true),
             /** Credits per token; omit both to make the alias payable only from token packages. */
@@ -123,6 +141,20 @@ function interpolate(value: unknown, env: Record<string, string | undefined>, mi
   return value;
 }
 
+export interface FileUpstream {
+  provider: string;
+  upstream_model: string;
+  priority: number;
+  weight: number;
+}
+
+/** An alias's upstreams as written: its list, or the shorthand as a list of one (empty if half given). */
+export function fileUpstreams(alias: CatalogFile['aliases'][number]): FileUpstream[] {
+  if (alias.upstreams) return alias.upstreams;
+  if (alias.provider === undefined || alias.upstream_model === undefined) return [];
+  return [{ provider: alias.provider, upstream_model: alias.upstream_model, priority: 0, weight: 1 }];
+}
+
 /** Cross-references the schema alone cannot check, and credential names outside the namespace. */
 function checkReferences(catalog: CatalogFile, credentialPrefix: string): string[] {
   const problems: string[] = [];
@@ -135,10 +167,24 @@ function checkReferences(catalog: CatalogFile, credentialPrefix: string): string
   for (const alias of catalog.aliases) {
     if (aliases.has(alias.alias)) problems.push(`aliases: ${alias.alias} is declared twice`);
     aliases.add(alias.alias);
-    const provider = providers.get(alias.provider);
-    if (!provider) {
-      problems.push(`aliases.${alias.alias}: unknown provider ${alias.provider}`);
+    const shorthand = alias.provider !== undefined || alias.upstream_model !== undefined;
+    if (shorthand === (alias.upstreams !== undefined)) {
+      problems.push(`aliases.${alias.alias}: give either provider and upstream_model, or upstreams`);
       continue;
+    }
+    const upstreams = fileUpstreams(alias);
+    if (upstreams.length === 0) {
+      problems.push(`aliases.${alias.alias}: provider and upstream_model go together`);
+      continue;
+    }
+    const seen = new Set<string>();
+    for (const upstream of upstreams) {
+      if (!providers.has(upstream.provider)) {
+        problems.push(`aliases.${alias.alias}: unknown provider ${upstream.provider}`);
+      }
+      const id = `${upstream.provider}/${upstream.upstream_model}`;
+      if (seen.has(id)) problems.push(`aliases.${alias.alias}: upstream ${id} is listed twice`);
+      seen.add(id);
     }
     if (alias.default_max_output_tokens > alias.max_output_tokens) {
       problems.push(`aliases.${alias.alias}: default_max_output_tokens is above max_output_tokens`);

@@ -1,12 +1,18 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { ModelAliasesTable, PackagesTable, ProvidersTable } from './catalog.table.ts';
+import type {
+  AliasUpstreamsTable,
+  ModelAliasesTable,
+  PackagesTable,
+  ProvidersTable,
+} from './catalog.table.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
 export type ProviderRow = Selectable<ProvidersTable>;
 export type AliasRow = Selectable<ModelAliasesTable>;
 export type PackageRow = Selectable<PackagesTable>;
+export type AliasUpstreamRow = Selectable<AliasUpstreamsTable>;
 
 export type ProviderValues = Omit<ProviderRow, 'updated_at'>;
 export type AliasValues = Omit<AliasRow, 'updated_at'>;
@@ -73,4 +79,26 @@ export function listPackages(db: Db, options: { publishedOnly?: boolean } = {}):
 
 export function findPackage(db: Db, id: string): Promise<PackageRow | undefined> {
   return db.selectFrom('packages').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Replaces an alias's upstream list. An empty list leaves the alias with its own provider and
+ * upstream model only (the shorthand).
+ */
+export async function replaceAliasUpstreams(
+  db: Db,
+  alias: string,
+  upstreams: Array<Omit<AliasUpstreamRow, 'alias' | 'position'>>,
+): Promise<void> {
+  await db.deleteFrom('alias_upstreams').where('alias', '=', alias).execute();
+  if (upstreams.length === 0) return;
+  await db
+    .insertInto('alias_upstreams')
+    .values(upstreams.map((upstream, position) => ({ ...upstream, alias, position })))
+    .execute();
+}
+
+/** Every alias's upstream list, in list order. */
+export function listAliasUpstreams(db: Db): Promise<AliasUpstreamRow[]> {
+  return db.selectFrom('alias_upstreams').selectAll().orderBy('alias').orderBy('position').execute();
 }

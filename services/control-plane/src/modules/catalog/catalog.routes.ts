@@ -61,7 +61,7 @@ const aliasRoute = createRoute({
   method: 'put',
   path: '/admin/catalog/aliases/{alias}',
   tags: ['admin'],
-  summary: 'Create or re-point a model alias',
+  summary: 'Create or re-point a model alias (one upstream or several)',
   security: SESSION_AND_CSRF,
   middleware: [requireSession(), requireRole('admin')] as const,
   request: {
@@ -107,6 +107,11 @@ export function adminCatalogRoutes() {
     const body = c.req.valid('json');
     await putAlias(c.get('deps'), c.req.valid('param').alias, {
       ...body,
+      upstreams: body.upstreams?.map((upstream) => ({
+        ...upstream,
+        priority: upstream.priority ?? 0,
+        weight: upstream.weight ?? 1,
+      })),
       price:
         body.price === null ? null : { input: BigInt(body.price.input), output: BigInt(body.price.output) },
     });

@@ -6,6 +6,9 @@ import {
   MoneyWireShape,
   PROTOCOLS,
   PROVIDER_KINDS,
+  UPSTREAM_PRIORITY_MAX,
+  UPSTREAM_WEIGHT_MAX,
+  UPSTREAMS_MAX,
 } from '@tollgate/schemas';
 
 // Bounded to the Postgres column ranges, so an oversized value is refused here rather than by the database.
@@ -54,11 +57,35 @@ export const ProviderView = z
   })
   .openapi('Provider');
 
+export const UpstreamView = z
+  .object({
+    providerId: z.string().min(1),
+    upstreamModel: z.string().min(1),
+    priority: z
+      .number()
+      .int()
+      .min(0)
+      .max(UPSTREAM_PRIORITY_MAX)
+      .describe('Lower first: the next priority serves only when every upstream of this one failed.'),
+    weight: z
+      .number()
+      .int()
+      .positive()
+      .max(UPSTREAM_WEIGHT_MAX)
+      .describe('Share of the calls among the upstreams of one priority.'),
+  })
+  .openapi('AliasUpstream');
+
 export const AdminCatalogView = z
   .object({
     providers: z.array(ProviderView),
     aliases: z.array(
-      PublicModelView.extend({ published: z.boolean(), providerId: z.string(), upstreamModel: z.string() }),
+      PublicModelView.extend({
+        published: z.boolean(),
+        providerId: z.string().describe('The first upstream (lowest priority, first listed).'),
+        upstreamModel: z.string(),
+        upstreams: z.array(UpstreamView),
+      }),
     ),
     packages: z.array(PublicPackageView.extend({ published: z.boolean() })),
   })
@@ -66,8 +93,14 @@ export const AdminCatalogView = z
 
 export const PutAliasRequest = z
   .object({
-    providerId: z.string().min(1),
-    upstreamModel: z.string().min(1),
+    providerId: z.string().min(1).optional().describe('One upstream: its provider (or give upstreams).'),
+    upstreamModel: z.string().min(1).optional(),
+    upstreams: z
+      .array(UpstreamView.partial({ priority: true, weight: true }))
+      .min(1)
+      .max(UPSTREAMS_MAX)
+      .optional()
+      .describe('Several upstreams, tried by priority then weight (docs/routing.md).'),
     protocols: z.array(z.enum(PROTOCOLS)).min(1),
     published: z.boolean(),
     price: z.object({ input: IntegerString, output: IntegerString }).nullable(),

@@ -2,6 +2,7 @@ import { AppError } from '@tollgate/errors';
 import {
   type GatewayCatalog,
   type GatewayProvider,
+  type GatewayUpstream,
   type MoneyWire,
   type Protocol,
   type ProviderKind,
@@ -9,7 +10,7 @@ import {
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
-import type { CatalogFile } from './catalog-file.ts';
+import { type CatalogFile, fileUpstreams } from './catalog-file.ts';
 
 /** A published model as customers see it: never an upstream id, provider name or URL. */
 export interface PublicModel {
@@ -47,10 +48,17 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
       });
     }
     for (const alias of catalog.aliases) {
+      const upstreams = fileUpstreams(alias).map((upstream) => ({
+        providerId: upstream.provider,
+        upstreamModel: upstream.upstream_model,
+        priority: upstream.priority,
+        weight: upstream.weight,
+      }));
+      const first = firstUpstream(upstreams);
       await repository.upsertAlias(trx, {
         alias: alias.alias,
-        provider_id: alias.provider,
-        upstream_model: alias.upstream_model,
+        provider_id: first.providerId,
+        upstream_model: first.upstreamModel,
         protocols: alias.protocols,
         published: alias.published,
         input_price: alias.price === null ? null : BigInt(alias.price.input),
@@ -58,6 +66,7 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         default_max_output_tokens: alias.default_max_output_tokens,
         max_output_tokens: alias.max_output_tokens,
       });
+      await repository.replaceAliasUpstreams(trx, alias.alias, alias.upstreams ? rowsOf(upstreams) : []);
     }
     for (const pack of catalog.packages) {
       await repository.upsertPackage(trx, {
@@ -88,12 +97,59 @@ function toProviderView(provider: repository.ProviderRow): GatewayProvider {
   };
 }
 
+/**
+ * The upstream the reservation answers and model_aliases keeps: the first of the lowest priority.
+ * (Only that one is asked of the alias row; the gateway chooses among the rest per call.)
+ */
+export function firstUpstream(upstreams: GatewayUpstream[]): GatewayUpstream {
+  const lowest = Math.min(...upstreams.map((upstream) => upstream.priority));
+  const first = upstreams.find((upstream) => upstream.priority === lowest);
+  if (!first) throw new Error('an alias has at least one upstream');
+  return first;
+}
+
+function rowsOf(upstreams: GatewayUpstream[]) {
+  return upstreams.map((upstream) => ({
+    provider_id: upstream.providerId,
+    upstream_model: upstream.upstreamModel,
+    priority: upstream.priority,
+    weight: upstream.weight,
+  }));
+}
+
+/** Each alias's upstream list; an alias without one is served by its own provider and model alone. */
+async function readUpstreams(
+  db: Dependencies['db'],
+  aliases: repository.AliasRow[],
+): Promise<Map<string, GatewayUpstream[]>> {
+  const lists = new Map<string, GatewayUpstream[]>();
+  for (const row of await repository.listAliasUpstreams(db)) {
+    const list = lists.get(row.alias) ?? [];
+    list.push({
+      providerId: row.provider_id,
+      upstreamModel: row.upstream_model,
+      priority: row.priority,
+      weight: row.weight,
+    });
+    lists.set(row.alias, list);
+  }
+  for (const alias of aliases) {
+    if (!lists.has(alias.alias)) {
+      lists.set(alias.alias, [
+        { providerId: alias.provider_id, upstreamModel: alias.upstream_model, priority: 0, weight: 1 },
+      ]);
+    }
+  }
+  return lists;
+}
+
 /** What gateways cache: every alias (unpublished ones too, to answer model_not_allowed) and provider. */
 export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCatalog> {
   const [providers, aliases] = await Promise.all([
     repository.listProviders(deps.db),
     repository.listAliases(deps.db),
   ]);
+  const upstreams = await readUpstreams(deps.db, aliases);
   return {
     providers: providers.map(toProviderView),
     aliases: aliases.map((alias) => ({
@@ -102,6 +158,7 @@ export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCat
       protocols: alias.protocols as Protocol[],
       providerId: alias.provider_id,
       upstreamModel: alias.upstream_model,
+      upstreams: upstreams.get(alias.alias) ?? [],
       defaultMaxOutputTokens: alias.default_max_output_tokens,
       maxOutputTokens: alias.max_output_tokens,
     })),
@@ -169,6 +226,7 @@ export async function readFullCatalog(deps: Dependencies) {
     repository.listAliases(deps.db),
     repository.listPackages(deps.db),
   ]);
+  const upstreams = await readUpstreams(deps.db, aliases);
   return {
     providers: providers.map(toProviderView),
     aliases: aliases.map((alias) => ({
@@ -176,14 +234,17 @@ export async function readFullCatalog(deps: Dependencies) {
       published: alias.published,
       providerId: alias.provider_id,
       upstreamModel: alias.upstream_model,
+      upstreams: upstreams.get(alias.alias) ?? [],
     })),
     packages: packages.map((pack) => ({ ...toPublicPackage(pack), published: pack.published })),
   };
 }
 
 export interface AliasChange {
-  providerId: string;
-  upstreamModel: string;
+  /** The one-upstream shorthand; or `upstreams`, never both. */
+  providerId?: string | undefined;
+  upstreamModel?: string | undefined;
+  upstreams?: GatewayUpstream[] | undefined;
   protocols: Protocol[];
   published: boolean;
   price: { input: bigint; output: bigint } | null;
@@ -193,24 +254,64 @@ export interface AliasChange {
 
 /** Creates or re-points an alias. Callers keep using the alias; nothing else changes for them. */
 export async function putAlias(deps: Dependencies, alias: string, change: AliasChange): Promise<void> {
-  const provider = await repository.findProvider(deps.db, change.providerId);
-  if (!provider) throw AppError.validation({ providerId: [`No provider ${change.providerId}.`] });
+  const upstreams = await checkUpstreams(deps, change);
   // Any provider kind serves every protocol: the gateway translates (docs/translation.md).
   if (change.defaultMaxOutputTokens > change.maxOutputTokens) {
     throw AppError.validation({ defaultMaxOutputTokens: ['Must not be above maxOutputTokens.'] });
   }
-  await repository.upsertAlias(deps.db, {
-    alias,
-    provider_id: change.providerId,
-    upstream_model: change.upstreamModel,
-    protocols: change.protocols,
-    published: change.published,
-    input_price: change.price?.input ?? null,
-    output_price: change.price?.output ?? null,
-    default_max_output_tokens: change.defaultMaxOutputTokens,
-    max_output_tokens: change.maxOutputTokens,
+  const first = firstUpstream(upstreams);
+  await deps.db.transaction().execute(async (trx) => {
+    await repository.upsertAlias(trx, {
+      alias,
+      provider_id: first.providerId,
+      upstream_model: first.upstreamModel,
+      protocols: change.protocols,
+      published: change.published,
+      input_price: change.price?.input ?? null,
+      output_price: change.price?.output ?? null,
+      default_max_output_tokens: change.defaultMaxOutputTokens,
+      max_output_tokens: change.maxOutputTokens,
+    });
+    await repository.replaceAliasUpstreams(trx, alias, change.upstreams ? rowsOf(upstreams) : []);
   });
   await deps.events.publish({ type: 'catalog.changed' });
+}
+
+/**
+ * The alias's upstream list from either form, each provider known and no upstream twice;
+ * validation_failed naming the field otherwise.
+ */
+async function checkUpstreams(deps: Dependencies, change: AliasChange): Promise<GatewayUpstream[]> {
+  const shorthand = change.providerId !== undefined || change.upstreamModel !== undefined;
+  if (shorthand && change.upstreams) {
+    throw AppError.validation({ upstreams: ['Give either providerId and upstreamModel, or upstreams.'] });
+  }
+  if (!change.upstreams && (change.providerId === undefined || change.upstreamModel === undefined)) {
+    const missing = change.providerId === undefined ? 'providerId' : 'upstreamModel';
+    throw AppError.validation({ [missing]: ['Required (or give upstreams instead).'] });
+  }
+  const upstreams = change.upstreams ?? [
+    {
+      providerId: change.providerId ?? '',
+      upstreamModel: change.upstreamModel ?? '',
+      priority: 0,
+      weight: 1,
+    },
+  ];
+  const field = (index: number, name: string) => (change.upstreams ? `upstreams.${index}.${name}` : name);
+  const known = new Set((await repository.listProviders(deps.db)).map((provider) => provider.id));
+  const seen = new Set<string>();
+  const problems: Record<string, string[]> = {};
+  upstreams.forEach((upstream, index) => {
+    if (!known.has(upstream.providerId)) {
+      problems[field(index, 'providerId')] = [`No provider ${upstream.providerId}.`];
+    }
+    const id = JSON.stringify([upstream.providerId, upstream.upstreamModel]);
+    if (seen.has(id)) problems[field(index, 'upstreamModel')] = ['This upstream is listed twice.'];
+    seen.add(id);
+  });
+  if (Object.keys(problems).length > 0) throw AppError.validation(problems);
+  return upstreams;
 }
 
 export async function putProvider(

@@ -40,3 +40,13 @@ export interface PackagesTable {
   published: boolean;
   updated_at: Updated;
 }
+
+/** The upstreams of an alias served by several (migration 0016); none = the alias's own one. */
+export interface AliasUpstreamsTable {
+  alias: string;
+  position: number;
+  provider_id: string;
+  upstream_model: string;
+  priority: number;
+  weight: number;
+}

@@ -36,10 +36,14 @@ export function createResponsesStreamEncoder(context: CallerAnswerContext): Stre
     const itemId = itemIdFor(responseId(id), outputIndex, part.type);
     items.set(blockId, { itemId, outputIndex, part, custom, summaryOpened: false });
     const shell = outputItem(part, itemId, context);
+    // As the API announces items: a message without content yet (its part follows), reasoning
+    // without its proof (it comes with the finished item).
     const inProgress =
       part.type === 'reasoning'
         ? { ...shell, encrypted_content: undefined }
-        : { ...shell, status: 'in_progress' };
+        : part.type === 'text'
+          ? { ...shell, status: 'in_progress', content: [] }
+          : { ...shell, status: 'in_progress' };
     let text =
       ensureStarted() + emit('response.output_item.added', { output_index: outputIndex, item: inProgress });
     if (part.type === 'text') {

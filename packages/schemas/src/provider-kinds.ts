@@ -7,4 +7,5 @@ import type { MeteredSurface, ProviderKind } from './billing.ts';
 export const PROVIDER_KIND_SURFACES: Record<ProviderKind, readonly MeteredSurface[]> = {
   anthropic: ['messages'],
   openai: ['chat_completions', 'responses'],
+  'azure-openai': ['chat_completions', 'responses'],
 };

@@ -61,6 +61,8 @@ export const PROVIDER_KEY = 'provider-secret-value-0123456789';
 
 export interface StackOptions {
   gateways?: number;
+  /** The catalogue file for the mock's URL; default STACK_CATALOG. */
+  catalog?: (mockUrl: string) => string;
   gatewayEnv?: Record<string, string>;
   controlPlaneEnv?: Record<string, string>;
 }
@@ -107,7 +109,7 @@ export async function startTestStack(label: string, options: StackOptions = {}):
   const mock = await startMockUpstream({ expectedApiKey: PROVIDER_KEY });
   const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-stack-'));
   const catalogFile = path.join(folder, 'catalog.yaml');
-  await writeFile(catalogFile, STACK_CATALOG(mock.url));
+  await writeFile(catalogFile, (options.catalog ?? STACK_CATALOG)(mock.url));
 
   const quiet = createLogger({ name: 'control-plane', level: 'warn' });
   const controlPlane = await startControlPlane(

@@ -39,6 +39,8 @@ export interface Directives {
   thinking?: boolean;
   /** Label counted in the stats and used to filter recorded requests. */
   tag?: string;
+  /** Azure: the content filter refuses the prompt (400) or stops the completion. */
+  contentFilter?: 'prompt' | 'completion';
 }
 
 export class DirectiveError extends Error {
@@ -123,6 +125,11 @@ const SETTERS: Record<string, Setter> = {
   },
   thinking: (target, value, key) => {
     target.thinking = readFlag(value, key);
+  },
+  content_filter: (target, value) => {
+    if (value !== 'prompt' && value !== 'completion')
+      throw new DirectiveError('mock directive content_filter is prompt or completion');
+    target.contentFilter = value;
   },
   tag: (target, value) => {
     if (!value) throw new DirectiveError('mock directive tag needs a value');

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { DirectiveError, type Directives, readDirectives } from './directives.ts';
 import { anthropicProtocol } from './protocols/anthropic.ts';
+import { azureProtocolFor } from './protocols/azure-openai.ts';
 import { openAiChatProtocol } from './protocols/openai-chat.ts';
 import { openAiResponsesProtocol } from './protocols/openai-responses.ts';
 import type { Protocol } from './protocols/protocol.ts';
@@ -10,6 +11,7 @@ import { planReply } from './reply-plan.ts';
 import { renderFrames, sendBody, sendJson, sendStream, wait } from './transport.ts';
 
 export type { Directives } from './directives.ts';
+export { AZURE_MODEL } from './protocols/azure-openai.ts';
 export type { MockStats, RecordedRequest } from './recorder.ts';
 export { DEFAULT_WORDS, estimateInputTokens, MOCK_MODEL, sampleArguments } from './reply-plan.ts';
 
@@ -120,10 +122,13 @@ async function answer(
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return sendJson(response, 400, protocol.errorBody(400, 'The request body must be a JSON object.'));
   }
+  const refusal = protocol.refuse?.(directives);
+  if (refusal) return sendJson(response, refusal.status, refusal.body);
   const protocolRequest = protocol.readRequest(body as Record<string, unknown>);
   const plan = planReply(protocolRequest, directives, rawBody.bytes);
-  if (!protocolRequest.stream) return sendBody(response, protocol.reply(plan, protocolRequest), directives);
-  const frames = renderFrames(protocol.stream(plan, protocolRequest), protocol, directives);
+  if (!protocolRequest.stream)
+    return sendBody(response, protocol.reply(plan, protocolRequest, directives), directives);
+  const frames = renderFrames(protocol.stream(plan, protocolRequest, directives), protocol, directives);
   await sendStream(response, frames, directives);
 }
 
@@ -135,7 +140,7 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
     if (path === '/health' && request.method === 'GET') return sendJson(response, 200, { status: 'ok' });
     if (path.startsWith('/__mock/')) return handleIntrospection(path, request, response, recorder);
     const rawBody = await readBody(request);
-    const protocol = request.method === 'POST' ? PROTOCOLS[path] : undefined;
+    const protocol = request.method === 'POST' ? (PROTOCOLS[path] ?? azureProtocolFor(path)) : undefined;
     let directives: Directives;
     let directiveError: string | undefined;
     try {
@@ -157,6 +162,9 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
       receivedAt: Date.now(),
     });
     if (!protocol) return sendJson(response, 404, NOT_FOUND);
+    // Azure answers a call without an api-version as an unknown resource.
+    if (path.startsWith('/openai/') && !new URL(url, 'http://mock').searchParams.get('api-version'))
+      return sendJson(response, 404, { error: { code: '404', message: 'Resource not found' } });
     if (directiveError) return sendJson(response, 400, protocol.errorBody(400, directiveError));
     await answer(protocol, rawBody, directives, request, response, options);
   };

@@ -38,4 +38,14 @@ describe('createModelRewriter', () => {
     const same = '{"model":"m"}';
     expect(createModelRewriter('m', 'm')(same)).toBe(same);
   });
+
+  it('replaces the first model whatever its value for a provider that names its own model', () => {
+    // Azure answers a deployment call with the deployment's model name, Bedrock with Anthropic's.
+    const azure = createModelRewriter('my-deployment', 'gpt-azure', { anyValue: true });
+    expect(azure('{"choices":[],"model":"gpt-4o-2024-11-20","x":{"model":"m"}}')).toBe(
+      '{"choices":[],"model":"gpt-azure","x":{"model":"m"}}',
+    );
+    expect(azure('{"model":""}')).toBe('{"model":"gpt-azure"}');
+    expect(createModelRewriter('a', 'a', { anyValue: true })('{"model":"claude-x"}')).toBe('{"model":"a"}');
+  });
 });

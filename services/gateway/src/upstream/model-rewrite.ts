@@ -9,6 +9,12 @@ export interface ModelRewriteOptions {
    * rest of each event.
    */
   firstOnly?: boolean;
+  /**
+   * Replace the first `model` value whatever it is (implies firstOnly): for providers that answer
+   * with a model name of their own. The first `model` member is the answer's own in every protocol
+   * (Anthropic writes it before the content; chat and Responses content holds no such key).
+   */
+  anyValue?: boolean;
 }
 
 /**
@@ -23,10 +29,11 @@ export function createModelRewriter(
   alias: string,
   options: ModelRewriteOptions = {},
 ): (text: string) => string {
-  if (upstreamModel === alias) return (text) => text;
+  const anyValue = options.anyValue === true;
+  if (upstreamModel === alias && !anyValue) return (text) => text;
   const replacement = JSON.stringify(alias);
   const snapshotPrefix = `${upstreamModel}-`;
-  const firstOnly = options.firstOnly === true;
+  const firstOnly = options.firstOnly === true || anyValue;
   return (text) => {
     let out = '';
     let copied = 0;
@@ -35,7 +42,7 @@ export function createModelRewriter(
       const position = findKeyValue(text, KEY, from);
       if (position === -1) break;
       const value = readPlainString(text, position);
-      if (value && (value.value === upstreamModel || value.value.startsWith(snapshotPrefix))) {
+      if (value && (anyValue || value.value === upstreamModel || value.value.startsWith(snapshotPrefix))) {
         out += text.slice(copied, position) + replacement;
         copied = value.end;
         if (firstOnly) break;

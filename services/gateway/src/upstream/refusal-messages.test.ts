@@ -77,4 +77,10 @@ describe('refusalMessage', () => {
     expect(say({ message: 'Invalid value', param: 'deployment_id' })).not.toContain('field');
     expect(say({ message: 'Invalid value', param: 'messages[0].x y' })).not.toContain('field');
   });
+
+  it('names no field for a content filter refusal: it judges the content (Azure points at `prompt`)', () => {
+    expect(say({ kinds: ['content_filter'], message: LEAKY, param: 'messages' })).toBe(
+      'claude-fast refused the request under its content policy. Nothing was charged.',
+    );
+  });
 });

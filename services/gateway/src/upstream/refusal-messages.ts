@@ -20,6 +20,8 @@ export interface ProviderRefusal {
 interface KnownRefusal {
   matches: (refusal: ProviderRefusal) => boolean;
   says: (alias: string) => string;
+  /** The refusal judges the content, not a field: its `param` is not named (Azure says `prompt`). */
+  namesNoField?: true;
 }
 
 const has = (refusal: ProviderRefusal, ...kinds: string[]) =>
@@ -44,6 +46,7 @@ const KNOWN: KnownRefusal[] = [
   {
     matches: (refusal) => has(refusal, 'content_policy_violation', 'invalid_prompt', 'content_filter'),
     says: (alias) => `${alias} refused the request under its content policy.`,
+    namesNoField: true,
   },
   {
     matches: (refusal) => /\bimage\b/i.test(refusal.message) && !/tool/i.test(refusal.message),
@@ -79,7 +82,7 @@ export function refusalMessage(refusal: ProviderRefusal, alias: string, fields: 
   const what = known
     ? known.says(alias)
     : `The model provider refused the request for ${alias} (HTTP ${refusal.status}).`;
-  const param = refusal.param;
+  const param = known?.namesNoField ? null : refusal.param;
   const top = param?.split(/[.[]/, 1)[0];
   const field =
     param && FIELD_PATH.test(param) && top && fields.has(top) ? ` The field it named: ${param}.` : '';

@@ -88,8 +88,12 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
   const { surface, translator } = input;
   // Usage is always read from the upstream's own events: the provider bills from them.
   const tracker = input.adapter.createStreamUsageTracker(input.upstreamSurface ?? surface);
-  const parser = new SseParser();
-  const rewrite = createModelRewriter(input.upstreamModel, input.alias, { firstOnly: true });
+  // Providers whose streams are not SSE (Bedrock) decode into the events an SSE stream carries.
+  const parser = input.adapter.streamFraming?.createDecoder() ?? new SseParser();
+  const rewrite = createModelRewriter(input.upstreamModel, input.alias, {
+    firstOnly: true,
+    anyValue: input.adapter.namesItsOwnModel === true,
+  });
   const iterator = input.response.body[Symbol.asyncIterator]();
   const dropUsageOnly = !translator && surface === 'chat_completions' && !input.clientAskedForUsage;
 
@@ -129,6 +133,7 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
       const verdict = tracker.observe(event);
       if (verdict === 'provider_error') return { text, failure: new AppError('upstream_unavailable') };
       if (verdict === 'invalid') return { text, failure: new AppError('upstream_invalid_response') };
+      if (verdict === 'drop') continue;
       eventCount++;
       if (verdict === 'terminal') terminalSeen = true;
       if (translator) {

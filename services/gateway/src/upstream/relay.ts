@@ -73,7 +73,9 @@ export async function relayNonStreaming(input: RelayNonStreamingInput): Promise<
   if (usage === null) return { ok: false, error: new AppError('billing_settlement_pending'), settle: 'hold' };
   let body: string;
   try {
-    body = input.render ? input.render(parsed) : createModelRewriter(upstreamModel, alias)(text);
+    body = input.render
+      ? input.render(parsed)
+      : createModelRewriter(upstreamModel, alias, { anyValue: adapter.namesItsOwnModel === true })(text);
   } catch (error) {
     // The client gets no answer, so nothing is charged as used.
     return {

@@ -39,8 +39,17 @@ export interface UpstreamRequest {
  * - `terminal`: the protocol's own end event (message_stop, [DONE], response.completed); relay it.
  * - `provider_error`: the provider reported a failure inside the stream; never relayed as is.
  * - `invalid`: the event is not the JSON the protocol promises.
+ * - `drop`: the provider's own metadata, no event of the protocol (Azure's prompt filter chunk);
+ *   observed, never relayed or translated.
  */
-export type StreamEventVerdict = 'pass' | 'usage_only' | 'terminal' | 'provider_error' | 'invalid';
+export type StreamEventVerdict = 'pass' | 'usage_only' | 'terminal' | 'provider_error' | 'invalid' | 'drop';
+
+/** Turns the bytes of a streamed answer into events, in any chunking. SseParser for SSE providers. */
+export interface StreamDecoder {
+  push(chunk: Uint8Array): SseEvent[];
+  /** The body ended: the events still buffered. */
+  flush(): SseEvent[];
+}
 
 /** Follows one stream's events and keeps the latest usage figures. One tracker per stream. */
 export interface StreamUsageTracker {
@@ -90,4 +99,15 @@ export interface UpstreamAdapter {
    * fails as upstream_unavailable, not as the client's mistake. Absent: the status alone decides.
    */
   isCredentialRefusal?(status: number, body: unknown): boolean;
+  /**
+   * Streams that are not SSE (Bedrock's binary event stream): their content type and a decoder
+   * into the events an SSE stream of the wire protocol carries. Absent: SSE.
+   */
+  readonly streamFraming?: { contentType: string; createDecoder(): StreamDecoder };
+  /**
+   * The provider answers with a model name of its own (Azure names the deployment's model, Bedrock
+   * Anthropic's name, not the id called): the first `model` of an answer or event is replaced by
+   * the alias whatever its value.
+   */
+  readonly namesItsOwnModel?: boolean;
 }

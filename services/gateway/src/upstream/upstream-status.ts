@@ -81,10 +81,11 @@ function parametersOf(surface: WireProtocol): Set<string> {
     : new Set();
 }
 
-function isEventStream(response: UpstreamResponse): boolean {
+/** A stream is `text/event-stream`, or the adapter's own framing (Bedrock's event stream). */
+function isEventStream(response: UpstreamResponse, contentType = 'text/event-stream'): boolean {
   const type = response.headers['content-type'];
   const value = Array.isArray(type) ? type[0] : type;
-  return value?.toLowerCase().startsWith('text/event-stream') === true;
+  return value?.toLowerCase().startsWith(contentType) === true;
 }
 
 export type UpstreamCheck = { ok: true } | { ok: false; error: AppError; settle: 'release' };
@@ -100,12 +101,13 @@ export async function checkUpstreamResponse(input: {
   names: ModelNames;
   surface: WireProtocol;
   /** The provider's adapter, which may recognise a refusal of its credential in a 4xx body. */
-  adapter?: Pick<UpstreamAdapter, 'isCredentialRefusal'>;
+  adapter?: Pick<UpstreamAdapter, 'isCredentialRefusal' | 'streamFraming'>;
   stream: boolean;
 }): Promise<UpstreamCheck> {
   const { response } = input;
   const classified = classifyUpstreamStatus(response.status);
-  if (classified === null && (!input.stream || isEventStream(response))) return { ok: true };
+  const streamType = input.adapter?.streamFraming?.contentType;
+  if (classified === null && (!input.stream || isEventStream(response, streamType))) return { ok: true };
   if (classified?.code === 'upstream_rejected') {
     const body = await readErrorBody(response);
     if (input.adapter?.isCredentialRefusal?.(response.status, body) === true)

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Directives } from '../directives.ts';
 import type { ProtocolRequest, ReplyPlan } from '../reply-plan.ts';
 
 /** One server-sent event before framing: an optional `event:` name and a JSON `data` value. */
@@ -23,10 +24,12 @@ export interface Protocol {
   isAuthorized(headers: IncomingHttpHeaders, expectedApiKey: string): boolean;
   /** The provider's error body for an HTTP status. */
   errorBody(status: number, message: string): unknown;
+  /** A refusal of the provider's own that a directive asks for (Azure's content filter). */
+  refuse?(directives: Directives): { status: number; body: unknown } | undefined;
   /** The non-streamed answer. */
-  reply(plan: ReplyPlan, request: ProtocolRequest): unknown;
+  reply(plan: ReplyPlan, request: ProtocolRequest, directives?: Directives): unknown;
   /** The streamed answer, as events. */
-  stream(plan: ReplyPlan, request: ProtocolRequest): StreamEvents;
+  stream(plan: ReplyPlan, request: ProtocolRequest, directives?: Directives): StreamEvents;
   /** The provider's mid-stream error event; `sequence` is its position in the stream. */
   streamError(sequence: number): StreamEvent;
 }

@@ -1,11 +1,13 @@
 import type { ProviderKind, UpstreamAdapter } from '../types.ts';
 import { anthropicAdapter } from './anthropic-adapter.ts';
+import { azureOpenaiAdapter } from './azure-openai-adapter.ts';
 import { openaiAdapter } from './openai-adapter.ts';
 
 /** Every provider kind has exactly one adapter; a new kind without one is a compile error. */
 const ADAPTERS: Record<ProviderKind, UpstreamAdapter> = {
   anthropic: anthropicAdapter,
   openai: openaiAdapter,
+  'azure-openai': azureOpenaiAdapter,
 };
 
 export function getAdapter(kind: ProviderKind): UpstreamAdapter {
@@ -13,4 +15,5 @@ export function getAdapter(kind: ProviderKind): UpstreamAdapter {
 }
 
 export { anthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from './anthropic-adapter.ts';
+export { azureOpenaiAdapter } from './azure-openai-adapter.ts';
 export { openaiAdapter } from './openai-adapter.ts';

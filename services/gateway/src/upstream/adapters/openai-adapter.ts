@@ -58,7 +58,7 @@ function readResponsesUsage(usage: unknown): UsageFigures | null {
   return input === null || output === null ? null : { inputTokens: input, outputTokens: output };
 }
 
-function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null {
+export function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null {
   if (!isRecord(body)) return null;
   if (surface === 'chat_completions') return readChatUsage(body.usage);
   if (surface === 'responses') return readResponsesUsage(body.usage);
@@ -71,7 +71,7 @@ function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | nu
  * parsed. Servers that report usage on every chunk (vLLM's continuous stats) work too: the
  * latest figures win.
  */
-class ChatUsageTracker implements StreamUsageTracker {
+export class ChatUsageTracker implements StreamUsageTracker {
   #usage: UsageFigures | null = null;
 
   observe(event: SseEvent): StreamEventVerdict {
@@ -108,7 +108,7 @@ function responsesEventType(event: SseEvent): string | undefined {
  * max_output_tokens cut the answer), which also ends the stream. `response.failed` and `error` are
  * the provider failing part-way.
  */
-class ResponsesUsageTracker implements StreamUsageTracker {
+export class ResponsesUsageTracker implements StreamUsageTracker {
   #usage: UsageFigures | null = null;
 
   observe(event: SseEvent): StreamEventVerdict {

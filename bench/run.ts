@@ -12,7 +12,7 @@
  * BENCH_SECONDS (per run, default 3; longer runs, e.g. 10, give steadier numbers),
  * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300),
  * BENCH_WARMUP_SECONDS (per target and mode before measuring, default 2), BENCH_MODES
- * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway") to run a subset, and
+ * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway,translated") to run a subset, and
  * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there, and
  * BENCH_GATEWAY_ENV ("NAME=value,OTHER=" — an empty value unsets) to change the gateway's
  * environment for an A/B run. BENCH_INSTANT_BILLING=1 answers the gateway's reservations and
@@ -55,7 +55,7 @@ const ttfbCount = Number(process.env.BENCH_TTFB_COUNT ?? 300);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const connectionLevels = (process.env.BENCH_CONNECTIONS ?? '1,10,50').split(',').map(Number);
 const modes = (process.env.BENCH_MODES ?? 'json,stream').split(',').map((mode) => mode === 'stream');
-const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway').split(',');
+const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway,translated').split(',');
 /** When set, gateway and control plane write V8 CPU profiles there (node --cpu-prof). */
 const profileDir = process.env.BENCH_PROFILE_DIR;
 /** Billing answered at once by a stand-in: what the gateway costs when billing costs nothing. */
@@ -186,9 +186,10 @@ async function stopStack(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
 }
 
-function chatBody(stream: boolean): string {
+/** `claude-mock` is Messages-kind: the gateway translates the call both ways (the `translated` row). */
+function chatBody(stream: boolean, model = 'gpt-mock'): string {
   return JSON.stringify({
-    model: 'gpt-mock',
+    model,
     messages: [
       { role: 'system', content: 'You are a concise assistant.' },
       { role: 'user', content: 'Say hello to the benchmark in a few words, please.' },
@@ -198,7 +199,7 @@ function chatBody(stream: boolean): string {
   });
 }
 
-const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway'] as Target[]).filter((target) =>
+const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway', 'translated'] as Target[]).filter((target) =>
   chosenTargets.includes(target),
 );
 
@@ -232,7 +233,7 @@ async function main(): Promise<void> {
     portkey: () => [portkey.pid!],
   };
   const json = { 'content-type': 'application/json' };
-  const targets: Record<Target, { url: string; headers: Record<string, string> }> = {
+  const targets: Record<Target, { url: string; headers: Record<string, string>; model?: string }> = {
     direct: {
       url: `http://127.0.0.1:${PORTS.mock}/v1/chat/completions`,
       headers: { ...json, authorization: 'Bearer sk-direct' },
@@ -254,15 +255,20 @@ async function main(): Promise<void> {
       url: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,
       headers: { ...json, authorization: `Bearer ${key}` },
     },
+    translated: {
+      url: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,
+      headers: { ...json, authorization: `Bearer ${key}` },
+      model: 'claude-mock',
+    },
   };
   // Warm-up of every target before anything is measured: the first calls load modules lazily and
   // JIT-compile the hot path, which would otherwise be billed to the 1-connection rows.
   for (const target of ROW_ORDER)
     for (const stream of modes) {
-      const { url, headers } = targets[target];
+      const { url, headers, model } = targets[target];
       await runWrk({
         url,
-        body: chatBody(stream),
+        body: chatBody(stream, model),
         headers,
         connections: 10,
         seconds: warmupSeconds,
@@ -272,10 +278,10 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const stream of modes) {
     for (const connections of connectionLevels) {
-      // Interleaved: the four targets back to back at each level, so a noisy neighbour hits all alike.
+      // Interleaved: the targets back to back at each level, so a noisy neighbour hits all alike.
       for (const target of ROW_ORDER) {
-        const body = chatBody(stream);
-        const { url, headers } = targets[target];
+        const { url, headers, model } = targets[target];
+        const body = chatBody(stream, model);
         await runWrk({ url, body, headers, connections, seconds: 1, scriptDir: work });
         const before = snapshot(groups);
         const result = await runWrk({ url, body, headers, connections, seconds, scriptDir: work });
@@ -299,7 +305,7 @@ async function main(): Promise<void> {
     ttfb[target] = await measureTimeToFirstByte({
       origin: url.origin,
       path: url.pathname,
-      body: chatBody(true),
+      body: chatBody(true, targets[target].model),
       headers: targets[target].headers,
       count: ttfbCount,
     });

@@ -1,6 +1,7 @@
 import type { WrkResult } from './wrk.ts';
 
-export type Target = 'direct' | 'floor' | 'portkey' | 'gateway';
+/** `translated`: this gateway, chat completions on a Messages-kind alias (docs/translation.md). */
+export type Target = 'direct' | 'floor' | 'portkey' | 'gateway' | 'translated';
 
 export interface Row {
   target: Target;
@@ -23,7 +24,7 @@ const format = (value: number | undefined, digits = 2) =>
 /** CPU the target itself spends per call; for the gateway every process metering involves. */
 function targetCpu(row: Row): string {
   const cpu = row.cpuPerRequestUs;
-  if (row.target === 'gateway') {
+  if (row.target === 'gateway' || row.target === 'translated') {
     const sum = (cpu.gateway ?? 0) + (cpu.controlPlane ?? 0) + (cpu.postgres ?? 0) + (cpu.redis ?? 0);
     return `${format(sum, 0)} (gw ${format(cpu.gateway, 0)}, cp ${format(cpu.controlPlane, 0)}, pg ${format(cpu.postgres, 0)}, redis ${format(cpu.redis, 0)})`;
   }

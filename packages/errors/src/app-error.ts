@@ -9,6 +9,8 @@ export interface AppErrorOptions {
   fieldErrors?: FieldErrors;
   /** Seconds for Retry-After, on the codes whose Retry-After a client honours (docs/behaviour.md). */
   retryAfterSeconds?: number;
+  /** Further response headers that describe the refusal (the gateway's x-ratelimit-*). */
+  headers?: Record<string, string>;
   cause?: unknown;
 }
 
@@ -23,6 +25,7 @@ export class AppError extends Error {
   readonly retryable: boolean;
   readonly fieldErrors: FieldErrors | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly headers: Record<string, string> | undefined;
 
   constructor(code: ServerErrorCode, options: AppErrorOptions = {}, status?: number) {
     const entry = ERROR_CATALOG[code];
@@ -41,6 +44,7 @@ export class AppError extends Error {
     this.retryable = entry.retryable;
     this.fieldErrors = options.fieldErrors;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.headers = options.headers;
   }
 
   /** upstream_rejected carries the provider's own 4xx status. */

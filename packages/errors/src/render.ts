@@ -25,6 +25,10 @@ export interface OpenAIErrorBody {
 const DEFAULT_CONCURRENCY_RETRY_AFTER_SECONDS = 1;
 
 function headersFor(error: AppError): Record<string, string> {
+  return { ...error.headers, ...retryAfterOf(error) };
+}
+
+function retryAfterOf(error: AppError): Record<string, string> {
   if (error.code === 'rate_limit_exceeded' && error.retryAfterSeconds !== undefined) {
     return { 'retry-after': String(Math.max(1, Math.ceil(error.retryAfterSeconds))) };
   }

@@ -218,6 +218,17 @@ export const ReserveRefusalCode = z.enum([
 ]);
 export type ReserveRefusalCode = z.infer<typeof ReserveRefusalCode>;
 
+/**
+ * The tighter of a call's request budgets (the key's or its package's per-minute ceiling) after it
+ * was counted: sent to clients as the x-ratelimit-* headers.
+ */
+export const RequestBudget = z.object({
+  limit: z.number().int().positive(),
+  remaining: z.number().int().nonnegative(),
+  resetSeconds: z.number().int().nonnegative(),
+});
+export type RequestBudget = z.infer<typeof RequestBudget>;
+
 export const ReserveResult = z.discriminatedUnion('ok', [
   z.object({
     ok: z.literal(true),
@@ -230,6 +241,8 @@ export const ReserveResult = z.discriminatedUnion('ok', [
     reserved: Amounts,
     /** The item's limits were checked and its concurrency slot taken (false: not checked here). */
     limited: z.boolean(),
+    /** When `limited`: the request budget left. */
+    budget: RequestBudget.optional(),
   }),
   z.object({
     ok: z.literal(false),
@@ -237,6 +250,8 @@ export const ReserveResult = z.discriminatedUnion('ok', [
     code: ReserveRefusalCode,
     message: z.string(),
     retryAfterSeconds: z.number().int().positive().optional(),
+    /** On rate_limit_exceeded checked here: the exhausted budget. */
+    budget: RequestBudget.optional(),
   }),
 ]);
 export type ReserveResult = z.infer<typeof ReserveResult>;

@@ -36,7 +36,9 @@ export function accountTag(accountId: string): string {
  * of its set by itself. Few commands per call, since a script pays for each one.
  *
  * rateTake(l, now) counts the call against both rates: nil, or {1|2, retry ms} when a ceiling is
- * reached (the call is then not counted). rateGive takes a count back. slotsFree: nil when a slot
+ * reached (the call is then not counted); either way it leaves in l.budget the tighter of the two
+ * request budgets, {limit, remaining, ms to the window's end}, for the x-ratelimit-* headers.
+ * rateGive takes a count back. slotsFree: nil when a slot
  * is free under both ceilings, else {3|4}. slotTake holds one under `id` for `ttl` ms.
  */
 export const LIMITS_LUA = `
@@ -54,8 +56,10 @@ local function rateTake(l, now)
   if count == 1 then redis.call('PEXPIRE', key, l.window) end
   if count > l.keyRpm then
     redis.call('DECR', key)
+    l.budget = {l.keyRpm, 0, retry}
     return {1, retry}
   end
+  l.budget = {l.keyRpm, l.keyRpm - count, retry}
   if l.planRpm > 0 then
     local plan = l.planRate .. index
     count = redis.call('INCR', plan)
@@ -63,8 +67,10 @@ local function rateTake(l, now)
     if count > l.planRpm then
       redis.call('DECR', plan)
       redis.call('DECR', key)
+      l.budget = {l.planRpm, 0, retry}
       return {2, retry}
     end
+    if l.planRpm - count < l.budget[2] then l.budget = {l.planRpm, l.planRpm - count, retry} end
   end
   return nil
 end

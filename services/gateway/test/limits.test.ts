@@ -72,6 +72,57 @@ describe('per-key request ceiling', () => {
     expect((await t.stack.reservations(key.accountId)).map((row) => row.status)).toEqual(['settled']);
   });
 
+  it('tells the budget left in x-ratelimit-* headers on every answer, across gateways, and on the refusal', async () => {
+    const key = await t.key({ credits: CREDITS, limits: { requestsPerMinute: 4 } });
+    const budgetOf = (reply: Reply) => ({
+      limit: reply.headers.get('x-ratelimit-limit-requests'),
+      remaining: reply.headers.get('x-ratelimit-remaining-requests'),
+      reset: reply.headers.get('x-ratelimit-reset-requests'),
+    });
+    const answers = [
+      await chat(key.secret),
+      await t.get('/v1/key/status', key.secret, { gateway: 1 }),
+      await t.get('/v1/models', key.secret),
+      await t.post(
+        '/v1/messages/count_tokens',
+        key.secret,
+        bodyFor('/v1/messages/count_tokens', 'claude-test'),
+      ),
+    ];
+    expect(answers.map((reply) => reply.status)).toEqual([200, 200, 200, 200]);
+    expect(answers.map((reply) => budgetOf(reply).remaining)).toEqual(['3', '2', '1', '0']);
+    for (const reply of answers) {
+      expect(budgetOf(reply).limit).toBe('4');
+      const seconds = Number(budgetOf(reply).reset?.replace(/s$/, ''));
+      expect(budgetOf(reply).reset).toMatch(/^\d+s$/);
+      expect(seconds).toBeGreaterThanOrEqual(1);
+      expect(seconds).toBeLessThanOrEqual(WINDOW_SECONDS);
+    }
+    const refused = await t.post(
+      '/v1/messages',
+      key.secret,
+      { ...bodyFor('/v1/messages', 'claude-test'), stream: true },
+      { gateway: 1 },
+    );
+    t.expectError(refused, 429, 'rate_limit_exceeded');
+    expect(budgetOf(refused)).toMatchObject({ limit: '4', remaining: '0' });
+    expect(Number(budgetOf(refused).reset?.replace(/s$/, ''))).toBe(
+      Number(refused.headers.get('retry-after')),
+    );
+  });
+
+  it('a streamed answer carries the budget in its headers', async () => {
+    const key = await t.key({ credits: CREDITS, limits: { requestsPerMinute: 10 } });
+    const reply = await t.post('/v1/chat/completions', key.secret, {
+      ...bodyFor('/v1/chat/completions', 'gpt-test', USAGE),
+      stream: true,
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/text\/event-stream/);
+    expect(reply.headers.get('x-ratelimit-limit-requests')).toBe('10');
+    expect(reply.headers.get('x-ratelimit-remaining-requests')).toBe('9');
+  });
+
   it('two gateways on one Redis admit R per window between them, not 2R', async () => {
     const ceiling = 6;
     const key = await t.key({ credits: CREDITS, limits: { requestsPerMinute: ceiling, concurrency: 50 } });

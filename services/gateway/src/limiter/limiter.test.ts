@@ -70,6 +70,40 @@ describe.each([
     expect(refused.retryAfterSeconds).toBeLessThanOrEqual(3600);
   });
 
+  it('tells the budget left after each call, the tighter of the key and the package, and the exhausted one on refusal', async () => {
+    const limiter = create();
+    const keyId = randomUUID();
+    // As the gateway sends it: with the account, whose hash tag the key's counters live under.
+    const accountId = randomUUID();
+    const plan = { id: randomUUID(), requestsPerMinute: 3, concurrency: null };
+    const asKey = (rpm: number, withPlan = false) =>
+      limiter.acquire(
+        request(keyId, {
+          accountId,
+          keyRequestsPerMinute: rpm,
+          keyConcurrency: null,
+          plan: withPlan ? plan : null,
+        }),
+      );
+    const first = await asKey(5);
+    expect(first).toMatchObject({ allowed: true, budget: { limit: 5, remaining: 4 } });
+    const reset = (first as { budget: { resetSeconds: number } }).budget.resetSeconds;
+    expect(reset).toBeGreaterThan(0);
+    expect(reset).toBeLessThanOrEqual(3600);
+    // Key 5 with 3 left after this call, package 3 with 2 left: the package's is the tighter.
+    expect(await asKey(5, true)).toMatchObject({ allowed: true, budget: { limit: 3, remaining: 2 } });
+    expect(await asKey(5, true)).toMatchObject({ allowed: true, budget: { limit: 3, remaining: 1 } });
+    expect(await asKey(5, true)).toMatchObject({ allowed: true, budget: { limit: 3, remaining: 0 } });
+    expect(await asKey(5, true)).toMatchObject({
+      allowed: false,
+      code: 'rate_limit_exceeded',
+      budget: { limit: 3, remaining: 0 },
+    });
+    // Without the package the key has one call left of its own five.
+    expect(await asKey(5)).toMatchObject({ allowed: true, budget: { limit: 5, remaining: 0 } });
+    expect(await asKey(5)).toMatchObject({ allowed: false, budget: { limit: 5, remaining: 0 } });
+  });
+
   it('holds concurrency slots until released, and a refusal consumes no rate', async () => {
     const limiter = create();
     const keyId = randomUUID();

@@ -1,3 +1,5 @@
+import type { RequestBudget } from '@tollgate/schemas';
+
 /** One request's claim on the limits: per-key and per-package request rates and concurrency. */
 export interface LimitRequest {
   keyId: string;
@@ -13,8 +15,15 @@ export interface LimitRequest {
 }
 
 export type LimitDecision =
-  | { allowed: true; lease: Lease | null }
-  | { allowed: false; code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded'; retryAfterSeconds: number };
+  /** budget: the tighter of the key's and the package's request budgets once the call was counted. */
+  | { allowed: true; lease: Lease | null; budget: RequestBudget }
+  | {
+      allowed: false;
+      code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded';
+      retryAfterSeconds: number;
+      /** The exhausted budget (rate_limit_exceeded only). */
+      budget?: RequestBudget;
+    };
 
 /** A held concurrency slot. Expires by itself if the process holding it dies. */
 export interface Lease {

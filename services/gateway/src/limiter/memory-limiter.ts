@@ -65,14 +65,20 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
         1,
         Math.ceil((settings.windowMs - (time % settings.windowMs)) / 1000),
       );
+      const resetSeconds = Math.ceil((settings.windowMs - (time % settings.windowMs)) / 1000);
       const plan = request.plan;
       const keyRate = `k:${request.keyId}`;
       const planRate = `p:${plan?.id}`;
-      if (count(keyRate, window) >= request.keyRequestsPerMinute) {
-        return { allowed: false, code: 'rate_limit_exceeded', retryAfterSeconds };
-      }
+      const refused = (limit: number): LimitDecision => ({
+        allowed: false,
+        code: 'rate_limit_exceeded',
+        retryAfterSeconds,
+        budget: { limit, remaining: 0, resetSeconds },
+      });
+      if (count(keyRate, window) >= request.keyRequestsPerMinute)
+        return refused(request.keyRequestsPerMinute);
       if (plan?.requestsPerMinute && count(planRate, window) >= plan.requestsPerMinute) {
-        return { allowed: false, code: 'rate_limit_exceeded', retryAfterSeconds };
+        return refused(plan.requestsPerMinute);
       }
       let lease: Lease | null = null;
       if (request.keyConcurrency !== null) {
@@ -101,8 +107,17 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
         };
       }
       bump(keyRate, window);
-      if (plan?.requestsPerMinute) bump(planRate, window);
-      return { allowed: true, lease };
+      let budget = {
+        limit: request.keyRequestsPerMinute,
+        remaining: request.keyRequestsPerMinute - count(keyRate, window),
+        resetSeconds,
+      };
+      if (plan?.requestsPerMinute) {
+        bump(planRate, window);
+        const remaining = plan.requestsPerMinute - count(planRate, window);
+        if (remaining < budget.remaining) budget = { limit: plan.requestsPerMinute, remaining, resetSeconds };
+      }
+      return { allowed: true, lease, budget };
     },
     async close() {
       clearInterval(sweep);

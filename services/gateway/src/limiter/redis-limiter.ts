@@ -25,7 +25,8 @@ import {
  * KEYS: 1 key-rate prefix, 2 plan-rate prefix, 3 key leases, 4 plan leases
  * ARGV: 1 key rpm, 2 plan rpm (0 = none), 3 window ms, 4 key concurrency (0 = no slot),
  *       5 plan concurrency (0 = none), 6 lease id, 7 lease ttl ms
- * Returns {0} allowed, {1, ms} key rate, {2, ms} plan rate, {3} key concurrency, {4} plan concurrency.
+ * Returns {0, limit, remaining, ms} allowed, {1, ms, limit} key rate, {2, ms, limit} plan rate,
+ * {3} key concurrency, {4} plan concurrency (limit, remaining, ms: the request budget, see LIMITS_LUA).
  */
 const ACQUIRE = `${LIMITS_LUA}
 local l = {
@@ -35,14 +36,14 @@ local l = {
 }
 local now = redisNowMs()
 local rate = rateTake(l, now)
-if rate then return rate end
+if rate then return {rate[1], rate[2], l.budget[1]} end
 local full = slotsFree(l, now)
 if full then
   rateGive(l, now)
   return full
 end
 slotTake(l, now, ARGV[6], tonumber(ARGV[7]))
-return {0}
+return {0, l.budget[1], l.budget[2], l.budget[3]}
 `;
 
 /** How long a request waits for a (re)connecting Redis before it is refused. */
@@ -144,7 +145,7 @@ export function createRedisLimiter(
       if (redis.status !== 'ready' && !(await connected(CONNECT_WAIT_MS))) {
         throw new AppError('rate_limiter_unavailable');
       }
-      let answer: [number, number?];
+      let answer: [number, number?, number?, number?];
       try {
         answer = (await scripts.tollgateAcquire(
           4,
@@ -159,16 +160,17 @@ export function createRedisLimiter(
           request.keyConcurrency === null ? 0 : (plan?.concurrency ?? 0),
           request.leaseId,
           settings.leaseTtlMs,
-        )) as [number, number?];
+        )) as typeof answer;
       } catch (error) {
         throw new AppError('rate_limiter_unavailable', { cause: error });
       }
-      const [verdict, retryMs] = answer;
+      const [verdict, first = 1000, second = 0, third = 0] = answer;
       if (verdict === 1 || verdict === 2) {
         return {
           allowed: false,
           code: 'rate_limit_exceeded',
-          retryAfterSeconds: Math.max(1, Math.ceil((retryMs ?? 1000) / 1000)),
+          retryAfterSeconds: Math.max(1, Math.ceil(first / 1000)),
+          budget: { limit: second, remaining: 0, resetSeconds: Math.ceil(first / 1000) },
         };
       }
       if (verdict === 3 || verdict === 4) {
@@ -178,7 +180,11 @@ export function createRedisLimiter(
           retryAfterSeconds: settings.concurrencyRetryAfterSeconds,
         };
       }
-      return { allowed: true, lease: request.keyConcurrency === null ? null : hold(request) };
+      return {
+        allowed: true,
+        lease: request.keyConcurrency === null ? null : hold(request),
+        budget: { limit: first, remaining: second, resetSeconds: Math.ceil(third / 1000) },
+      };
     },
     adopt: (request) => (request.keyConcurrency === null ? null : hold(request)),
     async close() {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, toAppError } from '@tollgate/errors';
-import type { PlanCeilings, ReserveLimits, ResolvedKey } from '@tollgate/schemas';
+import type { PlanCeilings, RequestBudget, ReserveLimits, ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { Lease, LimitDecision, LimitRequest } from '../limiter/limiter.ts';
 
@@ -45,18 +45,42 @@ function planLimitsOf(key: ResolvedKey, plan: PlanCeilings | null, holdsSlot: bo
 
 /**
  * Counts the call against its ceilings and, for metered calls, takes a concurrency slot. Refuses
- * with the limiter's code and Retry-After. The lease, when one was taken, must be released when
- * the call ends.
+ * with the limiter's code, Retry-After and the budget's headers. The lease, when one was taken,
+ * must be released when the call ends.
  */
 export async function takeLimits(
   deps: GatewayDependencies,
   key: ResolvedKey,
   plan: PlanCeilings | null,
   options: { holdsSlot: boolean; leaseId?: string },
-): Promise<Lease | null> {
+): Promise<{ lease: Lease | null; budget: RequestBudget }> {
   const decision = await deps.limiter.acquire(limitRequestOf(key, plan, options));
-  if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
-  return decision.lease;
+  if (!decision.allowed) throw limitRefusal(decision);
+  return decision;
+}
+
+/** A refusal by the limits, with its Retry-After and, for a rate, the exhausted budget's headers. */
+export function limitRefusal(refused: {
+  code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded';
+  retryAfterSeconds?: number;
+  budget?: RequestBudget;
+}): AppError {
+  return new AppError(refused.code, {
+    ...(refused.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: refused.retryAfterSeconds }),
+    ...(refused.budget ? { headers: budgetHeaders(refused.budget) } : {}),
+  });
+}
+
+/**
+ * The request budget as response headers, named as OpenAI names its own (the reset a duration in
+ * seconds), so clients and tools that read them already understand them.
+ */
+export function budgetHeaders(budget: RequestBudget): Record<string, string> {
+  return {
+    'x-ratelimit-limit-requests': String(budget.limit),
+    'x-ratelimit-remaining-requests': String(budget.remaining),
+    'x-ratelimit-reset-requests': `${budget.resetSeconds}s`,
+  };
 }
 
 /**
@@ -78,6 +102,6 @@ export async function countRefusal(
   } catch {
     throw error;
   }
-  if (!decision.allowed) throw new AppError(decision.code, { retryAfterSeconds: decision.retryAfterSeconds });
+  if (!decision.allowed) throw limitRefusal(decision);
   throw error;
 }

@@ -2,6 +2,7 @@ import { AppError, toAppError } from '@tollgate/errors';
 import type {
   MeteredSurface,
   PlanCeilings,
+  RequestBudget,
   ReserveItem,
   ReserveResult,
   ResolvedKey,
@@ -22,7 +23,14 @@ import {
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
-import { countRefusal, limitRequestOf, reserveLimitsOf, takeLimits } from './limits.ts';
+import {
+  budgetHeaders,
+  countRefusal,
+  limitRefusal,
+  limitRequestOf,
+  reserveLimitsOf,
+  takeLimits,
+} from './limits.ts';
 import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
@@ -58,7 +66,9 @@ export async function handleMetered(
   // With Redis the control plane checks the limits in the step that reserves; without, here first.
   const deferred = deps.limiter.shared !== null;
   if (deferred && !(await deps.limiter.reachable())) throw new AppError('rate_limiter_unavailable');
-  let lease = deferred ? null : await takeLimits(deps, key, plan, { holdsSlot: true });
+  const taken = deferred ? null : await takeLimits(deps, key, plan, { holdsSlot: true });
+  let lease = taken?.lease ?? null;
+  let budget = taken?.budget;
   /** Set once the reservation is granted: until the call's end owns it, this function releases it. */
   let context: ReservationContext | null = null;
   /** Set once the call's end owns the reservation and the lease. */
@@ -80,7 +90,7 @@ export async function handleMetered(
     });
     log.reservationId = reservationId;
     context = { reservationId, keyId: key.keyId, accountId: key.accountId, alias: alias.alias, surface };
-    if (deferred) lease = await leaseOf(deps, key, plan, reservationId, reservation.limited);
+    if (deferred) ({ lease, budget } = await leaseOf(deps, key, plan, reservationId, reservation));
 
     const clientAskedForUsage = isIncludeUsage(body.stream_options);
     const forwarded = await forwardToUpstream(deps, {
@@ -112,7 +122,8 @@ export async function handleMetered(
     // find this one in flight.
     if (!forwarded.streaming) await ended;
     if ('error' in forwarded.reply) throw forwarded.reply.error;
-    return forwarded.reply.answer;
+    const answer = forwarded.reply.answer;
+    return budget ? { ...answer, headers: { ...answer.headers, ...budgetHeaders(budget) } } : answer;
   } catch (error) {
     // Failed after the reservation and before the upstream call (a refused slot, a fault): nothing
     // was produced, so the reservation is released now rather than left to the reconciler.
@@ -169,10 +180,12 @@ async function leaseOf(
   key: ResolvedKey,
   plan: PlanCeilings | null,
   reservationId: string,
-  limited: boolean,
-): Promise<Lease | null> {
+  reservation: Extract<ReserveResult, { ok: true }>,
+): Promise<{ lease: Lease | null; budget: RequestBudget | undefined }> {
   const request = { holdsSlot: true, leaseId: reservationId };
-  if (limited) return deps.limiter.adopt(limitRequestOf(key, plan, request));
+  if (reservation.limited) {
+    return { lease: deps.limiter.adopt(limitRequestOf(key, plan, request)), budget: reservation.budget };
+  }
   return takeLimits(deps, key, plan, request);
 }
 
@@ -200,6 +213,8 @@ async function reserve(
   }
   const { reservationId, reservation } = attempt;
   if (!reservation.ok) {
+    if (reservation.code === 'rate_limit_exceeded')
+      throw limitRefusal({ ...reservation, code: reservation.code });
     throw new AppError(reservation.code, {
       retryAfterSeconds:
         reservation.code === 'concurrency_limit_exceeded'

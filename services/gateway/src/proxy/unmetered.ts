@@ -3,7 +3,7 @@ import type { ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
 import { authenticate } from './authenticate.ts';
-import { takeLimits } from './limits.ts';
+import { budgetHeaders, takeLimits } from './limits.ts';
 import type { RequestLog } from './request-log.ts';
 import { selectAlias } from './select-alias.ts';
 
@@ -12,14 +12,16 @@ import { selectAlias } from './select-alias.ts';
  * against the request ceiling and holds a concurrency slot until its answer is built, before any
  * of its work is done. These calls draw on no package, so only the key's ceilings apply.
  */
-async function withinKeyLimits<T>(
+async function withinKeyLimits(
   deps: GatewayDependencies,
   key: ResolvedKey,
-  work: () => Promise<T>,
-): Promise<T> {
-  const lease = await takeLimits(deps, key, null, { holdsSlot: true });
+  work: () => Promise<Response>,
+): Promise<Response> {
+  const { lease, budget } = await takeLimits(deps, key, null, { holdsSlot: true });
   try {
-    return await work();
+    const response = await work();
+    for (const [name, value] of Object.entries(budgetHeaders(budget))) response.headers.set(name, value);
+    return response;
   } finally {
     await lease?.release();
   }

@@ -4,6 +4,7 @@ import type {
   FinishBatchResponse,
   FinishItem,
   FinishResult,
+  RequestBudget,
   ReserveBatchRequest,
   ReserveBatchResponse,
   ReserveItem,
@@ -146,7 +147,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
             results[index] = granted(item, reply, catalog, request);
             break;
           case 'no':
-            results[index] = refusal(item, reply[1] as ReserveRefusalCode, Number(reply[2]));
+            results[index] = refusal(item, reply[1] as ReserveRefusalCode, Number(reply[2]), reply[3]);
             break;
           case 'cold':
             cold = true;
@@ -245,6 +246,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       upstreamModel: alias.upstreamModel,
       reserved: { tokens: reply[2] ?? '0', credits: reply[3] ?? '0' },
       limited: item.limits !== undefined && request.limiter !== undefined,
+      ...budgetOf(reply[4]),
     };
   }
 
@@ -543,14 +545,22 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
 
 export type HotTier = ReturnType<typeof createHotTier>;
 
-function refusal(item: ReserveItem, code: ReserveRefusalCode, retryMs = 0): ReserveResult {
+function refusal(item: ReserveItem, code: ReserveRefusalCode, retryMs = 0, budget?: string): ReserveResult {
   return {
     ok: false,
     reservationId: item.reservationId,
     code,
     message: ERROR_CATALOG[code].message,
     ...(code === 'rate_limit_exceeded' ? { retryAfterSeconds: Math.max(1, Math.ceil(retryMs / 1000)) } : {}),
+    ...budgetOf(budget),
   };
+}
+
+/** The script's `limit:remaining:ms` (empty when it checked no limits). */
+function budgetOf(text: string | undefined): { budget?: RequestBudget } {
+  if (!text) return {};
+  const [limit, remaining, resetMs] = text.split(':').map(Number) as [number, number, number];
+  return { budget: { limit, remaining, resetSeconds: Math.ceil(resetMs / 1000) } };
 }
 
 function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {

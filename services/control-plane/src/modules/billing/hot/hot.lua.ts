@@ -96,7 +96,7 @@ end
  * (15): id, key id, lookup hash, alias, alias state (ok, unknown, unpublished, protocol),
  * surface, estimate in, estimate out, input price, output price ('' = unpriced), key rpm ('' =
  * limits checked by the gateway), key concurrency, package rpm, package concurrency, window ms.
- * Returns per call: {'ok', legs, tokens, credits} | {'no', code, retry ms} | {'miss'} (a key or
+ * Returns per call: {'ok', legs, tokens, credits, budget} | {'no', code, retry ms, budget} | {'miss'} (a key or
  * account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short; Postgres may hold more).
  */
 export const RESERVE_LUA = `${LIMITS_LUA}${COMMON}
@@ -116,6 +116,11 @@ local leaseTtl = tonumber(ARGV[3])
 local topupEvery = tonumber(ARGV[4])
 local count = tonumber(ARGV[5])
 local reserved = 0
+
+-- limit:remaining:ms to reset, as rateTake left it.
+local function budgetText(l)
+  return fmt(l.budget[1]) .. ':' .. fmt(l.budget[2]) .. ':' .. fmt(l.budget[3])
+end
 
 local function anyCovering(alias)
   for _, s in ipairs(sources) do
@@ -163,7 +168,7 @@ local function reserveOne(a, k)
       planRpm = num(ARGV[a + 13]), planSlots = num(ARGV[a + 14]), window = tonumber(ARGV[a + 15]),
     }
     local rate = rateTake(limits, now)
-    if rate then return {'no', 'rate_limit_exceeded', fmt(rate[2])} end
+    if rate then return {'no', 'rate_limit_exceeded', fmt(rate[2]), budgetText(limits)} end
     if slotsFree(limits, now) then
       rateGive(limits, now)
       return {'no', 'concurrency_limit_exceeded', '0'}
@@ -245,7 +250,7 @@ local function reserveOne(a, k)
   redis.call('HSET', KEYS[2], id, table.concat({'R', keyId, alias, surface, createdUs, fmt(estIn), fmt(estOut),
     fmt(tokens), fmt(credit), legText}, '|'))
   reserved = reserved + 1
-  return {'ok', legText, fmt(tokens), fmt(credit)}
+  return {'ok', legText, fmt(tokens), fmt(credit), limits and budgetText(limits) or ''}
 end
 
 local results = {}

@@ -67,16 +67,35 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   } catch {
     parsed = null;
   }
-  if (!response.ok) {
-    const error = (parsed ?? {}) as { message?: string; code?: string; errors?: FieldErrors };
-    const retry = Number(response.headers.get('retry-after'));
-    throw new ApiError(
-      response.status,
-      error.code ?? 'unknown_error',
-      error.message ?? `The request failed (${response.status}).`,
-      error.errors ?? {},
-      Number.isFinite(retry) && retry > 0 ? retry : null,
+  if (!response.ok) throw failureOf(response.status, parsed, response.headers.get('retry-after'));
+  return ((parsed as { data?: T } | null)?.data ?? null) as T;
+}
+
+/**
+ * A failed answer as an ApiError: the service's own code when the body has one; otherwise the
+ * client-classified codes, endpoint_unavailable for a 404 or 501 (a route this service does not
+ * publish, e.g. an older control plane behind the dashboard) and unknown_error for anything else.
+ */
+export function failureOf(status: number, parsed: unknown, retryAfter: string | null): ApiError {
+  const error = (parsed !== null && typeof parsed === 'object' ? parsed : {}) as {
+    message?: unknown;
+    code?: unknown;
+    errors?: FieldErrors;
+  };
+  const retry = Number(retryAfter);
+  const retrySeconds = Number.isFinite(retry) && retry > 0 ? retry : null;
+  if (typeof error.code === 'string' && error.code !== '') {
+    const message = typeof error.message === 'string' ? error.message : `The request failed (${status}).`;
+    return new ApiError(status, error.code, message, error.errors ?? {}, retrySeconds);
+  }
+  if (status === 404 || status === 501) {
+    return new ApiError(
+      status,
+      'endpoint_unavailable',
+      'This part of the service is not available yet.',
+      {},
+      null,
     );
   }
-  return ((parsed as { data?: T } | null)?.data ?? null) as T;
+  return new ApiError(status, 'unknown_error', `The request failed (${status}).`, {}, retrySeconds);
 }

@@ -1,6 +1,6 @@
 /**
- * A small local stand-in for the Stripe API (the part Tollgate uses: Checkout Sessions and
- * refunds), for tests. The official `stripe` client talks to it through host/port/protocol.
+ * A small local stand-in for the Stripe API (the part Tollgate uses: Checkout Sessions, their
+ * expiry, and refunds), for tests. The official `stripe` client talks to it through host/port/protocol.
  * Tests drive it: `pay` marks a session paid (optionally with another amount or currency, to
  * test mismatches), `expire` ends one, `eventFor` builds the event Stripe would send.
  */
@@ -40,6 +40,8 @@ export interface StripeFake {
   refunds: FakeRefund[];
   /** Requests received, by "METHOD path". */
   calls: string[];
+  /** While true, expiring a session answers 500 (Stripe unreachable or failing). */
+  failExpire: boolean;
   pay(sessionId: string, override?: { amount?: number; currency?: string }): FakeCheckoutSession;
   expire(sessionId: string): FakeCheckoutSession;
   /** The event object Stripe would deliver for this session (serialise it and sign it). */
@@ -65,6 +67,8 @@ export async function startStripeFake(): Promise<StripeFake> {
   const sessions = new Map<string, FakeCheckoutSession>();
   const refunds: FakeRefund[] = [];
   const calls: string[] = [];
+  // The object handed to the test; the server reads its switches (failExpire) per request.
+  const fake = { failExpire: false } as StripeFake;
   // Stripe replays the first answer for a repeated Idempotency-Key.
   const idempotent = new Map<string, unknown>();
 
@@ -112,6 +116,24 @@ export async function startStripeFake(): Promise<StripeFake> {
       sessions.set(sessionId, session);
       return remember(session);
     }
+    const expireMatch = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(path);
+    if (request.method === 'POST' && expireMatch?.[1]) {
+      if (fake.failExpire) {
+        return send(response, 500, { error: { type: 'api_error', message: 'Something went wrong' } });
+      }
+      const session = sessions.get(expireMatch[1]);
+      // Stripe expires only an open session; a paid or expired one is refused.
+      if (session?.status !== 'open') {
+        return send(response, 400, {
+          error: {
+            type: 'invalid_request_error',
+            message: 'Only Checkout Sessions with a status in ["open"] can be expired.',
+          },
+        });
+      }
+      session.status = 'expired';
+      return send(response, 200, session);
+    }
     const sessionMatch = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(path);
     if (request.method === 'GET' && sessionMatch?.[1]) {
       const session = sessions.get(sessionMatch[1]);
@@ -152,7 +174,7 @@ export async function startStripeFake(): Promise<StripeFake> {
     return found;
   }
 
-  return {
+  Object.assign(fake, {
     url: `http://127.0.0.1:${port}`,
     secretKey,
     sessions,
@@ -188,5 +210,6 @@ export async function startStripeFake(): Promise<StripeFake> {
         server.closeAllConnections();
         server.close((error) => (error ? reject(error) : resolve()));
       }),
-  };
+  } satisfies Omit<StripeFake, 'failExpire'>);
+  return fake;
 }

@@ -31,8 +31,10 @@ export async function confirmManualPayment(
     id,
     { amount: order.amount, currency: order.currency },
     'admin',
-    (trx) =>
-      writeAdminAudit(trx, caller, 'order.confirm_payment', { type: 'order', id }, { note: note ?? null }),
+    {
+      audit: (trx) =>
+        writeAdminAudit(trx, caller, 'order.confirm_payment', { type: 'order', id }, { note: note ?? null }),
+    },
   );
   if (result.outcome === 'not_payable')
     throw AppError.validation({ status: [`An order that is ${result.status} cannot be confirmed.`] });
@@ -48,9 +50,10 @@ export async function rejectManualPayment(
   note: string | undefined,
 ): Promise<OrderWithPayment> {
   const { order } = await manualOrder(deps, id);
-  const closed = await closeUnpaid(deps, id, 'failed', 'rejected', (trx) =>
-    writeAdminAudit(trx, caller, 'order.reject_payment', { type: 'order', id }, { note: note ?? null }),
-  );
+  const closed = await closeUnpaid(deps, id, 'failed', 'rejected', {
+    audit: (trx) =>
+      writeAdminAudit(trx, caller, 'order.reject_payment', { type: 'order', id }, { note: note ?? null }),
+  });
   if (!closed)
     throw AppError.validation({ status: [`An order that is ${order.status} cannot be rejected.`] });
   return readAnyOrder(deps, id);

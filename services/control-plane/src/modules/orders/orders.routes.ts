@@ -3,7 +3,7 @@ import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireSession, type SessionEnv } from '../../http/session.ts';
-import { readPayment, startPayment, verifyPayment } from '../payments/payment-flows.service.ts';
+import { cancelOrder, readPayment, startPayment, verifyPayment } from '../payments/payment-flows.service.ts';
 import { codeCallerOf } from './admin-orders.routes.ts';
 import {
   CreateOrderRequest,
@@ -13,7 +13,7 @@ import {
   OrderView,
   toOrderView,
 } from './orders.schemas.ts';
-import { cancelOrder, createOrder, listOrders, readOwnOrder } from './orders.service.ts';
+import { createOrder, listOrders, readOwnOrder } from './orders.service.ts';
 
 const base = { tags: ['orders'], middleware: [requireSession()] };
 const orderBody = (description: string) => jsonContent(dataOf(OrderView), description);
@@ -57,8 +57,11 @@ const cancelRoute = createRoute({
   method: 'post',
   path: '/orders/{id}/cancel',
   summary: 'Cancel a pending order (its promotion hold is returned)',
+  description:
+    'A Stripe Checkout Session still open is expired at Stripe first, so it can no longer be paid; one ' +
+    'paid first pays the order instead (validation_failed: the order is paid). Stripe unreachable: server_error (503), the order stays pending.',
   request: { params: OrderIdParam },
-  responses: { 200: orderBody('The cancelled order.'), ...errorResponses(401, 403, 404, 422) },
+  responses: { 200: orderBody('The cancelled order.'), ...errorResponses(401, 403, 404, 422, 503) },
 });
 
 const readPaymentRoute = createRoute({

@@ -19,7 +19,7 @@ import {
 } from '../promotions/promotions.service.ts';
 import * as repository from './orders.repository.ts';
 import type { OrdersTable } from './orders.table.ts';
-import { closeUnpaid, settleSucceeded } from './settlement.ts';
+import { settleSucceeded } from './settlement.ts';
 
 export type OrderRow = Selectable<OrdersTable>;
 export type PaymentRow = Selectable<PaymentsTable>;
@@ -146,19 +146,6 @@ export async function listOrders(
     items: rows.map((order) => ({ order, payment: payments.get(order.id) ?? null })),
     nextCursor: rows.length === filter.limit ? rows[rows.length - 1]!.id : null,
   };
-}
-
-/** The customer gives up a pending order; its promotion hold is returned. */
-export async function cancelOrder(
-  deps: Dependencies,
-  accountId: string,
-  id: string,
-): Promise<OrderWithPayment> {
-  const { order } = await readOwnOrder(deps, accountId, id);
-  if (order.status !== 'pending' || !(await closeUnpaid(deps, id, 'cancelled', 'cancelled'))) {
-    throw AppError.validation({ status: [`An order that is ${order.status} cannot be cancelled.`] });
-  }
-  return readOwnOrder(deps, accountId, id);
 }
 
 /** The order row locked for the caller's transaction: every change of an order goes through it. */

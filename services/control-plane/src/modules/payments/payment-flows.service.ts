@@ -1,5 +1,7 @@
 import { AppError } from '@tollgate/errors';
+import type { Transaction } from 'kysely';
 import type { PaymentProviderId } from '../../config.ts';
+import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import { lockOrder, type OrderWithPayment, readOwnOrder } from '../orders/orders.service.ts';
@@ -114,6 +116,8 @@ function verificationFailed(reason: string | null): AppError {
     payment_failed: 'The payment failed.',
     rejected: 'The payment was rejected.',
     cancelled: 'The order was cancelled.',
+    promotion_unavailable:
+      'The payment arrived after the order had closed, when its promotion code could no longer be used; it was refunded.',
   };
   return new AppError('payment_verification_failed', {
     message: (reason && messages[reason]) ?? 'The payment could not be verified.',
@@ -144,8 +148,9 @@ async function checkWithProvider(
 
 /**
  * What any source learned about a payment, applied through the one settlement path. The outcome
- * (recorded with a webhook's event): paid, already_paid, mismatch, not_payable, failed,
- * unchanged (a failure of an order no longer pending) or pending.
+ * (recorded with a webhook's event): paid, already_paid, refunded (a late payment past its
+ * promotion's limits), mismatch, not_payable, failed, unchanged (a failure of an order no longer
+ * pending) or pending.
  */
 export async function applyCheck(
   deps: Dependencies,
@@ -154,7 +159,9 @@ export async function applyCheck(
   source: SettleSource,
 ) {
   if (check.state === 'succeeded') {
-    const settled = await settleSucceeded(deps, orderId, check, source);
+    const settled = await settleSucceeded(deps, orderId, check, source, {
+      refundLate: (trx) => refundAtProvider(deps, trx, orderId),
+    });
     return settled.outcome === 'paid' && settled.replay ? 'already_paid' : settled.outcome;
   }
   // A failure reported for an order that is no longer pending (paid, or closed before) changes
@@ -162,6 +169,84 @@ export async function applyCheck(
   if (check.state === 'failed')
     return (await closeUnpaid(deps, orderId, 'failed', check.reason)) ? 'failed' : 'unchanged';
   return 'pending';
+}
+
+/** Pays an order's payment back at its provider, inside the caller's order lock. */
+async function refundAtProvider(deps: Dependencies, trx: Transaction<Database>, orderId: string) {
+  const payment = await repository.findPayment(trx, orderId);
+  if (!payment) throw new Error(`no payment of order ${orderId} to refund`);
+  return providerOf(deps, payment.provider).refund({
+    orderId,
+    providerPaymentId: payment.provider_payment_id,
+    amount: payment.amount,
+    currency: payment.currency,
+  });
+}
+
+/**
+ * Closes a pending order unpaid (cancelled by its customer, or expired). What the customer could
+ * still pay at the provider (an open Stripe Checkout Session) is ended there first, under the
+ * order lock, so the promotion hold never returns while a payment can still be made. A session
+ * paid first pays the order instead; one whose payment is in progress keeps the order pending.
+ * A provider that cannot be reached throws; the order stays pending.
+ */
+export async function closeAtProvider(
+  deps: Dependencies,
+  orderId: string,
+  status: 'cancelled' | 'expired',
+  source: SettleSource,
+): Promise<'closed' | 'not_pending' | 'paid' | 'in_progress'> {
+  let found: PaymentCheck | null = null;
+  const closed = await closeUnpaid(deps, orderId, status, status, {
+    release: async (trx) => {
+      const payment = await repository.findPayment(trx, orderId);
+      const provider = payment?.status === 'pending' ? providerOf(deps, payment.provider) : null;
+      if (!payment || !provider?.expire) return true;
+      found = await provider.expire({
+        orderId,
+        providerPaymentId: payment.provider_payment_id,
+        amount: payment.amount,
+        currency: payment.currency,
+      });
+      return found.state === 'failed';
+    },
+  });
+  if (closed) return 'closed';
+  const check = found as PaymentCheck | null;
+  if (check?.state === 'succeeded') {
+    await applyCheck(deps, orderId, check, source);
+    return 'paid';
+  }
+  return check?.state === 'pending' ? 'in_progress' : 'not_pending';
+}
+
+/** The customer gives up a pending order; its promotion hold is returned. */
+export async function cancelOrder(
+  deps: Dependencies,
+  accountId: string,
+  orderId: string,
+): Promise<OrderWithPayment> {
+  const { order } = await readOwnOrder(deps, accountId, orderId);
+  if (order.status !== 'pending')
+    throw AppError.validation({ status: [`An order that is ${order.status} cannot be cancelled.`] });
+  let result: Awaited<ReturnType<typeof closeAtProvider>>;
+  try {
+    result = await closeAtProvider(deps, orderId, 'cancelled', 'verify');
+  } catch (error) {
+    deps.logger.warn({ err: error, orderId }, 'order not cancelled: the payment provider could not be asked');
+    throw new AppError(
+      'server_error',
+      { message: 'The payment provider could not be reached; the order is still pending. Retry later.' },
+      503,
+    );
+  }
+  if (result === 'in_progress')
+    throw AppError.validation({ status: ['A payment of this order is in progress at the provider.'] });
+  if (result !== 'closed') {
+    const now = (await readOwnOrder(deps, accountId, orderId)).order.status;
+    throw AppError.validation({ status: [`An order that is ${now} cannot be cancelled.`] });
+  }
+  return readOwnOrder(deps, accountId, orderId);
 }
 
 /**

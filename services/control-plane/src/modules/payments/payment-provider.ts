@@ -54,6 +54,13 @@ export interface PaymentProvider {
   start(subject: PaymentSubject): Promise<StartedPayment>;
   check(payment: RecordedPayment): Promise<PaymentCheck>;
   refund(payment: RecordedPayment): Promise<{ reference: string }>;
+  /**
+   * Ends a payment the customer makes at the provider (a Stripe Checkout Session) so it can no
+   * longer be made, and says what became of it: failed (ended now or before), succeeded (paid
+   * first) or pending (a payment in progress that cannot be ended). Throws when the provider
+   * could not be asked. Providers without it have nothing the customer could still pay.
+   */
+  expire?(payment: RecordedPayment): Promise<PaymentCheck>;
   /** Verifies and reads a webhook; throws when the signature does not hold. */
   readNotification?(rawBody: string, signature: string | undefined): Promise<PaymentNotification>;
 }

@@ -1,8 +1,7 @@
 import { startPeriodic } from '@tollgate/service-kit';
 import type { Dependencies } from '../../deps.ts';
 import { listOverdueOrders } from '../orders/orders.service.ts';
-import { closeUnpaid } from '../orders/settlement.ts';
-import { applyCheck } from './payment-flows.service.ts';
+import { applyCheck, closeAtProvider } from './payment-flows.service.ts';
 import { createPaymentProviders } from './payment-provider.ts';
 import * as repository from './payments.repository.ts';
 
@@ -64,7 +63,15 @@ export async function reconcilePaymentsOnce(deps: Dependencies): Promise<Payment
     }
   }
   for (const order of overdue) {
-    if (await closeUnpaid(deps, order.id, 'expired', 'expired')) result.expired += 1;
+    try {
+      const closed = await closeAtProvider(deps, order.id, 'expired', 'reconciler');
+      if (closed === 'closed') result.expired += 1;
+      if (closed === 'paid') result.paid += 1;
+    } catch (error) {
+      // The session could not be expired at the provider: the order stays pending (its hold
+      // too) and the next pass tries again.
+      deps.logger.warn({ err: error, orderId: order.id }, 'overdue order not expired; retried next pass');
+    }
   }
   if (result.checked + result.expired > 0) deps.logger.info(result, 'reconciled payments and orders');
   return result;

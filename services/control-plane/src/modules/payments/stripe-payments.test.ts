@@ -2,6 +2,7 @@ import { type StripeFake, startStripeFake } from '@tollgate/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   commerceEnv,
+  createPromotionAs,
   deliverWebhook,
   expectLedgerConsistent,
   grantsOf,
@@ -194,5 +195,117 @@ describe('Stripe Checkout', () => {
     ).toHaveLength(1);
     expect((await buyer.client.request('GET', '/me/balance')).body.data.remaining.tokens).toBe('0');
     await expectLedgerConsistent(context);
+  });
+});
+
+describe('Stripe Checkout and promotion limits', () => {
+  /** An order of `buyer` with `code` whose Checkout Session is open at the fake. */
+  async function checkoutWithCode(buyer: Shopper, code: string) {
+    const created = await buyer.client.request('POST', '/orders', {
+      body: { packageId: 'usd', promotionCode: code },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const id: string = created.body.data.id;
+    expect((await buyer.client.request('POST', `/orders/${id}/payment`)).status).toBe(200);
+    const session = [...fake.sessions.values()].find((candidate) => candidate.client_reference_id === id)!;
+    return { id, session };
+  }
+  const taken = async (promotionId: string) =>
+    (await admin.client.request('GET', '/admin/promotions?limit=200')).body.data.items.find(
+      (item: { id: string }) => item.id === promotionId,
+    ).redemptionsTaken;
+
+  it('cancel expires the session at Stripe before the hold returns; a late payment past the limit is refunded', async () => {
+    const promotion = await createPromotionAs(admin, {
+      code: `ONCEEACH${Date.now()}`,
+      kind: 'percent_off',
+      percentOff: 50,
+      perAccountLimit: 1,
+    });
+    const buyer = await shopper(context);
+    const cancelled = [];
+    for (let i = 0; i < 3; i += 1) {
+      const order = await checkoutWithCode(buyer, promotion.code);
+      const answer = await buyer.client.request('POST', `/orders/${order.id}/cancel`);
+      expect(answer.body.data.status).toBe('cancelled');
+      // The session can no longer be paid at Stripe.
+      expect(fake.sessions.get(order.session.id)!.status).toBe('expired');
+      cancelled.push(order);
+    }
+    const kept = await checkoutWithCode(buyer, promotion.code);
+    fake.pay(kept.session.id);
+    expect((await buyer.client.request('POST', `/orders/${kept.id}/payment/verify`)).status).toBe(200);
+    expect(await taken(promotion.id)).toBe(1);
+
+    // A payment Stripe completed anyway (it raced the expiry) arrives late: the code's limit
+    // of one per account is used, so it is refunded and grants nothing.
+    const late = cancelled[0]!;
+    const paid = fake.pay(late.session.id);
+    const delivered = await deliverWebhook(context, fake.eventFor('checkout.session.completed', paid));
+    expect(delivered.body.data.outcome).toBe('refunded');
+    expect(fake.refunds.filter((refund) => refund.payment_intent === paid.payment_intent)).toHaveLength(1);
+    const verify = await buyer.client.request('POST', `/orders/${late.id}/payment/verify`);
+    expect(verify.status).toBe(402);
+    expect(verify.body.code).toBe('payment_verification_failed');
+    expect(verify.body.message).toMatch(/refunded/);
+    const order = (await buyer.client.request('GET', `/orders/${late.id}`)).body.data;
+    expect(order).toMatchObject({ status: 'cancelled', payment: { status: 'refunded' } });
+    expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
+    expect(await taken(promotion.id)).toBe(1);
+    // Delivered again under another event id: refunded once.
+    await deliverWebhook(context, fake.eventFor('checkout.session.completed', paid));
+    expect(fake.refunds.filter((refund) => refund.payment_intent === paid.payment_intent)).toHaveLength(1);
+    await expectLedgerConsistent(context);
+  });
+
+  it('a late payment of a cancelled order is honoured while its code still has room', async () => {
+    const promotion = await createPromotionAs(admin, {
+      code: `ROOM${Date.now()}`,
+      kind: 'percent_off',
+      percentOff: 10,
+      totalLimit: 5,
+    });
+    const buyer = await shopper(context);
+    const order = await checkoutWithCode(buyer, promotion.code);
+    await buyer.client.request('POST', `/orders/${order.id}/cancel`);
+    expect(await taken(promotion.id)).toBe(0);
+    fake.pay(order.session.id);
+    expect((await buyer.client.request('POST', `/orders/${order.id}/payment/verify`)).status).toBe(200);
+    expect(await taken(promotion.id)).toBe(1);
+  });
+
+  it('a session paid before the cancel pays the order; Stripe unreachable keeps the order and its hold', async () => {
+    const promotion = await createPromotionAs(admin, {
+      code: `RACE${Date.now()}`,
+      kind: 'percent_off',
+      percentOff: 10,
+      totalLimit: 1,
+    });
+    const buyer = await shopper(context);
+    const first = await checkoutWithCode(buyer, promotion.code);
+    fake.failExpire = true;
+    try {
+      const refused = await buyer.client.request('POST', `/orders/${first.id}/cancel`);
+      expect(refused.status).toBe(503);
+      expect(refused.body.code).toBe('server_error');
+      context.clock.advance(6 * 60_000);
+      await reconcilePaymentsOnce(context.deps);
+      expect((await buyer.client.request('GET', `/orders/${first.id}`)).body.data.status).toBe('pending');
+      expect(await taken(promotion.id)).toBe(1);
+    } finally {
+      fake.failExpire = false;
+    }
+    await reconcilePaymentsOnce(context.deps);
+    expect((await buyer.client.request('GET', `/orders/${first.id}`)).body.data.status).toBe('expired');
+    expect(fake.sessions.get(first.session.id)!.status).toBe('expired');
+    expect(await taken(promotion.id)).toBe(0);
+
+    const second = await checkoutWithCode(buyer, promotion.code);
+    fake.pay(second.session.id);
+    const cancel = await buyer.client.request('POST', `/orders/${second.id}/cancel`);
+    expect(cancel.status).toBe(422);
+    expect(cancel.body.errors.status[0]).toMatch(/paid/);
+    expect((await buyer.client.request('GET', `/orders/${second.id}`)).body.data.status).toBe('paid');
+    expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
   });
 });

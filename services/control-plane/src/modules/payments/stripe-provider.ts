@@ -57,6 +57,16 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
       if (!payment.providerPaymentId) return { state: 'pending' };
       return checkOf(await stripe.checkout.sessions.retrieve(payment.providerPaymentId));
     },
+    async expire(payment) {
+      if (!payment.providerPaymentId) return { state: 'failed', reason: 'expired' };
+      try {
+        return checkOf(await stripe.checkout.sessions.expire(payment.providerPaymentId));
+      } catch (error) {
+        // Stripe expires only an open session: one paid or ended first is read as it is.
+        if (!(error instanceof Stripe.errors.StripeInvalidRequestError)) throw error;
+        return checkOf(await stripe.checkout.sessions.retrieve(payment.providerPaymentId));
+      }
+    },
     async refund(payment) {
       if (!payment.providerPaymentId) throw new Error('no Stripe session to refund');
       const session = await stripe.checkout.sessions.retrieve(payment.providerPaymentId);

@@ -108,27 +108,29 @@ export async function returnRedemption(trx: Transaction<Database>, orderId: stri
 }
 
 /**
- * -> consumed. A redemption returned when its order expired is taken again when the payment
- * arrives late: the customer paid the promoted price, so it counts even past the limit.
+ * -> consumed. A redemption returned when its order closed is taken again when a payment arrives
+ * late, only within the limits (per account, then the guarded total): another order may have
+ * taken it since. Returns false when it cannot be taken; nothing changes then.
  */
-export async function consumeRedemption(trx: Transaction<Database>, orderId: string): Promise<void> {
+export async function consumeRedemption(trx: Transaction<Database>, orderId: string): Promise<boolean> {
   const row = await trx
     .selectFrom('promotion_redemptions')
-    .select(['status', 'promotion_id'])
+    .select(['status', 'promotion_id', 'account_id'])
     .where('order_id', '=', orderId)
     .forUpdate()
     .executeTakeFirst();
-  if (!row || row.status === 'consumed') return;
+  if (!row || row.status === 'consumed') return true;
+  if (row.status === 'returned') {
+    const promotion = await findPromotionById(trx, row.promotion_id);
+    const uses = await countAccountRedemptions(trx, row.promotion_id, row.account_id);
+    const perAccount = promotion?.per_account_limit ?? null;
+    if (perAccount !== null && uses >= perAccount) return false;
+    if (!(await takeRedemption(trx, row.promotion_id))) return false;
+  }
   await trx
     .updateTable('promotion_redemptions')
     .set({ status: 'consumed', updated_at: new Date() })
     .where('order_id', '=', orderId)
     .execute();
-  if (row.status === 'returned') {
-    // Bypasses the guarded limit on purpose (see above); the check constraint allows it only
-    // while held <= total_limit, so an over-limit late payment raises the limit by one.
-    await sql`update promotions set held = held + 1,
-      total_limit = case when total_limit is not null and held + 1 > total_limit then held + 1 else total_limit end
-      where id = ${row.promotion_id}`.execute(trx);
-  }
+  return true;
 }

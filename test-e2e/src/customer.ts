@@ -89,6 +89,28 @@ async function registerCode(stack: E2EStack, email: string): Promise<string> {
   return code;
 }
 
+/**
+ * Accepts the newest reseller invitation mailed to `email` as its mailbox owner would (with a
+ * password, as an address without an account must); the account id it is linked to.
+ */
+export async function acceptInvitation(stack: E2EStack, email: string): Promise<string> {
+  const { rows } = await stack.db.query<{ body_text: string }>(
+    `select body_text from outbox_emails where recipient = $1 and kind = 'reseller_invitation'
+     order by created_at desc limit 1`,
+    [email],
+  );
+  const token = /token: ([0-9a-f]{64})/.exec(rows[0]?.body_text ?? '')?.[1];
+  if (!token) throw new Error(`no invitation was mailed to ${email}`);
+  const response = await fetch(`${stack.controlPlaneUrl}/api/v1/auth/accept-invitation`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token, password: `invited-${token.slice(0, 12)}` }),
+  });
+  if (response.status !== 200) throw new Error(`accept-invitation answered ${response.status}`);
+  const account = await stack.db.query<{ id: string }>('select id from accounts where email = $1', [email]);
+  return account.rows[0]?.id as string;
+}
+
 export interface Funding {
   credits?: bigint;
   packages?: string[];

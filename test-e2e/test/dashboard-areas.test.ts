@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessibilityViolations, ensureDashboardBuilt, launchChromium, screenshot } from '../src/browser.ts';
+import { acceptInvitation } from '../src/customer.ts';
 import { closeCheckingLedger } from '../src/ledger.ts';
 import { type E2EStack, startStack } from '../src/stack.ts';
 
@@ -143,7 +144,10 @@ describe('the reseller area', () => {
     await page.getByText('No customers yet').waitFor();
     const customerEmail = `sold-${randomBytes(4).toString('hex')}@example.test`;
     await page.getByLabel('Email').fill(customerEmail);
-    await page.getByRole('button', { name: 'Add customer' }).click();
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByText(`${customerEmail} was invited by email`).waitFor();
+    await acceptInvitation(stack, customerEmail);
+    await page.reload();
     await page.getByTestId('customers').getByRole('link', { name: customerEmail }).click();
     await page.getByRole('heading', { name: customerEmail }).waitFor();
 

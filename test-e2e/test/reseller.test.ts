@@ -1,7 +1,7 @@
 /**
  * A reseller end to end, every service a real process: the admin (dashboard API) makes an account
  * a reseller and funds it; the reseller creates management keys with two scopes each; reseller
- * software (plain fetch, Authorization: Bearer mk-tg-...) creates a customer, grants it tokens of a
+ * software (plain fetch, Authorization: Bearer mk-tg-...) invites a customer who accepts, grants it tokens of a
  * package the reseller holds and creates the customer's key; the customer's key calls a model
  * through the gateway with the official openai client; the reseller reads that usage; a scope the
  * key lacks is refused; revoking the key stops it on the very next request.
@@ -9,7 +9,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chatRequest, expectOpenAIError, openaiClient } from '../src/clients.ts';
-import { type Customer, signUpCustomer } from '../src/customer.ts';
+import { acceptInvitation, type Customer, signUpCustomer } from '../src/customer.ts';
 import { closeCheckingLedger, Meter, readBalances } from '../src/ledger.ts';
 import { type E2EStack, startStack } from '../src/stack.ts';
 
@@ -63,12 +63,12 @@ describe('reseller', () => {
     const shopKey: string = created.body.data.secret;
     expect(shopKey).toMatch(/^mk-tg-/);
 
-    const customer = await software(shopKey, 'POST', '/customers', {
-      email: `shop-${Date.now()}@example.test`,
-    });
-    expect(customer.status).toBe(201);
-    const customerId: string = customer.body.data.id;
-    expect(customer.body.data.resellerId).toBe(reseller.accountId);
+    const customerEmail = `shop-${Date.now()}@example.test`;
+    const invited = await software(shopKey, 'POST', '/customers', { email: customerEmail });
+    expect(invited.status).toBe(201);
+    expect(invited.body.data).toMatchObject({ email: customerEmail, status: 'pending', customerId: null });
+    // The person accepts the emailed invitation; only then is it the reseller's customer.
+    const customerId = await acceptInvitation(stack, customerEmail);
 
     const grant = await software(shopKey, 'POST', `/customers/${customerId}/grants`, {
       packageId: 'e2e-tokens',

@@ -106,7 +106,7 @@ export const ControlPlaneEnv = z.object({
   ),
   PASSWORD_RESET_TTL_MINUTES: withDefault(positiveInt, 30).describe('Lifetime of a password-reset token.'),
   PASSWORD_SETUP_TTL_HOURS: withDefault(positiveInt, 72).describe(
-    'Lifetime of the password-setup token emailed to a customer a reseller created.',
+    'Lifetime of the token in a reseller’s invitation email.',
   ),
 
   CONTROL_PLANE_BODY_LIMIT_BYTES: withDefault(positiveInt, 65_536).describe(

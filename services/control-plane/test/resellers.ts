@@ -2,7 +2,7 @@
 
 import { setAccountRoles } from '../src/modules/accounts/accounts.service.ts';
 import { seedCatalog } from './billing.ts';
-import { createClient, type TestClient, uniqueEmail } from './client.ts';
+import { createClient, latestEmailText, type TestClient, uniqueEmail } from './client.ts';
 import type { TestContext } from './context.ts';
 
 export { seedCatalog };
@@ -100,11 +100,41 @@ export async function fundedReseller(
   return account;
 }
 
-/** A customer created by the reseller in its session area; its id. */
-export async function customerOf(reseller: TestClient, label = 'customer'): Promise<string> {
-  const created = await reseller.request('POST', '/reseller/customers', {
-    body: { email: uniqueEmail(label) },
+/** The token of the latest invitation emailed to an address. */
+export async function invitationToken(context: TestContext, email: string): Promise<string> {
+  const text = await latestEmailText(context, email, 'reseller_invitation');
+  const token = /token: ([0-9a-f]{64})/.exec(text)?.[1];
+  if (!token) throw new Error(`no invitation token in the email to ${email}`);
+  return token;
+}
+
+/** Accepts the latest invitation to an address (null: without a password, as an existing account may). */
+export async function acceptInvitation(
+  context: TestContext,
+  email: string,
+  password: string | null = `pw-${Math.random().toString(36).slice(2)}-invited`,
+) {
+  const token = await invitationToken(context, email);
+  return createClient(context).request('POST', '/auth/accept-invitation', {
+    body: password === null ? { token } : { token, password },
   });
-  if (created.status !== 201) throw new Error(`customer creation answered ${created.status}`);
-  return created.body.data.id;
+}
+
+/** A customer invited by the reseller in its session area, who accepted; its id. */
+export async function customerOf(
+  context: TestContext,
+  reseller: TestClient,
+  label = 'customer',
+): Promise<string> {
+  const email = uniqueEmail(label);
+  const invited = await reseller.request('POST', '/reseller/customers', { body: { email } });
+  if (invited.status !== 201) throw new Error(`invitation answered ${invited.status}`);
+  const accepted = await acceptInvitation(context, email);
+  if (accepted.status !== 200) throw new Error(`acceptance answered ${accepted.status}`);
+  const account = await context.deps.db
+    .selectFrom('accounts')
+    .select('id')
+    .where('email', '=', email)
+    .executeTakeFirstOrThrow();
+  return account.id;
 }

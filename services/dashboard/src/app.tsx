@@ -2,7 +2,13 @@ import { type JSX, useEffect } from 'react';
 import { AdminAccountScreen, AdminAccountsScreen } from './features/admin-accounts.tsx';
 import { AdminOrdersScreen, AdminPromotionsScreen } from './features/admin-commerce.tsx';
 import { AdminOperationsScreen } from './features/admin-ops.tsx';
-import { ForgotPasswordScreen, LoginScreen, ResetPasswordScreen, SignUpScreen } from './features/auth.tsx';
+import {
+  AcceptInvitationScreen,
+  ForgotPasswordScreen,
+  LoginScreen,
+  ResetPasswordScreen,
+  SignUpScreen,
+} from './features/auth.tsx';
 import { BuyScreen } from './features/buy.tsx';
 import { CatalogScreen } from './features/catalog.tsx';
 import { KeysScreen } from './features/keys.tsx';
@@ -25,6 +31,7 @@ const PUBLIC: Record<string, () => JSX.Element> = {
   '/signup': SignUpScreen,
   '/forgot-password': ForgotPasswordScreen,
   '/reset-password': ResetPasswordScreen,
+  '/accept-invitation': AcceptInvitationScreen,
   '/models': CatalogScreen,
   '/status': StatusScreen,
 };

@@ -27,6 +27,7 @@ import type {
 import type { OrdersTable } from '../modules/orders/orders.table.ts';
 import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
 import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
+import type { ResellerInvitationsTable } from '../modules/resellers/invitations.table.ts';
 import type {
   StatusGatewaysTable,
   StatusProviderOutcomesTable,
@@ -58,6 +59,7 @@ export interface Database {
   hot_lease_parts: HotLeasePartsTable;
   management_keys: ManagementKeysTable;
   reseller_grants: ResellerGrantsTable;
+  reseller_invitations: ResellerInvitationsTable;
   audit_log: AuditLogTable;
   status_gateways: StatusGatewaysTable;
   status_provider_outcomes: StatusProviderOutcomesTable;

@@ -9,6 +9,7 @@ import { createClient, type TestClient } from '../../test/client.ts';
 import { createTestContext, type TestContext } from '../../test/context.ts';
 import {
   createManagementKey,
+  customerOf,
   type Member,
   managementCall,
   member,
@@ -56,9 +57,12 @@ const RULES: Record<string, Rule> = {
   'POST /auth/login': PUBLIC,
   'POST /auth/forgot-password': PUBLIC,
   'POST /auth/reset-password': PUBLIC,
+  'POST /auth/accept-invitation': PUBLIC,
   'POST /auth/logout': SESSION,
   'GET /me': SESSION,
   'PATCH /me': SESSION,
+  'GET /me/reseller': SESSION,
+  'DELETE /me/reseller': SESSION,
   'POST /me/password': SESSION,
   'GET /me/sessions': SESSION,
   'DELETE /me/sessions/{id}': OWNED,
@@ -88,6 +92,7 @@ const RULES: Record<string, Rule> = {
   'POST /reseller/management-keys': { kind: 'reseller' },
   'GET /reseller-management/customers': mk('customers:read', false),
   'POST /reseller-management/customers': mk('customers:write', false),
+  'GET /reseller-management/invitations': mk('customers:read', false),
   'POST /reseller-management/customers/{id}/grants': mk('grants:write'),
   'GET /reseller-management/customers/{id}/usage': mk('usage:read'),
   'POST /reseller-management/customers/{id}/api-keys': mk('keys:write'),
@@ -166,10 +171,8 @@ beforeAll(async () => {
   const otherSession = sessions.body.data.find((session: { current: boolean }) => !session.current);
 
   const orderA = await customerA.request('POST', '/orders', { body: { packageId: 'small' } });
-  const customerC = await reseller.request('POST', '/reseller/customers', {
-    body: { email: `c-${randomUUID()}@example.test` },
-  });
-  const keyC = await reseller.request('POST', `/reseller/customers/${customerC.body.data.id}/api-keys`, {
+  const customerC = await customerOf(context, reseller, 'matrix-c');
+  const keyC = await reseller.request('POST', `/reseller/customers/${customerC}/api-keys`, {
     body: { name: 'c' },
   });
   const spare = await createManagementKey(reseller, ['customers:read'], { name: 'spare' });
@@ -178,7 +181,7 @@ beforeAll(async () => {
     keyA: pathKey.body.data.key.id,
     sessionA: otherSession.id,
     orderA: orderA.body.data.id,
-    C: customerC.body.data.id,
+    C: customerC,
     keyC: keyC.body.data.key.id,
     spareManagementKey: spare.id,
   };

@@ -72,7 +72,7 @@ describe('amounts past 2^63-1', () => {
 
   it('a reseller transfer that would carry the customer past it is refused; the reseller keeps its credit', async () => {
     const reseller = await fundedReseller(context, admin.client, 'bounds-reseller', { credits: BIG });
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     await fillCredit(customerId, 9);
     const transfer = await reseller.request('POST', `/reseller/customers/${customerId}/grants`, {
       body: { credits: BIG },

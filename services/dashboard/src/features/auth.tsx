@@ -32,6 +32,11 @@ export function LoginScreen() {
             Your account is ready. Log in with your email and password.
           </p>
         ) : null}
+        {search.get('invited') ? (
+          <p className="alert success" role="status">
+            Invitation accepted. Log in to see your provider in your profile.
+          </p>
+        ) : null}
         {search.get('reset') ? (
           <p className="alert success" role="status">
             Your password is changed and every session was ended. Log in with the new password.
@@ -251,6 +256,63 @@ export function ResetPasswordScreen() {
         />
         <Button type="submit" kind="primary" pending={reset.pending}>
           Set password
+        </Button>
+      </form>
+    </Page>
+  );
+}
+
+export function AcceptInvitationScreen() {
+  // The emailed link carries the token (and whether an account is to be made) in the fragment,
+  // which never reaches a server or a log.
+  const [fragment] = useState(() => new URLSearchParams(location.hash.slice(1)));
+  const [token, setToken] = useState(fragment.get('token') ?? '');
+  const [password, setPassword] = useState('');
+  const newAccount = fragment.get('new') === '1';
+  const accept = useAction(async () => {
+    await api('POST', '/auth/accept-invitation', newAccount ? { token, password } : { token });
+    history.replaceState(null, '', '/accept-invitation');
+    navigate('/login?invited=1');
+  });
+  return (
+    <Page title="Accept an invitation">
+      <form
+        className="card narrow"
+        noValidate
+        onSubmit={(event) => {
+          event.preventDefault();
+          void accept.execute();
+        }}
+      >
+        <p>
+          The provider who invited you will be able to create and manage API keys that spend your account's
+          balance, grant you credit and read your usage. You can end this in your profile at any time.
+        </p>
+        <ErrorMessage error={accept.error} fields={['token', 'password']} />
+        <Field
+          label="Invitation token"
+          name="token"
+          value={token}
+          onChange={setToken}
+          error={accept.error}
+          autoComplete="off"
+          required
+        />
+        {newAccount ? (
+          <Field
+            label="Choose a password"
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            value={password}
+            onChange={setPassword}
+            error={accept.error}
+            hint="At least 8 characters."
+            required
+          />
+        ) : null}
+        <Button type="submit" kind="primary" pending={accept.pending}>
+          Accept invitation
         </Button>
       </form>
     </Page>

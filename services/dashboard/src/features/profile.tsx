@@ -1,8 +1,8 @@
 import { useState } from 'react';
 import { api } from '../lib/api.ts';
-import { useAction } from '../lib/query.ts';
+import { useAction, useApi } from '../lib/query.ts';
 import { type Account, useSession } from '../lib/session.tsx';
-import { Button, Card, ErrorMessage, Field, Page } from '../lib/ui.tsx';
+import { Button, Card, Confirm, ErrorMessage, Field, Page } from '../lib/ui.tsx';
 
 export function ProfileScreen() {
   const { account, setAccount } = useSession();
@@ -85,6 +85,61 @@ export function ProfileScreen() {
           </Button>
         </form>
       </Card>
+      <ProviderCard />
     </Page>
+  );
+}
+
+interface OwnReseller {
+  reseller: { id: string; email: string; displayName: string | null } | null;
+}
+
+/** The reseller that manages this account, which the customer can leave at any time. */
+function ProviderCard() {
+  const own = useApi<OwnReseller>('/me/reseller');
+  const [confirming, setConfirming] = useState(false);
+  const [ended, setEnded] = useState<number | null>(null);
+  const end = useAction(async () => {
+    const result = await api<{ revokedKeys: number }>('DELETE', '/me/reseller');
+    setConfirming(false);
+    setEnded(result.revokedKeys);
+    await own.reload();
+  });
+  const reseller = own.data?.reseller ?? null;
+  return (
+    <Card title="Provider">
+      <ErrorMessage error={own.error} />
+      {reseller ? (
+        <>
+          <p data-testid="provider">
+            Managed by <strong>{reseller.displayName ?? reseller.email}</strong> ({reseller.email}): they can
+            create and manage API keys that spend this account's balance, grant it credit and read its usage.
+          </p>
+          <Button kind="danger" onClick={() => setConfirming(true)}>
+            End this provider's access
+          </Button>
+        </>
+      ) : own.data ? (
+        <p>No provider manages this account.</p>
+      ) : null}
+      {ended !== null ? (
+        <p role="status">Access ended. {ended} key(s) the provider made were revoked.</p>
+      ) : null}
+      {confirming && reseller ? (
+        <Confirm
+          title="End the provider's access?"
+          confirmLabel="End access"
+          pending={end.pending}
+          error={end.error}
+          onCancel={() => setConfirming(false)}
+          onConfirm={() => void end.execute()}
+        >
+          <p>
+            {reseller.email} can no longer see or manage this account, and the keys it made for you are
+            revoked. Credit it granted stays yours.
+          </p>
+        </Confirm>
+      ) : null}
+    </Card>
   );
 }

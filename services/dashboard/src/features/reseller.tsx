@@ -28,8 +28,8 @@ export function ResellerCustomersScreen() {
   const [email, setEmail] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const create = useAction(async () => {
-    const customer = await api<Account>('POST', '/reseller/customers', { email });
-    setCreated(customer.email);
+    const invitation = await api<{ email: string }>('POST', '/reseller/customers', { email });
+    setCreated(invitation.email);
     setEmail('');
     await customers.reload();
   });
@@ -44,7 +44,7 @@ export function ResellerCustomersScreen() {
           void create.execute();
         }}
       >
-        <h2>Add a customer</h2>
+        <h2>Invite a customer</h2>
         <ErrorMessage error={create.error} fields={['email']} />
         <div className="row wrap align-end">
           <Field
@@ -56,12 +56,12 @@ export function ResellerCustomersScreen() {
             error={create.error}
           />
           <Button type="submit" kind="primary" pending={create.pending}>
-            Add customer
+            Invite
           </Button>
         </div>
         {created ? (
           <p className="alert success" role="status">
-            {created} was added and emailed a link to choose a password.
+            {created} was invited by email. They become your customer when they accept.
           </p>
         ) : null}
       </form>
@@ -69,7 +69,7 @@ export function ResellerCustomersScreen() {
       {customers.loading && !customers.data ? <Loading /> : null}
       {customers.data && items.length === 0 ? (
         <Empty title="No customers yet">
-          Add one above, then grant it tokens or credit from your own holdings.
+          Invite one above; once they accept, grant them tokens or credit from your own holdings.
         </Empty>
       ) : null}
       {items.length > 0 ? (

@@ -15,6 +15,7 @@ import * as keyActivity from './0013_key_activity.ts';
 import * as creditGrantKeys from './0014_credit_grant_keys.ts';
 import * as providerKinds from './0015_provider_kinds.ts';
 import * as aliasUpstreams from './0016_alias_upstreams.ts';
+import * as resellerInvitations from './0017_reseller_invitations.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0014_credit_grant_keys': creditGrantKeys,
   '0015_provider_kinds': providerKinds,
   '0016_alias_upstreams': aliasUpstreams,
+  '0017_reseller_invitations': resellerInvitations,
 };

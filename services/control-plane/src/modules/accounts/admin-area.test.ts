@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { uniqueEmail } from '../../../test/client.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import {
   createManagementKey,
+  customerOf,
   type Member,
   managementCall,
   member,
@@ -133,15 +133,13 @@ describe('admin area', () => {
 
   it('keeps an append-only audit log of admin, reseller, management-key actions and key reveals, filtered and paged', async () => {
     const reseller = await member(context, 'audited', { reseller: true });
-    const customer = await reseller.request('POST', '/reseller/customers', {
-      body: { email: uniqueEmail('ac') },
-    });
+    const customerId = await customerOf(context, reseller, 'ac');
     const management = await createManagementKey(reseller, ['keys:write']);
     const created = await managementCall(
       context,
       management.secret,
       'POST',
-      `/reseller-management/customers/${customer.body.data.id}/api-keys`,
+      `/reseller-management/customers/${customerId}/api-keys`,
       {
         body: { name: 'via software' },
         headers: { 'user-agent': 'reseller-software/2.0' },
@@ -160,7 +158,7 @@ describe('admin area', () => {
       'api_key.reveal',
       'reseller.api_key.create',
       'management_key.create',
-      'reseller.customer.create',
+      'reseller.customer.invite',
     ]);
     const bySoftware = mine.body.data.items[1];
     expect(bySoftware).toMatchObject({

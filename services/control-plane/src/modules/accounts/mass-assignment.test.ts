@@ -2,7 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, latestRegisterCode, uniqueEmail } from '../../../test/client.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { balancesOf } from '../../../test/kit.ts';
-import { type Member, managementCall, member, seedCatalog } from '../../../test/resellers.ts';
+import {
+  invitationToken,
+  type Member,
+  managementCall,
+  member,
+  seedCatalog,
+} from '../../../test/resellers.ts';
 import { verifyLedger } from '../billing/ledger-check.ts';
 
 let context: TestContext;
@@ -86,11 +92,21 @@ describe('mass assignment: no body field sets a role, an owner, a reseller link,
       accountId: other.id,
       account_id: other.id,
     };
-    const created = await reseller.request('POST', '/reseller/customers', {
-      body: { ...smuggled, email: uniqueEmail('c') },
-    });
+    const email = uniqueEmail('c');
+    const created = await reseller.request('POST', '/reseller/customers', { body: { ...smuggled, email } });
     expect(created.status).toBe(201);
-    const customerId = created.body.data.id;
+    // Smuggled fields in the acceptance are ignored too.
+    const accepted = await createClient(context).request('POST', '/auth/accept-invitation', {
+      body: { ...smuggled, token: await invitationToken(context, email), password: 'a-long-password-9' },
+    });
+    expect(accepted.status).toBe(200);
+    const customerId = (
+      await context.deps.db
+        .selectFrom('accounts')
+        .select('id')
+        .where('email', '=', email)
+        .executeTakeFirstOrThrow()
+    ).id;
     expect(await accountRow(customerId)).toMatchObject({
       is_admin: false,
       is_reseller: false,
@@ -111,14 +127,17 @@ describe('mass assignment: no body field sets a role, an owner, a reseller link,
     expect(management.status).toBe(201);
     expect((await other.request('GET', '/reseller/management-keys')).body.data).toEqual([]);
     const secret = management.body.data.secret;
+    const softwareEmail = uniqueEmail('sw');
     const viaSoftware = await managementCall(context, secret, 'POST', '/reseller-management/customers', {
-      body: { ...smuggled, email: uniqueEmail('sw') },
+      body: { ...smuggled, email: softwareEmail },
     });
     expect(viaSoftware.status).toBe(201);
-    expect(await accountRow(viaSoftware.body.data.id)).toMatchObject({
-      is_admin: false,
-      reseller_id: reseller.id,
-    });
+    const invitations = async (of: Member) =>
+      (await of.request('GET', '/reseller/invitations')).body.data.items.map(
+        (item: { email: string }) => item.email,
+      );
+    expect(await invitations(reseller)).toContain(softwareEmail);
+    expect(await invitations(other)).toEqual([]);
     // A grant names its customer by the path alone; nothing it holds, nothing moves.
     const grant = await managementCall(
       context,

@@ -56,7 +56,7 @@ describe('key limits under parallel requests', () => {
 
   it(`${BURST} parallel creations through a management key leave exactly the customer's limit`, async () => {
     const reseller = await fundedReseller(context, admin, 'burst-reseller');
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const key = await createManagementKey(reseller, ['keys:write']);
     const responses = await Promise.all(
       Array.from({ length: BURST }, (_, index) =>

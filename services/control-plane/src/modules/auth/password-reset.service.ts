@@ -130,25 +130,3 @@ export async function resetPassword(
   });
   if (!accountId) throw AppError.validation({ token: [WRONG_TOKEN] });
 }
-
-/**
- * For an account created by someone else (a reseller's customer): a single-use token to choose
- * the first password, through the same reset flow (POST /auth/reset-password).
- */
-export async function sendPasswordSetup(
-  deps: ResetDeps,
-  mailer: Mailer,
-  account: { email: string },
-  invitedBy: string,
-): Promise<void> {
-  const ttlMs = deps.config.emailCodes.setupTtlMs;
-  const { token, link } = await issueResetToken(deps, account.email, ttlMs);
-  await mailer.send({
-    to: account.email,
-    kind: 'password_setup',
-    subject: 'Your Tollgate account is ready',
-    text:
-      `${invitedBy} created a Tollgate account for you. Choose your password with this token: ${token}. ` +
-      `It expires in ${Math.round(ttlMs / 3_600_000)} hours and works once.${link}`,
-  });
-}

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
@@ -6,8 +5,6 @@ import type { Dependencies } from '../../deps.ts';
 import {
   type Account,
   type AccountPage,
-  createAccount,
-  findAccountByEmail,
   findAccountById,
   listResellerCustomers,
 } from '../accounts/accounts.service.ts';
@@ -20,10 +17,7 @@ import {
   type NewKeyInput,
 } from '../api-keys/api-keys.service.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
-import { sendPasswordSetup } from '../auth/password-reset.service.ts';
-import { hashPassword } from '../auth/passwords.ts';
 import { type ActivityQuery, listActivity, readBalance, summarizeUsage } from '../billing/reports.service.ts';
-import type { Mailer } from '../mail/mail.service.ts';
 
 /**
  * The reseller's view of its customers. Every lookup is narrowed to the caller's own customers:
@@ -45,45 +39,6 @@ export function listCustomers(
   page: { limit: number; after?: string },
 ): Promise<AccountPage> {
   return listResellerCustomers(db, resellerId, page);
-}
-
-/**
- * Creates an account attached to the reseller, with an unusable random password, and emails it
- * a token to choose its own (the password-reset flow).
- */
-export async function createCustomer(
-  deps: Dependencies,
-  mailer: Mailer,
-  actor: Actor,
-  input: { email: string; displayName?: string | null },
-): Promise<Account> {
-  if (await findAccountByEmail(deps.db, input.email)) {
-    throw AppError.validation({ email: ['This email cannot be used for a new account.'] });
-  }
-  const reseller = await findAccountById(deps.db, actor.accountId);
-  const customer = await createAccount(deps.db, {
-    email: input.email,
-    passwordHash: await hashPassword(randomBytes(32).toString('base64url')),
-    displayName: input.displayName ?? null,
-    resellerId: actor.accountId,
-  }).catch((error: unknown) => {
-    // Two creations of one email at once: the unique index decides.
-    if ((error as { code?: string }).code === '23505')
-      throw AppError.validation({ email: ['This email cannot be used for a new account.'] });
-    throw error;
-  });
-  await recordAudit(deps.db, actor, {
-    action: 'reseller.customer.create',
-    targetType: 'account',
-    targetId: customer.id,
-  });
-  await sendPasswordSetup(
-    deps,
-    mailer,
-    customer,
-    reseller?.displayName ?? reseller?.email ?? 'Your provider',
-  );
-  return customer;
 }
 
 /** Balance and settled usage per day and alias over [from, to] (UTC days, inclusive). */

@@ -34,7 +34,7 @@ const fundedReseller = (label: string, funding: { packages?: number; credits?: s
 describe('concurrency', () => {
   it('100 concurrent grants from a reseller holding enough for 10: exactly 10 succeed, both ledgers agree', async () => {
     const reseller = await fundedReseller('race', { packages: 1, credits: '1000' });
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const key = await createManagementKey(reseller, ['grants:write']);
     const credits = await Promise.all(
       Array.from({ length: 100 }, () =>
@@ -75,7 +75,7 @@ describe('concurrency', () => {
 
   it('20 concurrent retries of one grant with the same Idempotency-Key make one grant; another body is 422', async () => {
     const reseller = await fundedReseller('retry', { credits: '1000' });
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const key = await createManagementKey(reseller, ['grants:write']);
     const call = (body: unknown) =>
       managementCall(context, key.secret, 'POST', `/reseller-management/customers/${customerId}/grants`, {

@@ -39,7 +39,7 @@ const fundedReseller = (label: string, funding: { packages?: number; credits?: s
 describe('management keys', () => {
   it('are created with scopes (secret once), listed masked with last use, and refused without the scope', async () => {
     const reseller = await fundedReseller('software', { credits: '100' });
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const key = await createManagementKey(reseller, ['customers:read', 'usage:read']);
     expect(key.secret).toMatch(/^mk-tg-[0-9A-Za-z]{46}$/);
 
@@ -80,7 +80,7 @@ describe('management keys', () => {
 
   it('are never accepted outside /reseller-management, and inference keys never inside', async () => {
     const reseller = await fundedReseller('outside');
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const key = await createManagementKey(reseller, ['customers:read', 'keys:write']);
     for (const path of ['/me', '/reseller/customers', '/me/api-keys']) {
       const response = await managementCall(context, key.secret, 'GET', path);

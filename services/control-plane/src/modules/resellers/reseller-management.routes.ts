@@ -4,13 +4,7 @@ import { validationHook } from '../../http/errors.ts';
 import { type ManagementEnv, managementActor, requireManagementKey } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { managementKey } from '../../http/openapi-security.ts';
-import {
-  AccountPageView,
-  AccountView,
-  PageQuery,
-  toAccountPageView,
-  toAccountView,
-} from '../accounts/accounts.schemas.ts';
+import { AccountPageView, PageQuery, toAccountPageView } from '../accounts/accounts.schemas.ts';
 import {
   ApiKeyView,
   CreateKeyRequest,
@@ -18,17 +12,14 @@ import {
   KeyWithSecret,
   toApiKeyView,
 } from '../api-keys/api-keys.schemas.ts';
-import type { Mailer } from '../mail/mail.service.ts';
 import {
   changeCustomerKeyStatus,
-  createCustomer,
   createCustomerKey,
   listCustomers,
   readCustomerUsage,
 } from './customers.service.ts';
 import { grantToCustomer } from './grants.service.ts';
 import {
-  CreateCustomerRequest,
   CustomerIdParam,
   CustomerKeyParams,
   CustomerUsageView,
@@ -64,20 +55,6 @@ const listRoute = createRoute({
   request: { query: PageQuery },
   responses: {
     200: jsonContent(dataOf(AccountPageView), 'Customers, newest first.'),
-    ...errorResponses(401, 403, 422, 429),
-  },
-});
-
-const createCustomerRoute = createRoute({
-  method: 'post',
-  path: '/reseller-management/customers',
-  tags,
-  summary: 'Create a customer, emailed a token to choose its password (scope customers:write)',
-  security: managementKey('customers:write'),
-  middleware: [requireManagementKey('customers:write')] as const,
-  request: { body: json(CreateCustomerRequest) },
-  responses: {
-    201: jsonContent(dataOf(AccountView), 'The customer.'),
     ...errorResponses(401, 403, 422, 429),
   },
 });
@@ -143,15 +120,11 @@ const keyStatusRoute = createRoute({
  * /reseller-management: the six endpoints of reseller software, each behind one management-key
  * scope. Records outside the reseller's own customers are not_found.
  */
-export function resellerManagementRoutes(mailer: Mailer) {
+export function resellerManagementRoutes() {
   const app = new OpenAPIHono<ManagementEnv>({ defaultHook: validationHook });
   app.openapi(listRoute, async (c) => {
     const page = await listCustomers(c.get('deps').db, c.get('management').resellerId, c.req.valid('query'));
     return c.json({ data: toAccountPageView(page) }, 200);
-  });
-  app.openapi(createCustomerRoute, async (c) => {
-    const customer = await createCustomer(c.get('deps'), mailer, managementActor(c), c.req.valid('json'));
-    return c.json({ data: toAccountView(customer) }, 201);
   });
   app.openapi(grantRoute, async (c) => {
     const granted = await grantToCustomer(

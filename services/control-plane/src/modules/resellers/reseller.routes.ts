@@ -12,17 +12,9 @@ import {
   toAccountView,
 } from '../accounts/accounts.schemas.ts';
 import { ActivityPage, ActivityQuery } from '../billing/billing.schemas.ts';
-import type { Mailer } from '../mail/mail.service.ts';
-import {
-  createCustomer,
-  findCustomer,
-  listCustomers,
-  readCustomerActivity,
-  readCustomerUsage,
-} from './customers.service.ts';
+import { findCustomer, listCustomers, readCustomerActivity, readCustomerUsage } from './customers.service.ts';
 import { grantToCustomer } from './grants.service.ts';
 import {
-  CreateCustomerRequest,
   CustomerIdParam,
   CustomerUsageView,
   GrantBody,
@@ -50,17 +42,6 @@ const listRoute = createRoute({
     200: jsonContent(dataOf(AccountPageView), 'Customers, newest first.'),
     ...errorResponses(401, 403, 422),
   },
-});
-
-const createCustomerRoute = createRoute({
-  method: 'post',
-  path: '/reseller/customers',
-  tags: ['reseller'],
-  summary: 'Create a customer (emailed a token to choose its password)',
-  security: SESSION_AND_CSRF,
-  middleware: [requireSession(), requireRole('reseller')] as const,
-  request: { body: json(CreateCustomerRequest) },
-  responses: { 201: jsonContent(dataOf(AccountView), 'The customer.'), ...errorResponses(401, 403, 422) },
 });
 
 const readCustomerRoute = createRoute({
@@ -115,15 +96,11 @@ const activityRoute = createRoute({
 });
 
 /** /reseller: customers, grants, usage and activity (keys in reseller-keys.routes.ts). */
-export function resellerRoutes(mailer: Mailer) {
+export function resellerRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(listRoute, async (c) => {
     const page = await listCustomers(c.get('deps').db, c.get('auth').account.id, c.req.valid('query'));
     return c.json({ data: toAccountPageView(page) }, 200);
-  });
-  app.openapi(createCustomerRoute, async (c) => {
-    const customer = await createCustomer(c.get('deps'), mailer, sessionActor(c), c.req.valid('json'));
-    return c.json({ data: toAccountView(customer) }, 201);
   });
   app.openapi(readCustomerRoute, async (c) => {
     const customer = await findCustomer(c.get('deps').db, c.get('auth').account.id, c.req.valid('param').id);

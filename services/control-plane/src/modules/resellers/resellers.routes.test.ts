@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, latestEmailText, uniqueEmail } from '../../../test/client.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { balancesOf } from '../../../test/kit.ts';
 import {
@@ -31,38 +30,9 @@ const fundedReseller = (label: string, funding: { packages?: number; credits?: s
   fundedResellerOf(context, admin, label, funding);
 
 describe('reseller area (session)', () => {
-  it('creates a customer who gets an email to set its password, and can then sign in', async () => {
-    const reseller = await fundedReseller('creator');
-    const email = uniqueEmail('invited');
-    const created = await reseller.request('POST', '/reseller/customers', {
-      body: { email, displayName: 'Ada' },
-    });
-    expect(created.status).toBe(201);
-    expect(created.body.data).toMatchObject({
-      email,
-      resellerId: reseller.id,
-      isAdmin: false,
-      isReseller: false,
-    });
-    await context.publicApp.mailer.drain();
-    const text = await latestEmailText(context, email, 'password_setup');
-    const token = /token: ([0-9a-f]{64})/.exec(text)?.[1];
-    expect(token).toBeDefined();
-    const customer = createClient(context);
-    const reset = await customer.request('POST', '/auth/reset-password', {
-      body: { token, password: 'a-new-long-password-1' },
-    });
-    expect(reset.status).toBeLessThan(300);
-    expect((await customer.logIn(email, 'a-new-long-password-1')).status).toBe(200);
-    const listed = await reseller.request('GET', '/reseller/customers');
-    expect(listed.body.data.items.map((item: { id: string }) => item.id)).toEqual([created.body.data.id]);
-    const again = await reseller.request('POST', '/reseller/customers', { body: { email } });
-    expect(again.status).toBe(422);
-  });
-
   it('grants from its own holdings: a ledger row on both sides, never more than it holds', async () => {
     const reseller = await fundedReseller('granter', { packages: 1, credits: '500' });
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const tokens = await reseller.request('POST', `/reseller/customers/${customerId}/grants`, {
       body: { packageId: 'small', tokens: '400' },
     });
@@ -111,7 +81,7 @@ describe('reseller area (session)', () => {
   it("never reaches another reseller's customer: not_found, with nothing moved", async () => {
     const reseller = await fundedReseller('mine', { credits: '100' });
     const other = await fundedReseller('theirs', { credits: '100' });
-    const theirCustomer = await customerOf(other);
+    const theirCustomer = await customerOf(context, other);
     for (const [method, path, body] of [
       ['GET', `/reseller/customers/${theirCustomer}`, undefined],
       ['POST', `/reseller/customers/${theirCustomer}/grants`, { credits: '1' }],
@@ -131,7 +101,7 @@ describe('reseller area (session)', () => {
 
   it("lists, creates, disables and revokes a customer's inference keys", async () => {
     const reseller = await fundedReseller('keys');
-    const customerId = await customerOf(reseller);
+    const customerId = await customerOf(context, reseller);
     const created = await reseller.request('POST', `/reseller/customers/${customerId}/api-keys`, {
       body: { name: 'prod', scope: ['priced'] },
     });

@@ -1,8 +1,10 @@
 import { z } from '@hono/zod-openapi';
 import { MANAGEMENT_SCOPES } from '@tollgate/schemas';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../auth/passwords.ts';
 import { AmountsView, UsageSummaryRowView } from '../billing/billing.schemas.ts';
 import type { ManagementKey } from '../management-keys/management-keys.service.ts';
 import type { GrantRequest } from './grants.service.ts';
+import type { Invitation, ResellerOfAccount } from './invitations.service.ts';
 
 const PositiveIntegerString = z
   .string()
@@ -29,6 +31,65 @@ export const CreateCustomerRequest = z
       .optional(),
   })
   .openapi('CreateCustomerRequest');
+
+export const InvitationView = z
+  .object({
+    id: z.string().uuid(),
+    email: z.string(),
+    displayName: z.string().nullable(),
+    status: z.enum(['pending', 'accepted', 'expired', 'replaced']),
+    customerId: z.string().uuid().nullable().openapi({ description: 'The customer, once accepted.' }),
+    expiresAt: z.string().datetime(),
+    acceptedAt: z.string().datetime().nullable(),
+    createdAt: z.string().datetime(),
+  })
+  .openapi('Invitation');
+
+export function toInvitationView(invitation: Invitation): z.infer<typeof InvitationView> {
+  return {
+    ...invitation,
+    expiresAt: invitation.expiresAt.toISOString(),
+    acceptedAt: invitation.acceptedAt?.toISOString() ?? null,
+    createdAt: invitation.createdAt.toISOString(),
+  };
+}
+
+export const InvitationList = z.object({ items: z.array(InvitationView) }).openapi('InvitationList');
+
+export const AcceptInvitationRequest = z
+  .object({
+    token: z.string().min(1, 'Enter the invitation token.').max(200),
+    password: z
+      .string()
+      .min(PASSWORD_MIN_LENGTH, `Use at least ${PASSWORD_MIN_LENGTH} characters.`)
+      .max(PASSWORD_MAX_LENGTH, `Use at most ${PASSWORD_MAX_LENGTH} characters.`)
+      .optional()
+      .openapi({ description: 'Needed only when the address has no account yet: its password.' }),
+  })
+  .openapi('AcceptInvitationRequest');
+
+export const AcceptedInvitation = z
+  .object({ accountCreated: z.boolean(), resellerId: z.string().uuid() })
+  .openapi('AcceptedInvitation');
+
+export const OwnResellerView = z
+  .object({
+    reseller: z
+      .object({ id: z.string().uuid(), email: z.string(), displayName: z.string().nullable() })
+      .nullable()
+      .openapi({ description: 'The reseller managing this account, or null.' }),
+  })
+  .openapi('OwnReseller');
+
+export function toOwnResellerView(reseller: ResellerOfAccount | null): z.infer<typeof OwnResellerView> {
+  return { reseller };
+}
+
+export const EndedResellerLink = z
+  .object({
+    revokedKeys: z.number().int().openapi({ description: 'Keys the reseller had made, now revoked.' }),
+  })
+  .openapi('EndedResellerLink');
 
 export const GrantBody = z
   .object({

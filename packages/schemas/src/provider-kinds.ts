@@ -8,4 +8,6 @@ export const PROVIDER_KIND_SURFACES: Record<ProviderKind, readonly MeteredSurfac
   anthropic: ['messages'],
   openai: ['chat_completions', 'responses'],
   'azure-openai': ['chat_completions', 'responses'],
+  // Gemini's protocol is no metered surface: every call to it is translated.
+  gemini: [],
 };

@@ -1,5 +1,6 @@
 import type { ProtocolCodec, WireProtocol } from './protocol.ts';
 import { chatCodec } from './protocols/chat/index.ts';
+import { geminiCodec } from './protocols/gemini/index.ts';
 import { messagesCodec } from './protocols/messages/index.ts';
 import { responsesCodec } from './protocols/responses/index.ts';
 
@@ -8,6 +9,7 @@ const CODECS: Record<WireProtocol, ProtocolCodec> = {
   messages: messagesCodec,
   chat_completions: chatCodec,
   responses: responsesCodec,
+  gemini: geminiCodec,
 };
 
 export function codecFor(protocol: WireProtocol): ProtocolCodec {

@@ -7,7 +7,7 @@ import type { ToolNames } from './tool-names.ts';
  * protocols; an upstream adapter declares the one it speaks. A new protocol (Gemini) is one more
  * name here, one more codec in codecs.ts, and no change to the others.
  */
-export const WIRE_PROTOCOLS = ['messages', 'chat_completions', 'responses'] as const;
+export const WIRE_PROTOCOLS = ['messages', 'chat_completions', 'responses', 'gemini'] as const;
 export type WireProtocol = (typeof WIRE_PROTOCOLS)[number];
 
 /** What an encoder of the upstream request needs besides the request. */

@@ -1,3 +1,4 @@
+import type { MeteredSurface } from '@tollgate/schemas';
 /**
  * The request side: every accepted field of every surface has a translation decision (mapped or
  * refused), refusals name the caller's field, and reasoning proofs go back only to their issuer.
@@ -20,7 +21,7 @@ const DECISIONS = {
 } as const;
 
 function encodeFor(
-  caller: WireProtocol,
+  caller: MeteredSurface,
   upstream: WireProtocol,
   body: Record<string, unknown>,
   providerId = 'prov-a',
@@ -49,7 +50,7 @@ function refusal(run: () => unknown): string {
 const user = (content: unknown) => ({ role: 'user', content });
 
 describe('every accepted field has a translation decision', () => {
-  it.each(Object.keys(DECISIONS) as WireProtocol[])('%s: mapped or refused, nothing else', (surface) => {
+  it.each(Object.keys(DECISIONS) as MeteredSurface[])('%s: mapped or refused, nothing else', (surface) => {
     const decided = [...DECISIONS[surface].mapped, ...DECISIONS[surface].refused].sort();
     expect(decided).toEqual([...listSupportedParameters(surface)].sort());
   });
@@ -66,7 +67,7 @@ describe('every accepted field has a translation decision', () => {
     const upstream: WireProtocol = surface === 'messages' ? 'chat_completions' : 'messages';
     expect(
       refusal(() =>
-        planTranslation(surface as WireProtocol, upstream, { ...base, [field]: 'x' }, 100, {
+        planTranslation(surface as MeteredSurface, upstream, { ...base, [field]: 'x' }, 100, {
           providerId: 'p',
           upstreamModel: 'u',
         }),

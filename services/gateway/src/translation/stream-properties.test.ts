@@ -275,10 +275,45 @@ function renderResponses(value: Answer): string {
   return sse(events.map((data, index) => [data.type as string, { ...data, sequence_number: index }]));
 }
 
+/**
+ * Gemini: one chunk per piece, a function call whole in one part, and every chunk carrying the
+ * cumulative usageMetadata so far (thoughts counted apart from the candidates), the last one with
+ * the finishReason and the final figures. A decoder that summed the chunks would be caught here.
+ */
+function renderGemini(value: Answer): string {
+  const parts: unknown[] = [];
+  for (const block of value.blocks) {
+    if (block.kind === 'tool') parts.push({ functionCall: { name: block.name, args: block.args } });
+    else if (block.kind === 'text') for (const text of block.pieces) parts.push({ text });
+    else for (const text of block.pieces) parts.push({ text, thought: true });
+  }
+  const thoughts = Math.floor(value.usage.output / 3);
+  const candidates = value.usage.output - thoughts;
+  const usageAt = (share: number) => ({
+    promptTokenCount: value.usage.input,
+    cachedContentTokenCount: value.usage.cacheRead,
+    candidatesTokenCount: Math.floor(candidates * share),
+    thoughtsTokenCount: Math.floor(thoughts * share),
+    totalTokenCount: value.usage.input + Math.floor(value.usage.output * share),
+  });
+  const chunks = parts.map((part, index) => ({
+    candidates: [{ content: { role: 'model', parts: [part] }, index: 0 }],
+    usageMetadata: usageAt(index / Math.max(1, parts.length)),
+    responseId: 'gen_p',
+  }));
+  chunks.push({
+    candidates: [{ content: { role: 'model', parts: [] }, finishReason: 'STOP', index: 0 } as never],
+    usageMetadata: usageAt(1),
+    responseId: 'gen_p',
+  });
+  return sse(chunks.map((data) => [undefined, data]));
+}
+
 const RENDER: Record<WireProtocol, (value: Answer) => string> = {
   messages: renderMessages,
   chat_completions: renderChat,
   responses: renderResponses,
+  gemini: renderGemini,
 };
 
 /** Total input the caller was told, read as its protocol defines it. */
@@ -288,7 +323,7 @@ function toldInput(caller: WireProtocol, usage: Record<string, number>): number 
   return caller === 'chat_completions' ? usage.prompt_tokens! : usage.input_tokens!;
 }
 
-const PAIRS = (['messages', 'chat_completions', 'responses'] as const).flatMap((upstream) =>
+const PAIRS = (['messages', 'chat_completions', 'responses', 'gemini'] as const).flatMap((upstream) =>
   (['messages', 'chat_completions', 'responses'] as const)
     .filter((caller) => caller !== upstream)
     .map((caller) => [upstream, caller] as const),

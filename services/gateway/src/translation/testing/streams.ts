@@ -1,3 +1,4 @@
+import type { MeteredSurface } from '@tollgate/schemas';
 import { SseParser } from '../../upstream/sse.ts';
 import type { IrRequest } from '../ir.ts';
 import type { WireProtocol } from '../protocol.ts';
@@ -18,7 +19,7 @@ export function requestWith(overrides: Partial<IrRequest> = {}): IrRequest {
 }
 
 export function translationOf(
-  caller: WireProtocol,
+  caller: MeteredSurface,
   upstream: WireProtocol,
   request: IrRequest = requestWith(),
 ): Translation {
@@ -27,7 +28,7 @@ export function translationOf(
 
 /** Runs an upstream SSE text (cut into `chunkSize` pieces when given) through the translator. */
 export function translateSse(
-  caller: WireProtocol,
+  caller: MeteredSurface,
   upstream: WireProtocol,
   text: string,
   options: { request?: IrRequest; includeUsage?: boolean; chunkSize?: number } = {},

@@ -42,11 +42,14 @@ export const PRICES = {
 /** Upstream model ids: the client must only ever see the aliases. */
 export const UPSTREAM_MODELS = { claude: 'upstream-claude-e2e-7', gpt: 'upstream-gpt-e2e-3' } as const;
 
-/** One alias of each provider kind declaring all four protocols: any surface is translated. */
+/**
+ * One alias of each provider kind declaring all four protocols: any surface is translated. The
+ * Anthropic-kind default max output leaves room for a thinking budget (Codex sends no max).
+ */
 const ANY_PROTOCOL_ALIASES = `
   - { alias: claude-any-e2e, provider: mock-anthropic, upstream_model: ${UPSTREAM_MODELS.claude},
       protocols: [messages, count_tokens, chat_completions, responses], price: { input: 3, output: 15 },
-      default_max_output_tokens: 256, max_output_tokens: 32000 }
+      default_max_output_tokens: 8192, max_output_tokens: 32000 }
   - { alias: gpt-any-e2e, provider: mock-openai, upstream_model: ${UPSTREAM_MODELS.gpt},
       protocols: [messages, count_tokens, chat_completions, responses], price: { input: 2, output: 8 },
       default_max_output_tokens: 256, max_output_tokens: 32000 }`;

@@ -104,7 +104,7 @@ describe('coding agents through the gateway', () => {
       [
         CLAUDE,
         '-p',
-        `Find the tools for notebooks. @mock(tool_name=ToolSearch,tag=${tag},input_tokens=900,output_tokens=20)`,
+        `Find the tools for notebooks. @mock(tool_name=ToolSearch,thinking,tag=${tag},input_tokens=900,output_tokens=20)`,
         '--model',
         'gpt-any-e2e',
         '--output-format',
@@ -141,6 +141,10 @@ describe('coding agents through the gateway', () => {
     expect(more).toEqual([]);
     expect([first?.path, second?.path]).toEqual(['/v1/chat/completions', '/v1/chat/completions']);
     expect(first?.body.model).toBe(UPSTREAM_MODELS.gpt);
+    // Its adaptive thinking asked for reasoning; the reasoning shown to it carried no proof, so
+    // none of it went upstream again.
+    expect(first?.body.reasoning_effort).toBe('high');
+    expect(JSON.stringify(second?.body.messages)).not.toContain('The mock considers');
     const call = second?.body.messages.at(-2).tool_calls[0];
     expect(call.function.name).toBe('ToolSearch');
     expect(second?.body.messages.at(-1)).toMatchObject({ role: 'tool', tool_call_id: call.id });
@@ -166,6 +170,7 @@ describe('coding agents through the gateway', () => {
         'model_provider = "tollgate"',
         // OpenAI's hosted search cannot run at another provider (docs/translation.md).
         'web_search = "disabled"',
+        'model_reasoning_effort = "high"',
         '[model_providers.tollgate]',
         'name = "tollgate"',
         `base_url = "${stack.gatewayUrl}/v1"`,
@@ -180,7 +185,7 @@ describe('coding agents through the gateway', () => {
         CODEX,
         'exec',
         '--skip-git-repo-check',
-        `Show me the logo. @mock(tool_name=view_image,tag=${tag},input_tokens=700,output_tokens=30)`,
+        `Show me the logo. @mock(tool_name=view_image,thinking,tag=${tag},input_tokens=700,output_tokens=30)`,
       ],
       cwd,
       { HOME: home, CODEX_HOME: codexHome, TOLLGATE_API_KEY: secret },

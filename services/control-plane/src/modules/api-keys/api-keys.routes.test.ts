@@ -8,6 +8,7 @@ import {
   uniqueEmail,
 } from '../../../test/client.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { balancesOf, changeCredit } from '../../../test/kit.ts';
 import { syncCatalog } from '../catalog/catalog.service.ts';
 import { parseCatalog } from '../catalog/catalog-file.ts';
 import { findKeyByDigest } from './api-keys.service.ts';
@@ -166,9 +167,13 @@ describe('the key lifecycle', () => {
 
   it('validates a key with its balance, spending nothing', async () => {
     const client = await signedIn('status');
+    const accountId = (await client.request('GET', '/me')).body.data.id;
+    await changeCredit(context.deps, { accountId, amount: 750n, kind: 'grant', cause: 'test funding' });
     const created = await client.request('POST', '/me/api-keys', { body: { name: 'check' } });
     secrets.push(created.body.data.secret);
     const id = created.body.data.key.id;
+    const before = await balancesOf(context.deps, accountId);
+    expect(before).toMatchObject({ credits: 750n, reservedCredits: 0n });
     const first = await client.request('GET', `/me/api-keys/${id}/status`);
     expect(first.status).toBe(200);
     const status = KeyStatus.parse(first.body.data);
@@ -176,10 +181,20 @@ describe('the key lifecycle', () => {
       keyId: id,
       state: 'active',
       scope: null,
-      remaining: { tokens: '0', credits: '0' },
+      remaining: { tokens: '0', credits: '750' },
     });
     const second = await client.request('GET', `/me/api-keys/${id}/status`);
     expect(second.body.data).toEqual(first.body.data);
+    // Validating reserved, charged and recorded nothing.
+    expect(await balancesOf(context.deps, accountId)).toEqual(before);
+    const balance = await client.request('GET', '/me/balance');
+    expect(balance.body.data.remaining.credits).toBe('750');
+    const ledger = await context.deps.db
+      .selectFrom('ledger_entries')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    expect(Number(ledger.count)).toBe(1);
   });
 
   it('derives expired from the expiry date', async () => {

@@ -60,6 +60,9 @@ describe('orders paid through the development provider', () => {
 
     const early = await buyer.client.request('POST', `/orders/${order.id}/payment/verify`);
     expect(early.status).toBe(422);
+    const notStarted = await buyer.client.request('GET', `/orders/${order.id}/payment`);
+    expect(notStarted.status).toBe(404);
+    expect(notStarted.body.code).toBe('not_found');
 
     const started = await buyer.client.request('POST', `/orders/${order.id}/payment`);
     expect(started.status).toBe(200);
@@ -68,12 +71,22 @@ describe('orders paid through the development provider', () => {
       nextStep: 'verify',
       status: 'pending',
     });
+    // The payment once started is read back as it was answered.
+    const read = await buyer.client.request('GET', `/orders/${order.id}/payment`);
+    expect(read.status).toBe(200);
+    expect(read.body.data).toEqual(started.body.data);
 
     const verifies = await Promise.all(
       Array.from({ length: 10 }, () => buyer.client.request('POST', `/orders/${order.id}/payment/verify`)),
     );
     expect(verifies.map((answer) => answer.status)).toEqual(Array(10).fill(200));
     expect(verifies[0]!.body.data).toMatchObject({ status: 'paid', payment: { status: 'succeeded' } });
+    const readPaid = await buyer.client.request('GET', `/orders/${order.id}/payment`);
+    expect(readPaid.body.data).toMatchObject({
+      id: order.id,
+      status: 'paid',
+      payment: { provider: 'development', status: 'succeeded', amount: { amount: '1700', currency: 'USD' } },
+    });
 
     const { entitlements, grants } = await grantsOf(context, buyer.accountId);
     expect(entitlements).toHaveLength(1);

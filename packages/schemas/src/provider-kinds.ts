@@ -10,4 +10,5 @@ export const PROVIDER_KIND_SURFACES: Record<ProviderKind, readonly MeteredSurfac
   'azure-openai': ['chat_completions', 'responses'],
   // Gemini's protocol is no metered surface: every call to it is translated.
   gemini: [],
+  bedrock: ['messages'],
 };

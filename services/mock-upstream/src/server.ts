@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { DirectiveError, type Directives, readDirectives } from './directives.ts';
 import { anthropicProtocol } from './protocols/anthropic.ts';
 import { azureProtocolFor } from './protocols/azure-openai.ts';
+import { bedrockProtocolFor } from './protocols/bedrock.ts';
 import { openAiChatProtocol } from './protocols/openai-chat.ts';
 import { openAiResponsesProtocol } from './protocols/openai-responses.ts';
 import type { Protocol } from './protocols/protocol.ts';
@@ -12,6 +13,7 @@ import { renderFrames, sendBody, sendJson, sendStream, wait } from './transport.
 
 export type { Directives } from './directives.ts';
 export { AZURE_MODEL } from './protocols/azure-openai.ts';
+export { BEDROCK_MODEL } from './protocols/bedrock.ts';
 export type { MockStats, RecordedRequest } from './recorder.ts';
 export { DEFAULT_WORDS, estimateInputTokens, MOCK_MODEL, sampleArguments } from './reply-plan.ts';
 
@@ -104,8 +106,21 @@ async function answer(
 ) {
   if (directives.delay && !(await wait(response, directives.delay))) return;
   const { expectedApiKey } = options;
-  if (expectedApiKey !== undefined && !protocol.isAuthorized(request.headers, expectedApiKey)) {
-    return sendJson(response, 401, protocol.errorBody(401, 'Invalid API key.'));
+  if (expectedApiKey !== undefined) {
+    const refused = protocol.authorize
+      ? await protocol.authorize(
+          {
+            method: request.method ?? 'POST',
+            url: request.url ?? '/',
+            headers: request.headers,
+            body: rawBody.text,
+          },
+          expectedApiKey,
+        )
+      : protocol.isAuthorized(request.headers, expectedApiKey)
+        ? null
+        : { status: 401, body: protocol.errorBody(401, 'Invalid API key.') };
+    if (refused) return sendJson(response, refused.status, refused.body);
   }
   if (directives.status !== undefined) {
     const headers =
@@ -122,14 +137,14 @@ async function answer(
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return sendJson(response, 400, protocol.errorBody(400, 'The request body must be a JSON object.'));
   }
-  const refusal = protocol.refuse?.(directives);
+  const refusal = protocol.refuse?.(directives, body as Record<string, unknown>);
   if (refusal) return sendJson(response, refusal.status, refusal.body);
   const protocolRequest = protocol.readRequest(body as Record<string, unknown>);
   const plan = planReply(protocolRequest, directives, rawBody.bytes);
   if (!protocolRequest.stream)
     return sendBody(response, protocol.reply(plan, protocolRequest, directives), directives);
   const frames = renderFrames(protocol.stream(plan, protocolRequest, directives), protocol, directives);
-  await sendStream(response, frames, directives);
+  await sendStream(response, frames, directives, protocol.streamContentType);
 }
 
 function createListener(options: MockUpstreamOptions, recorder: Recorder) {
@@ -140,7 +155,10 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
     if (path === '/health' && request.method === 'GET') return sendJson(response, 200, { status: 'ok' });
     if (path.startsWith('/__mock/')) return handleIntrospection(path, request, response, recorder);
     const rawBody = await readBody(request);
-    const protocol = request.method === 'POST' ? (PROTOCOLS[path] ?? azureProtocolFor(path)) : undefined;
+    const protocol =
+      request.method === 'POST'
+        ? (PROTOCOLS[path] ?? azureProtocolFor(path) ?? bedrockProtocolFor(path))
+        : undefined;
     let directives: Directives;
     let directiveError: string | undefined;
     try {

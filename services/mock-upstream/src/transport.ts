@@ -66,16 +66,36 @@ function dropConnection(response: ServerResponse): void {
   else response.destroy();
 }
 
+function isText(frames: string[] | Uint8Array[]): frames is string[] {
+  return typeof frames[0] === 'string';
+}
+
 function frame(event: StreamEvent): string {
   const data = JSON.stringify(event.data);
   return event.event === undefined ? `data: ${data}\n\n` : `event: ${event.event}\ndata: ${data}\n\n`;
 }
 
-/** Frames the events, applying `stream_error` and `invalid_json` at the first content delta. */
-export function renderFrames(stream: StreamEvents, protocol: Protocol, directives: Directives): string[] {
+/**
+ * Frames the events, applying `stream_error` and `invalid_json` at the first content delta. A
+ * binary framing (Bedrock's) breaks that frame's CRC for `invalid_json`.
+ */
+export function renderFrames(
+  stream: StreamEvents,
+  protocol: Protocol,
+  directives: Directives,
+): string[] | Uint8Array[] {
   const at = Math.min(stream.firstDelta, stream.events.length - 1);
   let events = stream.events;
   if (directives.streamError) events = [...events.slice(0, at + 1), protocol.streamError(at + 1)];
+  if (protocol.encodeFrame) {
+    const binary = events.map((event) => protocol.encodeFrame!(event));
+    if (directives.invalidJson && binary[at]) {
+      const broken = Buffer.from(binary[at]);
+      broken.writeUInt8(broken.readUInt8(broken.length - 5) ^ 0xff, broken.length - 5);
+      binary[at] = broken;
+    }
+    return binary;
+  }
   const frames = events.map(frame);
   if (directives.invalidJson) {
     const name = events[at]?.event;
@@ -89,11 +109,16 @@ export function renderFrames(stream: StreamEvents, protocol: Protocol, directive
  * Sends a stream. Without timing or cut directives everything goes out in one write, which keeps
  * the benchmark path cheap; otherwise frame by frame.
  */
-export async function sendStream(response: ServerResponse, frames: string[], directives: Directives) {
+export async function sendStream(
+  response: ServerResponse,
+  frames: string[] | Uint8Array[],
+  directives: Directives,
+  contentType?: string,
+) {
   const { firstByteDelay, chunkDelay, cutAfter } = directives;
-  response.writeHead(200, SSE_HEADERS);
+  response.writeHead(200, contentType ? { ...SSE_HEADERS, 'content-type': contentType } : SSE_HEADERS);
   if (firstByteDelay === undefined && chunkDelay === undefined && cutAfter === undefined) {
-    response.end(frames.join(''));
+    response.end(isText(frames) ? frames.join('') : Buffer.concat(frames));
     return;
   }
   response.flushHeaders();

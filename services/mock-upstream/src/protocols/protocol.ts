@@ -24,8 +24,25 @@ export interface Protocol {
   isAuthorized(headers: IncomingHttpHeaders, expectedApiKey: string): boolean;
   /** The provider's error body for an HTTP status. */
   errorBody(status: number, message: string): unknown;
-  /** A refusal of the provider's own that a directive asks for (Azure's content filter). */
-  refuse?(directives: Directives): { status: number; body: unknown } | undefined;
+  /**
+   * Checks a credential that needs the whole request (Bedrock's SigV4 signature), in place of
+   * isAuthorized: null when accepted, else the refusal to send.
+   */
+  authorize?(
+    request: { method: string; url: string; headers: IncomingHttpHeaders; body: string },
+    expectedApiKey: string,
+  ): Promise<{ status: number; body: unknown } | null>;
+  /**
+   * A refusal of the provider's own: one a directive asks for (Azure's content filter), or of a
+   * body the provider does not take (Bedrock's envelope).
+   */
+  refuse?(
+    directives: Directives,
+    body?: Record<string, unknown>,
+  ): { status: number; body: unknown } | undefined;
+  /** Streams not sent as SSE (Bedrock): the content type and each event's frame. */
+  streamContentType?: string;
+  encodeFrame?(event: StreamEvent): Uint8Array;
   /** The non-streamed answer. */
   reply(plan: ReplyPlan, request: ProtocolRequest, directives?: Directives): unknown;
   /** The streamed answer, as events. */

@@ -62,7 +62,7 @@ function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | nu
  * the cumulative output count and, on recent API versions, input and cache figures too. The latest
  * non-null value of each wins. Usage is complete only once a message_delta gave the output count.
  */
-class MessagesUsageTracker implements StreamUsageTracker {
+export class MessagesUsageTracker implements StreamUsageTracker {
   #input: bigint | null = null;
   #cacheCreation = 0n;
   #cacheRead = 0n;

@@ -1,6 +1,7 @@
 import type { ProviderKind, UpstreamAdapter } from '../types.ts';
 import { anthropicAdapter } from './anthropic-adapter.ts';
 import { azureOpenaiAdapter } from './azure-openai-adapter.ts';
+import { bedrockAdapter } from './bedrock-adapter.ts';
 import { geminiAdapter } from './gemini-adapter.ts';
 import { openaiAdapter } from './openai-adapter.ts';
 
@@ -10,6 +11,7 @@ const ADAPTERS: Record<ProviderKind, UpstreamAdapter> = {
   openai: openaiAdapter,
   'azure-openai': azureOpenaiAdapter,
   gemini: geminiAdapter,
+  bedrock: bedrockAdapter,
 };
 
 export function getAdapter(kind: ProviderKind): UpstreamAdapter {

@@ -130,6 +130,8 @@ function checkResponses(events: ParsedEvent[]): StreamSummary {
   const summary: StreamSummary = { text: '', reasoning: '', toolCalls: [], usage: null, stop: '' };
   const open = new Map<string, string>();
   const done = new Set<string>();
+  /** Content parts added so far, by item: a text delta needs its part added first. */
+  const parts = new Map<string, number>();
   let terminal = 0;
   events.forEach(({ event, data }, position) => {
     if (data === '[DONE]') fail('[DONE] in a responses stream');
@@ -147,7 +149,19 @@ function checkResponses(events: ParsedEvent[]): StreamSummary {
           if (item.id === item.call_id) fail('item id equals call id');
           summary.toolCalls.push({ id: item.call_id!, name: item.name!, arguments: '' });
         }
+        // The API announces a message without content; each part comes with content_part.added
+        // (the openai client's stream helper fails on a delta for a part it was not given).
+        if (item.type === 'message' && (data.item as { content?: unknown[] }).content?.length !== 0)
+          fail('message item announced with content');
         open.set(item.id!, item.type!);
+        parts.set(item.id!, 0);
+        break;
+      }
+      case 'response.content_part.added': {
+        const count = parts.get(itemId!) ?? 0;
+        if (data.content_index !== count)
+          fail(`content part ${String(data.content_index)} added out of order`);
+        parts.set(itemId!, count + 1);
         break;
       }
       case 'response.output_item.done': {
@@ -161,6 +175,8 @@ function checkResponses(events: ParsedEvent[]): StreamSummary {
         break;
       }
       case 'response.output_text.delta':
+        if ((data.content_index as number) >= (parts.get(itemId!) ?? 0))
+          fail('text delta for a part not added');
         summary.text += data.delta as string;
         break;
       case 'response.reasoning_summary_text.delta':

@@ -3,10 +3,11 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * One run for the whole tree. Unit tests sit beside the code; service tests use real Postgres and
- * Redis (found or started once by the harness's globalSetup); test-e2e starts real processes.
+ * Redis (found or started once by the harness's globalSetup, which also migrates one template
+ * database that each test database is copied from); test-e2e starts real processes.
  */
 const withServices = {
-  globalSetup: [fileURLToPath(new URL('./packages/test-harness/src/global-setup.ts', import.meta.url))],
+  globalSetup: [fileURLToPath(new URL('./services/control-plane/test/global-setup.ts', import.meta.url))],
 };
 
 export default defineConfig({

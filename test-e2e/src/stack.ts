@@ -142,7 +142,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
   const dataDir = path.join(folder, 'data');
   const database = options.embedded
     ? { url: '', drop: async () => {} }
-    : await createTestDatabase(services.postgresUrl, `e2e_${label}`);
+    : await createTestDatabase(services.postgresUrl, `e2e_${label}`, { template: services.templateDatabase });
   const running: Service[] = [];
   // On the embedded database the tests read through the control plane's socket, as the CLI does.
   const db = options.embedded
@@ -325,7 +325,9 @@ async function startContainerStack(
 ): Promise<E2EStack> {
   const services = inject('testServices');
   const folder = await mkdtemp(path.join(tmpdir(), `tollgate-e2e-${label}-`));
-  const database = await createTestDatabase(services.postgresUrl, `e2e_${label}`);
+  const database = await createTestDatabase(services.postgresUrl, `e2e_${label}`, {
+    template: services.templateDatabase,
+  });
   const db = new pg.Pool({ connectionString: database.url, max: 2 });
   db.on('error', () => {});
   const running: ServiceContainer[] = [];

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 
 export interface TestDatabase {
-  /** Connection URL of the new, empty database. */
+  /** Connection URL of the new database. */
   url: string;
   name: string;
   /** Drops the database, closing any connection still open on it. */
@@ -20,35 +20,81 @@ async function withAdmin<T>(adminUrl: string, run: (client: pg.Client) => Promis
   }
 }
 
-/** A fresh database on the test server, for one test file. Never depends on leftovers. */
-export async function createTestDatabase(adminUrl: string, label = 'test'): Promise<TestDatabase> {
-  const safeLabel = label
+function databaseUrl(adminUrl: string, name: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+function safe(label: string): string {
+  return label
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '_')
     .slice(0, 24);
-  const name = `tollgate_${safeLabel}_${randomBytes(5).toString('hex')}`;
+}
+
+/** Sessions still open on a database (a pool's end() resolves before its sockets are closed). */
+async function waitForNoSessions(client: pg.Client, name: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const { rows } = await client.query<{ sessions: number }>(
+      'select count(*)::int as sessions from pg_stat_activity where datname = $1',
+      [name],
+    );
+    if (rows[0]?.sessions === 0) return;
+    // Postgres announces no session's end: poll the server's own view of them.
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function dropper(adminUrl: string, name: string): () => Promise<void> {
+  return () =>
+    withAdmin(adminUrl, async (client) => {
+      // Forcing the drop while a pool's sockets are closing would kill a closing session and
+      // surface as an error in the test that owned it: give them a moment to go first.
+      await waitForNoSessions(client, name, 3_000);
+      await client.query(`drop database if exists "${name}" with (force)`);
+    });
+}
+
+/**
+ * A fresh database on the test server, for one test file. Never depends on leftovers. With
+ * `template`, a copy of that database (see createTemplateDatabase); otherwise empty.
+ */
+export async function createTestDatabase(
+  adminUrl: string,
+  label = 'test',
+  options: { template?: string } = {},
+): Promise<TestDatabase> {
+  const name = `tollgate_${safe(label)}_${randomBytes(5).toString('hex')}`;
+  const from = options.template ? ` template "${options.template}"` : '';
+  await withAdmin(adminUrl, (client) => client.query(`create database "${name}"${from}`));
+  return { url: databaseUrl(adminUrl, name), name, drop: dropper(adminUrl, name) };
+}
+
+/**
+ * A database prepared once per run (`prepare` gets its URL, e.g. to run the migrations), from
+ * which test databases are copied with `createTestDatabase(url, label, { template: name })`.
+ * Named by a run id of its own, so concurrent runs on one server never share one. Postgres copies
+ * a database only while nobody is connected to it: `prepare` must close its connections, and this
+ * waits until the server has seen them go.
+ */
+export async function createTemplateDatabase(
+  adminUrl: string,
+  label: string,
+  prepare: (url: string) => Promise<void>,
+): Promise<TestDatabase> {
+  const name = `tollgate_template_${safe(label)}_${process.pid}_${randomBytes(4).toString('hex')}`;
   await withAdmin(adminUrl, (client) => client.query(`create database "${name}"`));
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    name,
-    drop: () =>
-      withAdmin(adminUrl, async (client) => {
-        // A pool's end() resolves before its sockets are closed; forcing the drop at that moment
-        // would kill a closing session and surface as an error in the test that owned it.
-        const deadline = Date.now() + 3_000;
-        while (Date.now() < deadline) {
-          const { rows } = await client.query<{ sessions: number }>(
-            'select count(*)::int as sessions from pg_stat_activity where datname = $1',
-            [name],
-          );
-          if (rows[0]?.sessions === 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 25));
-        }
-        await client.query(`drop database if exists "${name}" with (force)`);
-      }),
-  };
+  const template = { url: databaseUrl(adminUrl, name), name, drop: dropper(adminUrl, name) };
+  try {
+    await prepare(template.url);
+    await withAdmin(adminUrl, (client) => waitForNoSessions(client, name, 10_000));
+  } catch (error) {
+    await template.drop().catch(() => {});
+    throw error;
+  }
+  return template;
 }
 
 /** A key prefix no other test file shares, so Redis state never leaks between files. */

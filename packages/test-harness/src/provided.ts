@@ -6,7 +6,12 @@ import type { ServicesUnderTest } from './containers.ts';
 /** What the harness's globalSetup provides to every test file through vitest's `inject`. */
 declare module 'vitest' {
   export interface ProvidedContext {
-    testServices: { postgresUrl: string; redisUrl: string };
+    testServices: {
+      postgresUrl: string;
+      redisUrl: string;
+      /** A migrated database to copy (`createTestDatabase(url, label, { template })`), when built. */
+      templateDatabase?: string;
+    };
     servicesUnderTest: ServicesUnderTest;
   }
 }

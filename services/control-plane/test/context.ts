@@ -1,6 +1,6 @@
 /**
  * Test context for control-plane service tests: a fresh database on the real test Postgres
- * (migrated with the real migrations), a Redis key prefix of its own, captured logs, and the
+ * (a copy of the run's template, migrated once with the real migrations), a Redis key prefix of its own, captured logs, and the
  * public and internal apps wired exactly as main.ts wires them.
  */
 import { Writable } from 'node:stream';
@@ -60,7 +60,9 @@ export async function createTestContext(
   options: { hotTier?: boolean } = {},
 ): Promise<TestContext> {
   const services = inject('testServices');
-  const database = await createTestDatabase(services.postgresUrl, label);
+  const database = await createTestDatabase(services.postgresUrl, label, {
+    template: services.templateDatabase,
+  });
   const redisPrefix = createRedisNamespace(label);
   const config = loadConfig({
     ...testSecrets(),
@@ -81,6 +83,7 @@ export async function createTestContext(
   });
   const logger = createLogger({ name: 'control-plane-test', level: 'debug', destination });
   const handle = await openDatabase({ databaseUrl: database.url, poolSize: 10, dataDir: '' });
+  // A copy of the run's migrated template (test/global-setup.ts): this finds nothing to apply.
   await migrateToLatest(handle.db);
   const clock = createTestClock();
   const events = createMemoryPublisher();

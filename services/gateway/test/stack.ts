@@ -103,7 +103,9 @@ export interface TestStack {
 
 export async function startTestStack(label: string, options: StackOptions = {}): Promise<TestStack> {
   const services = inject('testServices');
-  const database = await createTestDatabase(services.postgresUrl, label);
+  const database = await createTestDatabase(services.postgresUrl, label, {
+    template: services.templateDatabase,
+  });
   const redisPrefix = createRedisNamespace(label);
   const secrets = testSecrets();
   const mock = await startMockUpstream({ expectedApiKey: PROVIDER_KEY });

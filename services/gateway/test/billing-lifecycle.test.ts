@@ -26,6 +26,8 @@ async function finishedReservation(key: FundedKey, gateway?: RunningGateway) {
     else await t.stack.settled();
     const rows = await t.stack.reservations(key.accountId);
     if (rows.length === 1 && rows[0]!.status !== 'reserved') return rows[0]!;
+    // The gateway queues the finish only once it has seen the client leave, which it announces
+    // nowhere: ask again until it has.
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error('the reservation was not finished');

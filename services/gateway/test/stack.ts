@@ -184,6 +184,7 @@ export async function startTestStack(label: string, options: StackOptions = {}):
         const marker = randomUUID();
         markers.add(marker);
         await deps.events.publish({ type: 'account.changed', accountId: marker });
+        // Not a wait for the events: how long before publishing the marker again.
         const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), 200));
         if (await Promise.race([seen.then(() => true), waited])) return;
       }

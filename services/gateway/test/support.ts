@@ -136,6 +136,7 @@ export function useStack(label: string, options: StackOptions = {}) {
       if (seen !== undefined) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
         const push = logs.push;
+        // The give-up deadline, not a wait: the line resolves this as soon as it is written.
         const timer = setTimeout(() => {
           logs.push = push;
           reject(new Error('the expected gateway log line was not written'));

@@ -56,7 +56,16 @@ describe('finish queue', () => {
 
   it('hands back every unacknowledged item on stop, sent or still queued, and spills past its bound', async () => {
     const spilled: FinishItem[] = [];
-    const queue = createFinishQueue(() => new Promise<FinishBatchResponse>(() => {}), {
+    let firstSent!: () => void;
+    const sending = new Promise<void>((resolve) => {
+      firstSent = resolve;
+    });
+    // A control plane that never answers; the first batch sent is announced.
+    const send = () => {
+      firstSent();
+      return new Promise<FinishBatchResponse>(() => {});
+    };
+    const queue = createFinishQueue(send, {
       flushIntervalMs: 10,
       maxBatch: 2,
       maxInFlight: 1,
@@ -68,7 +77,7 @@ describe('finish queue', () => {
     });
     const items = Array.from({ length: 6 }, () => item('a'));
     for (const one of items.slice(0, 2)) queue.enqueue(one);
-    await new Promise((resolve) => setTimeout(resolve, 50)); // the first batch is in flight, unanswered
+    await sending; // the first batch is in flight, unanswered
     for (const one of items.slice(2)) queue.enqueue(one);
     const left = queue.stop();
     expect(spilled).toHaveLength(1);

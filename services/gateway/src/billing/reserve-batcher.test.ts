@@ -15,10 +15,12 @@ function item(): ReserveItem {
   };
 }
 
-/** A control plane that answers only after `ms`. */
-function slowSend(ms: number) {
-  return (items: ReserveItem[]) =>
-    new Promise<ReserveBatchResponse>((resolve) =>
+/** A control plane that answers only after `ms`; `onSend` hears of each batch as it is sent. */
+function slowSend(ms: number, onSend: () => void = () => {}) {
+  return (items: ReserveItem[]) => {
+    onSend();
+    return new Promise<ReserveBatchResponse>((resolve) =>
+      // The control plane's slowness in real time is what these tests are about.
       setTimeout(
         () =>
           resolve({
@@ -36,6 +38,7 @@ function slowSend(ms: number) {
         ms,
       ),
     );
+  };
 }
 
 async function failureOf(promise: Promise<unknown>): Promise<unknown> {
@@ -47,10 +50,21 @@ async function failureOf(promise: Promise<unknown>): Promise<unknown> {
 
 describe('reserve batcher deadline', () => {
   it('counts the time in the queue: a reservation behind a slow call fails at the deadline, not after', async () => {
-    const batcher = createReserveBatcher(slowSend(1_000), { maxInFlight: 1, maxBatch: 10, timeoutMs: 200 });
+    let firstSent!: () => void;
+    const sending = new Promise<void>((resolve) => {
+      firstSent = resolve;
+    });
+    const batcher = createReserveBatcher(
+      slowSend(1_000, () => firstSent()),
+      {
+        maxInFlight: 1,
+        maxBatch: 10,
+        timeoutMs: 200,
+      },
+    );
     const started = performance.now();
     const first = failureOf(batcher.reserve(item()));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sending; // the first is in flight: the second waits in the queue behind it
     const second = failureOf(batcher.reserve(item()));
     const [firstError, secondError] = await Promise.all([first, second]);
     expect(performance.now() - started).toBeLessThan(600);

@@ -73,7 +73,7 @@ describe('gateway /livez and /readyz', () => {
         body: { checks: { controlPlane: 'failing' } },
       });
       healthy = true;
-      // Past the probe cache.
+      // Real time: past the probe cache (one second).
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       expect(await probe(readiness)).toMatchObject({ ready: 200, body: { status: 'ready' } });
     } finally {

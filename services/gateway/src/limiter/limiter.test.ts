@@ -148,6 +148,7 @@ describe.each([
     const keyId = randomUUID();
     const running = await limiter.acquire(request(keyId, { keyConcurrency: 1 }));
     expect(running.allowed).toBe(true);
+    // Real time: four lease lifetimes pass while the call holds its slot.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     expect(await limiter.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({
       allowed: false,
@@ -162,6 +163,7 @@ describe.each([
     const keyId = randomUUID();
     expect((await limiter.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
     await limiter.close(); // the holder is gone: no release, no renewal
+    // Real time: the lease (300 ms) runs out unrenewed.
     await new Promise((resolve) => setTimeout(resolve, 400));
     const other = create(300);
     opened.push(other);
@@ -216,6 +218,7 @@ describe('redis limiter across gateway processes', () => {
     expect((await dead!.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
     await dead!.close(); // never releases
     expect(await alive!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: false });
+    // Real time: the dead gateway's lease (300 ms) runs out.
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect((await alive!.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
   });

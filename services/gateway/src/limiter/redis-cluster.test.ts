@@ -131,10 +131,11 @@ describe('redis limiter on a three-node Redis Cluster', () => {
     const keyId = randomUUID();
     const held = await victim!.acquire(request(keyId, { keyConcurrency: 1 }));
     expect(held.allowed).toBe(true);
-    // Renewal keeps it past its first TTL.
+    // Real time: renewal keeps it past its first TTL.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await survivor!.acquire(request(keyId, { keyConcurrency: 1 }))).toMatchObject({ allowed: false });
     await victim!.close();
+    // Real time: the dead limiter's lease (1.5 s) runs out.
     await new Promise((resolve) => setTimeout(resolve, 1_800));
     expect((await survivor!.acquire(request(keyId, { keyConcurrency: 1 }))).allowed).toBe(true);
   });

@@ -95,6 +95,7 @@ describe('readStreamWithLimit on a Node request', () => {
     decisions.length = 0;
     const request = post({ 'content-length': '50000' });
     request.write(Buffer.alloc(1000, 0x61));
+    // The server announces nothing before its decision: give it time to be reading the body.
     await new Promise((resolve) => setTimeout(resolve, 50));
     request.destroy();
     await expect.poll(() => decisions[0]?.code).toBe('client_disconnected');

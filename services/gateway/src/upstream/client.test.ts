@@ -127,6 +127,7 @@ describe('upstream client', () => {
   it('reports slow response headers as upstream_unavailable', async () => {
     const { upstream, client } = await setup(
       async (_request, response) => {
+        // A provider silent past the headers timeout (real time is what is tested).
         await new Promise((resolve) => setTimeout(resolve, 4_000));
         if (!response.destroyed) response.end('{}');
       },
@@ -158,7 +159,7 @@ describe('upstream client', () => {
     });
     const controller = new AbortController();
     const sending = post(client, upstream, controller.signal);
-    setTimeout(() => controller.abort(), 50);
+    setTimeout(() => controller.abort(), 50); // the client gives up while the call is in flight
     await expectAppError(sending, 'client_disconnected');
   });
 });

@@ -92,7 +92,7 @@ describe('relayStream over a real connection', () => {
     const { relayed } = await streamThrough((_request, response, socket) => {
       sseHead(response);
       response.write(FIRST_EVENT! + REST[0]);
-      setTimeout(() => socket.destroy(), 30);
+      setTimeout(() => socket.destroy(), 30); // after the first events have left, mid-stream
     });
     const output = await readAll(relayed.body);
     expect(output.startsWith('event: message_start')).toBe(true);

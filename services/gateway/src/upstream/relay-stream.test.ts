@@ -256,6 +256,7 @@ describe('relayStream: the client leaving', () => {
     async function* trickle(): AsyncGenerator<Buffer> {
       yield Buffer.from(events[0]!);
       for (;;) {
+        // Real time: a provider that trickles pings past the drain deadline.
         await new Promise((resolve) => setTimeout(resolve, 20));
         yield Buffer.from('event: ping\ndata: {"type": "ping"}\n\n');
       }

@@ -138,7 +138,7 @@ describe('relayNonStreaming: failures', () => {
     const upstream = await startFakeUpstream((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '5000' });
       response.write('{"id":"msg_1","model":"m","usage":');
-      setTimeout(() => response.destroy(), 20);
+      setTimeout(() => response.destroy(), 20); // cut once the head and part of the body have left
     });
     const client = createUpstreamClient({
       connectTimeoutMs: 1_000,

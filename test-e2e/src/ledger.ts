@@ -166,6 +166,7 @@ export class Meter {
           `waited ${POLL_DEADLINE_MS} ms for ${what}; found ${JSON.stringify(rows.map((row) => row.status))}`,
         );
       }
+      // The processes announce no settlement to the test (see above): read the ledger again.
       await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
     }
   }

@@ -97,6 +97,7 @@ ${server}
       break;
     } catch {
       if (Date.now() > deadline) throw new Error(`nginx did not answer: ${errors.trim()}`);
+      // nginx announces nothing when it listens: ask again.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -108,6 +109,7 @@ ${server}
       if (child.exitCode !== null || child.signalCode !== null) return;
       const ended = once(child, 'exit');
       child.kill('SIGQUIT');
+      // The give-up deadline for a stop, not a wait: the exit ends it at once.
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
       await ended;
       clearTimeout(timer);

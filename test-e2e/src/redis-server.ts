@@ -39,6 +39,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     while (!(await answers(port))) {
       if (!running()) throw new Error(`redis-server on port ${port} exited at start`);
       if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer`);
+      // redis-server announces nothing when it listens (no log, stdio ignored): ask again.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -8,26 +8,31 @@ describe('listen(...).close', () => {
     const running = await listen(
       (_request, response) => {
         response.write('first ');
-        setTimeout(() => response.end('last'), 200);
+        setTimeout(() => response.end('last'), 200); // an answer that takes real time to finish
       },
       0,
       '127.0.0.1',
     );
     const agent = new Agent({ keepAlive: true });
     try {
+      let firstChunk!: () => void;
+      const writing = new Promise<void>((resolve) => {
+        firstChunk = resolve;
+      });
       const body = new Promise<string>((resolve, reject) => {
         request(`${running.url}/`, { agent }, (response) => {
           let text = '';
           response.on('data', (chunk: Buffer) => {
             text += chunk;
+            firstChunk();
           });
           response.on('end', () => resolve(text));
         })
           .on('error', reject)
           .end();
       });
-      // Closing while the answer is still being written.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Closing while the answer is still being written: its first part has arrived.
+      await writing;
       const started = Date.now();
       await running.close(5_000);
       expect(await body).toBe('first last');
@@ -72,6 +77,7 @@ describe('listen limits', () => {
     const closed = whenClosed(socket);
     const header = 'GET / HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa';
     let at = 0;
+    // Real time is what is tested: a client slower than the headers timeout.
     const drip = setInterval(() => {
       if (at < header.length && !socket.destroyed) socket.write(header[at++]!);
     }, 100);
@@ -99,6 +105,7 @@ describe('listen limits', () => {
       expect(sockets[0]!.destroyed).toBe(false);
       // One closes, and a new connection from the same address is served again.
       sockets[0]!.destroy();
+      // The server hears of the close on its side and announces nothing: give it that time.
       await new Promise((resolve) => setTimeout(resolve, 100));
       const answer = await new Promise<string>((resolve, reject) =>
         request(`${running.url}/`, { agent: false }, (response) => {

@@ -46,6 +46,7 @@ describe('createTracing without an endpoint', () => {
     expect(span.spanId).not.toBe(PARENT);
     expect(tracing.outgoing()).toBeUndefined();
     const inside = await tracing.run(span, async () => {
+      // A real timer: the context must survive a macrotask boundary, not only a microtask.
       await new Promise((resolve) => setTimeout(resolve, 1));
       return tracing.outgoing();
     });

@@ -49,6 +49,7 @@ export function startService(
       if (exited()) return;
       const ended = once(child, 'exit');
       child.kill('SIGTERM');
+      // The give-up deadline for a stop, not a wait: the exit ends it at once.
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await ended;
       clearTimeout(timer);
@@ -80,6 +81,7 @@ export async function waitHealthy(url: string, timeoutMs = 30_000, service?: Ser
     } catch {
       // not up yet
     }
+    // A starting process announces nothing to another: ask its health route again.
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url} did not become healthy${service ? `:\n${logTail(service)}` : ''}`);

@@ -15,6 +15,7 @@ export async function waitFor(check: () => Promise<boolean>, what: string, timeo
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    // The condition is asked again; only its own holding ends the wait.
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -101,7 +101,7 @@ describe('timing directives', () => {
   it('keeps serving after clients leave during a delay and during a slow stream', async () => {
     const leave = async (content: string, stream: boolean) => {
       const controller = new AbortController();
-      setTimeout(() => controller.abort(), 50);
+      setTimeout(() => controller.abort(), 50); // the client leaves mid-delay or mid-stream
       const response = await fetch(`${mock.url}/v1/messages`, {
         method: 'POST',
         body: JSON.stringify(PROTOCOL_CASES[0].request(content, { stream })),
@@ -123,6 +123,7 @@ describe('timing directives', () => {
     const pending = postJson(own.url, '/v1/messages', PROTOCOL_CASES[0].request('@mock(delay=20000)')).catch(
       (error: unknown) => error,
     );
+    // The mock announces no request it is holding: give this one time to reach its delay.
     await new Promise((resolve) => setTimeout(resolve, 50));
     const started = performance.now();
     await own.close();

@@ -191,6 +191,7 @@ async function waitUntilNoneOpen(accountId: string, count = 0): Promise<Row[]> {
     if (open === 0 && rows.length >= count) return rows;
     if (Date.now() > deadline)
       throw new Error(`${open} calls still open after 30 s (${rows.length} written)`);
+    // The processes announce no settlement to the test: read Redis and the rows again.
     await sleep(100);
   }
 }
@@ -304,13 +305,14 @@ describe('kill -9 of the control plane under load', () => {
 
     const workers = 8;
     const load = startLoad(client, { workers, delayMs: 50, first: 1 });
+    // Real time is the thing tested from here: a second of load, an outage, load after the restart.
     await sleep(1_000);
     const killedAt = Date.now();
     await stack.killControlPlane();
-    await sleep(1_500);
+    await sleep(1_500); // the outage
     await stack.startControlPlane();
     const restartedAt = Date.now();
-    await sleep(2_000);
+    await sleep(2_000); // load after the restart
     const outcomes = [warm, ...(await load.stop())];
 
     const counts = tally(outcomes);
@@ -354,6 +356,7 @@ describe('kill -9 of a gateway under load', () => {
     const workers = 6;
     // Most of each call is spent upstream: at the kill, (nearly) every worker has one in flight.
     const load = startLoad(client, { workers, delayMs: 300, first: 10_000 });
+    // Real time: two seconds of load before the kill.
     await sleep(2_000);
     const killedAt = Date.now();
     victim.service.child.kill('SIGKILL');
@@ -361,10 +364,11 @@ describe('kill -9 of a gateway under load', () => {
     // client's own timeout.
     const outcomes = await Promise.race([
       (async () => {
+        // The outcomes are an array the workers fill: look again until each worker has its last.
         while (load.outcomes.filter((outcome) => outcome.status === 0).length < workers) await sleep(50);
         return load.stop();
       })(),
-      sleep(25_000).then(() => load.stop()),
+      sleep(25_000).then(() => load.stop()), // the give-up deadline
     ]);
 
     const counts = tally(outcomes);
@@ -386,6 +390,7 @@ describe('kill -9 of a gateway under load', () => {
     });
     let seen = await snapshot();
     for (let stable = 0, rounds = 0; stable < 3 && rounds < 100; rounds++) {
+      // A dead gateway cannot say it has nothing more on the way: stable for three reads is done.
       await sleep(200);
       const now = await snapshot();
       stable = JSON.stringify(now) === JSON.stringify(seen) ? stable + 1 : 0;
@@ -439,6 +444,7 @@ async function waitReserved(accountId: string, count: number): Promise<void> {
   const deadline = Date.now() + 15_000;
   while ((await inFlightInRedis(accountId)).size < count) {
     if (Date.now() > deadline) throw new Error(`${count} calls did not get under way`);
+    // Another process's calls: read the hot tier's hash again.
     await sleep(50);
   }
 }
@@ -449,6 +455,7 @@ async function waitServed(client: OpenAI, index: number): Promise<Outcome> {
   for (;;) {
     const outcome = await call(client, index, -1, 0);
     if (outcome.status === 200 || Date.now() > deadline) return outcome;
+    // The limiter reconnects on its own schedule and says so to no one: call again.
     await sleep(100);
   }
 }
@@ -461,13 +468,14 @@ describe('a Redis restart under load', () => {
     const client = openaiClient(stack.gatewayUrl, secret);
     const workers = 8;
     const load = startLoad(client, { workers, delayMs: 50, first: 20_000 });
+    // Real time is the thing tested from here: a second of load, an outage, load after the restart.
     await sleep(1_000);
     const killedAt = Date.now();
     await redis.kill();
-    await sleep(1_500);
+    await sleep(1_500); // the outage
     await redis.start();
     const restartedAt = Date.now();
-    await sleep(3_000);
+    await sleep(3_000); // load after the restart
     const outcomes = await load.stop();
 
     const counts = tally(outcomes);

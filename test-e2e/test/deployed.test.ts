@@ -28,6 +28,7 @@ async function expectSpent(before: bigint, spent: bigint): Promise<void> {
   const deadline = Date.now() + 15_000;
   let now = await remainingCredits();
   while (before - now !== spent && Date.now() < deadline) {
+    // The deployed services announce no settlement: read the balance again.
     await new Promise((resolve) => setTimeout(resolve, 100));
     now = await remainingCredits();
   }

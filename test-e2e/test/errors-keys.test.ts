@@ -125,6 +125,7 @@ describe('credentials', () => {
     const anthropic = anthropicClient(stack.gatewayUrl, { apiKey: key.secret });
     await anthropic.messages.create(messageRequest());
     await meter.finished();
+    // Real time: the key's expiry passes.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiresAt.getTime() - Date.now() + 100)));
     await expectAnthropicError(
       anthropic.messages.create(messageRequest()),

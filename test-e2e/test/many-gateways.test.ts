@@ -124,6 +124,7 @@ describe('three gateways behind nginx', () => {
       }
     };
     const load = Promise.all(Array.from({ length: workers }, (_, id) => worker(id)));
+    // Real time: the load runs on every gateway before the kill.
     await new Promise((resolve) => setTimeout(resolve, killAt - Date.now()));
     victim.service.child.kill('SIGKILL');
     await load;

@@ -64,6 +64,7 @@ async function waitForFinished(accountId: string, count: number): Promise<void> 
     );
     if (rows[0]?.open === '0' && Number(rows[0]?.finished) >= count) return;
     if (Date.now() > deadline) throw new Error(`${rows[0]?.finished} of ${count} calls finished`);
+    // The processes announce no settlement to the test: read the rows again.
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -72,6 +72,7 @@ beforeAll(async () => {
   const deadline = Date.now() + 150_000;
   while (!upOutput.stdout.includes('Tollgate is running') && Date.now() < deadline) {
     if (up.exitCode !== null) throw new Error(`up.sh ended: ${upOutput.stdout}${upOutput.stderr}`);
+    // up.sh announces it is ready only in its output, collected as it comes: read it again.
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }, 180_000);

@@ -79,6 +79,7 @@ describe('SIGTERM through pnpm start', () => {
       await ended;
       // The service itself got the signal and finished its graceful stop.
       const deadline = Date.now() + 15_000;
+      // The service is a grandchild: its exit is no event here, only its pid going away.
       while (alive(service[0]!) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       expect(alive(service[0]!)).toBe(false);
       const text = readFileSync(logFile, 'utf8');

@@ -42,6 +42,7 @@ async function until(
   while (!check(state)) {
     if (Date.now() > deadline)
       throw new Error(`status never showed ${what}: ${JSON.stringify([...state.values()])}`);
+    // Real time: the next heartbeat is periodic (every second here).
     await new Promise((resolve) => setTimeout(resolve, 250));
     state = await components();
   }

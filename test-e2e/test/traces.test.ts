@@ -110,6 +110,7 @@ describe('trace context', () => {
         .find(
           (entry) => entry.includes('"msg":"request"') && entry.includes(`"traceId":"${client.traceId}"`),
         );
+      // The gateway writes its request line after the answer, to a file: read it again.
       if (!line) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(line, 'the request log line names the trace').toBeDefined();
@@ -138,6 +139,7 @@ describe('trace context', () => {
       spans = receiver.spans.filter((span) => span.traceId === client.traceId);
       const services = new Set(spans.map((span) => span.service));
       if (services.has('tollgate-gateway') && services.has('tollgate-control-plane')) break;
+      // Spans are exported in batches on the exporters' own schedule: look again.
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const gateway = spans.find((span) => span.service === 'tollgate-gateway');

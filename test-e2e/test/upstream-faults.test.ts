@@ -291,7 +291,7 @@ describe('a client that leaves', () => {
     const call = anthropic.messages.create(message('delay=1500,input_tokens=50,output_tokens=5'), {
       signal: controller.signal,
     });
-    setTimeout(() => controller.abort(), 300);
+    setTimeout(() => controller.abort(), 300); // the client leaves while the provider is still answering
     expect(await rejection(call)).toBeInstanceOf(Anthropic.APIUserAbortError);
     const [row] = await meter.finished();
     expect(row).toMatchObject({

@@ -35,8 +35,10 @@ describe('embedded database', () => {
     const run = () =>
       server.prepared.run<{ n: number }>('tollgate_test_add', 'select $1::int + 1 as n', [41]);
     expect(await run()).toEqual([{ n: 42 }]);
+    // Real time: the pool's idle timeout closes the connection.
     await pause(IDLE_MS * 3);
     expect(await run()).toEqual([{ n: 42 }]);
+    // Real time: the idle timeout again, on the new connection.
     await pause(IDLE_MS * 3);
     expect(await run()).toEqual([{ n: 42 }]);
   });
@@ -100,6 +102,7 @@ describe('embedded database', () => {
       await sql`create table if not exists turn_test (n int)`.execute(server.db);
       const inside = client.db.transaction().execute(async (trx) => {
         await sql`insert into turn_test values (1)`.execute(trx);
+        // Holds the transaction open while the other connection queries.
         await pause(50);
         await sql`insert into turn_test values (2)`.execute(trx);
         throw new Error('roll back');

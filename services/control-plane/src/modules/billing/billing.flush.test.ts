@@ -28,6 +28,7 @@ const pending = Symbol('pending');
 function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof pending> {
   return Promise.race([
     promise,
+    // Real time: "not acknowledged within ms" is what is asserted, the flush being held back.
     new Promise<typeof pending>((resolve) => setTimeout(() => resolve(pending), ms)),
   ]);
 }

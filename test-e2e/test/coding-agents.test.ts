@@ -69,6 +69,7 @@ function runAgent(command: string[], cwd: string, env: Record<string, string>): 
     child.stderr.on('data', (chunk) => {
       stderr += chunk;
     });
+    // The give-up deadline for the agent, not a wait: its exit ends it at once.
     const timer = setTimeout(() => child.kill('SIGKILL'), AGENT_DEADLINE_MS);
     child.on('error', reject);
     child.on('close', (code) => {

@@ -46,6 +46,12 @@ export interface StripeFake {
   expire(sessionId: string): FakeCheckoutSession;
   /** The event object Stripe would deliver for this session (serialise it and sign it). */
   eventFor(type: string, session: FakeCheckoutSession, createdSeconds?: number): Record<string, unknown>;
+  /** A charge.* event about the paid session's charge: a refund (full or partial) or a dispute. */
+  chargeEventFor(
+    type: 'charge.refunded' | 'charge.dispute.created' | 'charge.dispute.closed',
+    session: FakeCheckoutSession,
+    options?: { amountRefunded?: number },
+  ): Record<string, unknown>;
   close(): Promise<void>;
 }
 
@@ -115,6 +121,12 @@ export async function startStripeFake(): Promise<StripeFake> {
       };
       sessions.set(sessionId, session);
       return remember(session);
+    }
+    if (request.method === 'GET' && path === '/v1/checkout/sessions') {
+      // The list filtered by payment_intent: how a charge's event finds its session.
+      const intent = new URL(request.url ?? '', 'http://fake').searchParams.get('payment_intent');
+      const data = [...sessions.values()].filter((candidate) => candidate.payment_intent === intent);
+      return send(response, 200, { object: 'list', data, has_more: false, url: '/v1/checkout/sessions' });
     }
     const expireMatch = /^\/v1\/checkout\/sessions\/([^/]+)\/expire$/.exec(path);
     if (request.method === 'POST' && expireMatch?.[1]) {
@@ -203,6 +215,40 @@ export async function startStripeFake(): Promise<StripeFake> {
         livemode: false,
         type,
         data: { object: { ...eventSession } },
+      };
+    },
+    chargeEventFor(type, paidSession, options = {}) {
+      const charge = `ch_${(paidSession.payment_intent ?? '').slice(3)}`;
+      const amountRefunded = options.amountRefunded ?? paidSession.amount_total;
+      const object =
+        type === 'charge.refunded'
+          ? {
+              id: charge,
+              object: 'charge',
+              payment_intent: paidSession.payment_intent,
+              amount: paidSession.amount_total,
+              amount_refunded: amountRefunded,
+              refunded: amountRefunded >= paidSession.amount_total,
+              currency: paidSession.currency,
+            }
+          : {
+              id: id('dp'),
+              object: 'dispute',
+              charge,
+              payment_intent: paidSession.payment_intent,
+              amount: paidSession.amount_total,
+              currency: paidSession.currency,
+              reason: 'fraudulent',
+              status: type === 'charge.dispute.closed' ? 'lost' : 'needs_response',
+            };
+      return {
+        id: id('evt'),
+        object: 'event',
+        api_version: '2025-01-01',
+        created: Math.floor(Date.now() / 1000),
+        livemode: false,
+        type,
+        data: { object },
       };
     },
     close: () =>

@@ -173,6 +173,25 @@ export async function setAccountStatus(
     throw new AppError('forbidden', { message: 'You cannot suspend your own account.' });
   }
   if (!isUuid(accountId)) throw new AppError('not_found');
+  return writeAccountStatus(deps, accountId, status);
+}
+
+/**
+ * Holds every spending of an account whose payment is disputed: suspended as an admin suspends
+ * (an admin reinstates it), by the service itself on the payment provider's word.
+ */
+export async function suspendForDispute(
+  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'hot'>,
+  accountId: string,
+): Promise<void> {
+  await writeAccountStatus(deps, accountId, 'suspended');
+}
+
+async function writeAccountStatus(
+  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'hot'>,
+  accountId: string,
+  status: AccountStatus,
+): Promise<Account> {
   // The hot tier refuses a suspended account's calls from the moment this answers (hot-entries.ts).
   const row = await changeEntries(
     deps.hot?.store ?? null,

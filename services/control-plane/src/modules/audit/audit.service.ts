@@ -33,6 +33,20 @@ export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: Aud
   });
 }
 
+/** Appends one row the service writes on its own, with no actor (a provider's word, such as a dispute). */
+export async function recordServiceAudit(db: Kysely<Database>, entry: AuditEntry): Promise<void> {
+  await insertAuditRow(db, {
+    actor_account_id: null,
+    actor_management_key_id: null,
+    action: entry.action,
+    target_type: entry.targetType ?? null,
+    target_id: entry.targetId ?? null,
+    detail: entry.detail ?? {},
+    ip: null,
+    user_agent: null,
+  });
+}
+
 export interface AuditQuery {
   actorAccountId?: string;
   targetId?: string;

@@ -5,6 +5,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import { lockOrder, type OrderWithPayment, readOwnOrder } from '../orders/orders.service.ts';
+import { reverseOrder } from '../orders/reversals.ts';
 import { closeUnpaid, type SettleSource, settleSucceeded } from '../orders/settlement.ts';
 import { createPaymentProviders, type PaymentCheck, type PaymentProvider } from './payment-provider.ts';
 import * as repository from './payments.repository.ts';
@@ -282,7 +283,21 @@ export async function receiveNotification(
   }
   let outcome = 'ignored';
   let orderId: string | null = null;
-  if (notification.check && notification.providerPaymentId) {
+  if (notification.reversal) {
+    const payment = notification.providerPaymentId
+      ? await repository.findPaymentByProviderId(deps.db, providerId, notification.providerPaymentId)
+      : undefined;
+    if (!payment) {
+      outcome = 'unknown_payment';
+      deps.logger.warn(
+        { provider: providerId, eventId: notification.eventId, type: notification.type },
+        'payment webhook for no known payment',
+      );
+    } else {
+      orderId = payment.order_id;
+      outcome = await reverseOrder(deps, payment.order_id, notification.reversal);
+    }
+  } else if (notification.check && notification.providerPaymentId) {
     const payment = await repository.findPaymentByProviderId(
       deps.db,
       providerId,

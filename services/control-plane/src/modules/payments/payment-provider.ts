@@ -41,6 +41,16 @@ export interface PaymentNotification {
   providerPaymentId: string | null;
   /** null: an event type that says nothing about a payment's outcome. */
   check: PaymentCheck | null;
+  /** Money of a paid order taken back at the provider: refunded there, or disputed by the payer. */
+  reversal?: PaymentReversal;
+}
+
+export interface PaymentReversal {
+  kind: 'refund' | 'partial_refund' | 'dispute_opened' | 'dispute_closed';
+  /** The provider's id of the refunded charge or of the dispute. */
+  reference: string;
+  /** Dispute outcome or reason, as the provider says it (for the admins' report). */
+  detail: string | null;
 }
 
 /**

@@ -10,9 +10,10 @@ const webhookRoute = createRoute({
   path: '/payments/stripe/webhook',
   summary: 'Stripe webhook (public; Stripe-Signature verified over the raw body)',
   description:
-    'checkout.session.* events settle the matching order exactly once. A bad signature or an event older ' +
+    'checkout.session.* events settle the matching order exactly once; charge.refunded and ' +
+    'charge.dispute.created take back its unused grant (a dispute also suspends the account), reported in the audit log. A bad signature or an event older ' +
     'than five minutes is refused (validation_failed) and logged; a replayed event id is acknowledged and ignored. ' +
-    'outcome says what the event changed (paid, already_paid, mismatch, failed, unchanged, pending, unknown_payment, ignored, duplicate).',
+    'outcome says what the event changed (paid, already_paid, refunded, disputed, reported, mismatch, failed, unchanged, pending, unknown_payment, ignored, duplicate).',
   request: {
     // No body schema on purpose: a validator would parse the JSON, and the signature needs the raw bytes.
     headers: z.object({ 'stripe-signature': z.string().optional() }),

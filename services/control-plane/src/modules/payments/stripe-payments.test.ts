@@ -309,3 +309,112 @@ describe('Stripe Checkout and promotion limits', () => {
     expect((await grantsOf(context, buyer.accountId)).grants).toHaveLength(1);
   });
 });
+
+describe('refunds and disputes made at Stripe', () => {
+  /** A customer with a paid Stripe order, 300 of its 1,000 tokens used. */
+  async function paidOrder() {
+    const { buyer, id, session } = await openCheckout();
+    const paid = fake.pay(session.id);
+    expect((await buyer.client.request('POST', `/orders/${id}/payment/verify`)).status).toBe(200);
+    await useTokens(buyer.accountId, id, 300n);
+    return { buyer, id, paid };
+  }
+  async function useTokens(accountId: string, orderId: string, tokens: bigint) {
+    await context.deps.db.transaction().execute(async (trx) => {
+      const { entitlement_id } = await trx
+        .selectFrom('orders')
+        .select('entitlement_id')
+        .where('id', '=', orderId)
+        .executeTakeFirstOrThrow();
+      await trx
+        .updateTable('entitlements')
+        .set((eb) => ({ remaining: eb('remaining', '-', tokens) }))
+        .where('id', '=', entitlement_id!)
+        .execute();
+      await trx
+        .insertInto('ledger_entries')
+        .values({
+          account_id: accountId,
+          entitlement_id,
+          kind: 'settle',
+          available_delta: -tokens,
+          amount: tokens,
+          cause: 'test usage',
+        })
+        .execute();
+    });
+  }
+  const adjustments = (accountId: string) =>
+    context.deps.db
+      .selectFrom('ledger_entries')
+      .select(['available_delta', 'cause'])
+      .where('account_id', '=', accountId)
+      .where('kind', '=', 'adjustment')
+      .execute();
+  const reported = async (orderId: string) =>
+    (await admin.client.request('GET', `/admin/audit?targetId=${orderId}`)).body.data.items.map(
+      (item: { action: string; actor: { accountId: string | null } }) => [item.action, item.actor.accountId],
+    );
+
+  it('a refund made in Stripe takes back the unused rest through the ledger and is reported', async () => {
+    const { buyer, id, paid } = await paidOrder();
+    const event = fake.chargeEventFor('charge.refunded', paid);
+    const delivered = await deliverWebhook(context, event);
+    expect(delivered.body.data.outcome).toBe('refunded');
+    const order = (await buyer.client.request('GET', `/orders/${id}`)).body.data;
+    expect(order).toMatchObject({
+      status: 'refunded',
+      refunded: { tokens: '700' },
+      payment: { status: 'refunded' },
+    });
+    expect((await buyer.client.request('GET', '/me/balance')).body.data.remaining.tokens).toBe('0');
+    expect((await adjustments(buyer.accountId)).map((row) => row.available_delta)).toEqual([-700n]);
+    expect(await reported(id)).toEqual([['order.refunded_at_provider', null]]);
+    // The same refund again (Stripe resends under another id): nothing more.
+    await deliverWebhook(context, fake.chargeEventFor('charge.refunded', paid));
+    expect(await adjustments(buyer.accountId)).toHaveLength(1);
+    await expectLedgerConsistent(context);
+  });
+
+  it('a partial refund in Stripe is reported and takes nothing back', async () => {
+    const { buyer, id, paid } = await paidOrder();
+    const delivered = await deliverWebhook(
+      context,
+      fake.chargeEventFor('charge.refunded', paid, { amountRefunded: 500 }),
+    );
+    expect(delivered.body.data.outcome).toBe('reported');
+    expect((await buyer.client.request('GET', `/orders/${id}`)).body.data.status).toBe('paid');
+    expect((await buyer.client.request('GET', '/me/balance')).body.data.remaining.tokens).toBe('700');
+    expect(await reported(id)).toEqual([['order.partially_refunded_at_provider', null]]);
+  });
+
+  it('a dispute holds the account, takes back the unused rest and is reported to admins', async () => {
+    const { buyer, id, paid } = await paidOrder();
+    const delivered = await deliverWebhook(context, fake.chargeEventFor('charge.dispute.created', paid));
+    expect(delivered.status).toBe(200);
+    expect(delivered.body.data.outcome).toBe('disputed');
+    const held = await buyer.client.request('GET', '/me/balance');
+    expect(held.status).toBe(403);
+    expect(held.body.code).toBe('account_suspended');
+    const order = (await admin.client.request('GET', `/admin/orders/${id}`)).body.data;
+    expect(order).toMatchObject({
+      status: 'refunded',
+      refunded: { tokens: '700' },
+      payment: { status: 'refunded', failureReason: 'disputed' },
+    });
+    expect((await adjustments(buyer.accountId)).map((row) => row.available_delta)).toEqual([-700n]);
+    const account = await admin.client.request('GET', `/admin/accounts/${buyer.accountId}`);
+    expect(account.body.data.status).toBe('suspended');
+    expect(await reported(id)).toEqual([['order.dispute_opened', null]]);
+    // Delivered twice: taken back once.
+    await deliverWebhook(context, fake.chargeEventFor('charge.dispute.created', paid));
+    expect(await adjustments(buyer.accountId)).toHaveLength(1);
+    // Closed: reported; the account stays held until an admin reinstates it.
+    const closed = await deliverWebhook(context, fake.chargeEventFor('charge.dispute.closed', paid));
+    expect(closed.body.data.outcome).toBe('reported');
+    expect((await admin.client.request('GET', `/admin/accounts/${buyer.accountId}`)).body.data.status).toBe(
+      'suspended',
+    );
+    await expectLedgerConsistent(context);
+  });
+});

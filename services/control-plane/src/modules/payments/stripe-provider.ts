@@ -1,5 +1,10 @@
 import Stripe from 'stripe';
-import type { PaymentCheck, PaymentProvider } from './payment-provider.ts';
+import type {
+  PaymentCheck,
+  PaymentNotification,
+  PaymentProvider,
+  PaymentReversal,
+} from './payment-provider.ts';
 
 export interface StripeSettings {
   secretKey: string | undefined;
@@ -7,6 +12,9 @@ export interface StripeSettings {
   /** Another API address (a local fake in tests); the official client takes host/port/protocol. */
   apiUrl: string | undefined;
 }
+
+/** Charge events that take a paid order's money back (or close a dispute about it). */
+const CHARGE_EVENTS = new Set(['charge.refunded', 'charge.dispute.created', 'charge.dispute.closed']);
 
 /** Signed events older than this are refused as replays (Stripe's own default tolerance). */
 const WEBHOOK_TOLERANCE_SECONDS = 300;
@@ -25,6 +33,43 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
         }
       : {}),
   });
+
+  /**
+   * A refund made in Stripe's dashboard or a dispute names the charge's payment intent; the
+   * Checkout Session (our payment) is found by it.
+   */
+  async function readChargeEvent(event: Stripe.Event): Promise<PaymentNotification> {
+    const object = event.data.object as Stripe.Charge | Stripe.Dispute;
+    const intent =
+      typeof object.payment_intent === 'string' ? object.payment_intent : (object.payment_intent?.id ?? null);
+    const session = intent
+      ? (await stripe.checkout.sessions.list({ payment_intent: intent, limit: 1 })).data[0]
+      : undefined;
+    let reversal: PaymentReversal;
+    if (event.type === 'charge.refunded') {
+      const charge = object as Stripe.Charge;
+      reversal = {
+        kind: charge.refunded ? 'refund' : 'partial_refund',
+        reference: charge.id,
+        detail: `${charge.amount_refunded} of ${charge.amount} ${charge.currency.toUpperCase()} refunded`,
+      };
+    } else {
+      const dispute = object as Stripe.Dispute;
+      reversal = {
+        kind: event.type === 'charge.dispute.created' ? 'dispute_opened' : 'dispute_closed',
+        reference: dispute.id,
+        detail: event.type === 'charge.dispute.created' ? dispute.reason : dispute.status,
+      };
+    }
+    return {
+      eventId: event.id,
+      type: event.type,
+      orderId: session?.client_reference_id ?? null,
+      providerPaymentId: session?.id ?? null,
+      check: null,
+      reversal,
+    };
+  }
 
   return {
     id: 'stripe',
@@ -86,6 +131,7 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
         settings.webhookSecret ?? '',
         WEBHOOK_TOLERANCE_SECONDS,
       );
+      if (CHARGE_EVENTS.has(event.type)) return readChargeEvent(event);
       if (!event.type.startsWith('checkout.session.')) {
         return { eventId: event.id, type: event.type, orderId: null, providerPaymentId: null, check: null };
       }

@@ -4,6 +4,7 @@ import { DirectiveError, type Directives, readDirectives } from './directives.ts
 import { anthropicProtocol } from './protocols/anthropic.ts';
 import { azureProtocolFor } from './protocols/azure-openai.ts';
 import { bedrockProtocolFor } from './protocols/bedrock.ts';
+import { geminiProtocolFor } from './protocols/gemini.ts';
 import { openAiChatProtocol } from './protocols/openai-chat.ts';
 import { openAiResponsesProtocol } from './protocols/openai-responses.ts';
 import type { Protocol } from './protocols/protocol.ts';
@@ -157,7 +158,10 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
     const rawBody = await readBody(request);
     const protocol =
       request.method === 'POST'
-        ? (PROTOCOLS[path] ?? azureProtocolFor(path) ?? bedrockProtocolFor(path))
+        ? (PROTOCOLS[path] ??
+          azureProtocolFor(path) ??
+          bedrockProtocolFor(path) ??
+          geminiProtocolFor(path, url))
         : undefined;
     let directives: Directives;
     let directiveError: string | undefined;

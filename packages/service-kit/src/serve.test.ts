@@ -105,8 +105,10 @@ describe('listen limits', () => {
       expect(sockets[0]!.destroyed).toBe(false);
       // One closes, and a new connection from the same address is served again.
       sockets[0]!.destroy();
-      // The server hears of the close on its side and announces nothing: give it that time.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The address's slot is freed as the server sees the close: wait until it holds one connection.
+      const connections = () =>
+        new Promise<number>((resolve) => running.server.getConnections((_error, count) => resolve(count)));
+      await expect.poll(connections).toBe(1);
       const answer = await new Promise<string>((resolve, reject) =>
         request(`${running.url}/`, { agent: false }, (response) => {
           response.resume();

@@ -123,8 +123,8 @@ describe('timing directives', () => {
     const pending = postJson(own.url, '/v1/messages', PROTOCOL_CASES[0].request('@mock(delay=20000)')).catch(
       (error: unknown) => error,
     );
-    // The mock announces no request it is holding: give this one time to reach its delay.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Recorded as it arrives, before its delay starts: from then on the mock is holding it.
+    await expect.poll(() => own.requests().length).toBe(1);
     const started = performance.now();
     await own.close();
     expect(performance.now() - started).toBeLessThan(1000);

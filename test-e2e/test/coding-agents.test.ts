@@ -157,11 +157,9 @@ describe('coding agents through the gateway', () => {
     }
   });
 
-  it('Codex (codex exec) completes a tool turn on an Anthropic-kind alias', {
-    timeout: 120_000,
-  }, async () => {
-    const tag = `codex-${Date.now()}`;
-    const { cwd, home } = await workspace('codex');
+  /** A Codex home whose config names the gateway as a custom Responses provider. */
+  async function codexWorkspace(name: string, options: { websockets: boolean }) {
+    const { cwd, home } = await workspace(name);
     const codexHome = path.join(home, '.codex');
     await mkdir(codexHome, { recursive: true });
     await writeFile(
@@ -177,10 +175,18 @@ describe('coding agents through the gateway', () => {
         `base_url = "${stack.gatewayUrl}/v1"`,
         'env_key = "TOLLGATE_API_KEY"',
         'wire_api = "responses"',
-        'supports_websockets = false',
+        ...(options.websockets ? ['supports_websockets = true'] : ['supports_websockets = false']),
         '',
       ].join('\n'),
     );
+    return { cwd, home, codexHome };
+  }
+
+  it('Codex (codex exec) completes a tool turn on an Anthropic-kind alias', {
+    timeout: 120_000,
+  }, async () => {
+    const tag = `codex-${Date.now()}`;
+    const { cwd, home, codexHome } = await codexWorkspace('codex', { websockets: false });
     const run = await runAgent(
       [
         CODEX,
@@ -199,9 +205,16 @@ describe('coding agents through the gateway', () => {
     expect(more).toEqual([]);
     expect([first?.path, second?.path]).toEqual(['/v1/messages', '/v1/messages']);
     expect(first?.body.model).toBe(UPSTREAM_MODELS.claude);
-    const call = second?.body.messages
-      .at(-2)
-      .content.find((block: { type: string }) => block.type === 'tool_use');
+    // Its reasoning effort became a thinking budget, and the thinking block the provider signed
+    // came back to it (sealed for Codex as encrypted_content) with its own signature.
+    expect(first?.body.thinking).toEqual({ type: 'enabled', budget_tokens: 4096 });
+    const assistant = second?.body.messages.at(-2).content;
+    expect(assistant[0]).toMatchObject({
+      type: 'thinking',
+      thinking: 'The mock considers the request.',
+      signature: expect.stringMatching(/^mocksig_/),
+    });
+    const call = assistant.find((block: { type: string }) => block.type === 'tool_use');
     expect(call.name).toBe('view_image');
     const answer = second?.body.messages.at(-1);
     expect(answer.role).toBe('user');
@@ -214,5 +227,23 @@ describe('coding agents through the gateway', () => {
       expect(row).toMatchObject({ alias: 'claude-any-e2e', surface: 'responses' });
       expectSettledInCredits(row, PRICES['claude-any-e2e'], { input: 700, output: 30 });
     }
+  });
+
+  it('Codex with WebSockets allowed falls back to HTTP at once', { timeout: 120_000 }, async () => {
+    const tag = `codex-ws-${Date.now()}`;
+    const { cwd, home, codexHome } = await codexWorkspace('codex-ws', { websockets: true });
+    const started = Date.now();
+    const run = await runAgent(
+      [CODEX, 'exec', '--skip-git-repo-check', `Hello. @mock(tag=${tag},input_tokens=50,output_tokens=5)`],
+      cwd,
+      { HOME: home, CODEX_HOME: codexHome, TOLLGATE_API_KEY: secret },
+    );
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toMatch(/^Hello from the mock upstream\./);
+    // One refused upgrade and straight to HTTP: no reconnection attempts.
+    expect(run.stderr).not.toMatch(/Reconnecting/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    const rows = await meter.finished(1);
+    expectSettledInCredits(rows[0]!, PRICES['claude-any-e2e'], { input: 50, output: 5 });
   });
 });

@@ -324,6 +324,19 @@ export const ERROR_CATALOG = {
     extension: true,
   },
 
+  // Extension: a WebSocket upgrade on /v1/responses (Codex tries one first). 426 tells the client
+  // to use plain HTTP at once, where 404 makes Codex retry before falling back.
+  websocket_not_supported: {
+    status: 426,
+    allowedStatuses: [426],
+    retryable: false,
+    type: 'invalid_request_error',
+    origin: 'gateway',
+    message:
+      'The gateway serves /v1/responses over HTTP only: send it as a POST, without a WebSocket upgrade.',
+    extension: true,
+  },
+
   // Client-classified: produced by our own clients, never sent by a server.
   network_unreachable: {
     status: null,

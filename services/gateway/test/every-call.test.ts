@@ -195,6 +195,40 @@ describe('routes', () => {
     t.expectNothingLeaked(messages.text + other.text);
   });
 
+  it('answers a WebSocket upgrade on /v1/responses with 426, so Codex uses HTTP at once', async () => {
+    const url = new URL(t.stack.gatewayUrl);
+    const reply = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const outgoing = request({
+        host: url.hostname,
+        port: url.port,
+        path: '/v1/responses',
+        headers: {
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        },
+        agent: false,
+      });
+      outgoing.on('response', (response) => {
+        let body = '';
+        response.on('data', (chunk) => {
+          body += chunk;
+        });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      });
+      outgoing.on('upgrade', () => reject(new Error('the gateway accepted a WebSocket')));
+      outgoing.on('error', reject);
+      outgoing.end();
+    });
+    expect(reply.status).toBe(426);
+    expect(JSON.parse(reply.body)).toMatchObject({
+      error: { type: 'invalid_request_error', code: 'websocket_not_supported' },
+    });
+    const plain = await t.get('/v1/responses', 'sk-none');
+    expect(plain.status).toBe(404);
+  });
+
   it('serves a request whose target is in absolute form, metered routes included', async () => {
     const key = await t.key({ credits: CREDITS });
     const url = new URL(t.stack.gatewayUrl);

@@ -60,6 +60,14 @@ export function createGatewayApp(deps: GatewayDependencies, options: { readiness
   app.get('/v1/models', run(deps, 'openai', listModels));
   app.get('/v1/key/status', run(deps, 'openai', keyStatus));
 
+  // Codex opens a WebSocket on /v1/responses first when its provider allows it: 426 makes it
+  // use HTTP at once (a 404 makes it retry first). Other GETs there are unknown routes.
+  app.get('/v1/responses', (c) => {
+    if (c.req.header('upgrade')?.toLowerCase() !== 'websocket') return c.notFound();
+    const rendered = renderOpenAIError(new AppError('websocket_not_supported'));
+    return c.json(rendered.body, 426);
+  });
+
   // In the body style of the surface the path belongs to: the messages style under /v1/messages.
   app.notFound((c) => {
     const rendered = isMessagesPath(c.req.path)

@@ -1,8 +1,9 @@
 /**
  * The buying, reseller and admin screens in Chromium against the real services: an admin creates
  * a promotion; a customer buys the example package with it through the development payment
- * provider and reads the receipt; the admin walks accounts, orders and operations; a reseller adds
- * a customer, grants it credit from its own balance, creates it a key and a management key.
+ * provider and reads the receipt; the admin walks accounts, orders and operations; a reseller invites
+ * a customer who accepts, grants it credit from its own balance, creates it a key and a management
+ * key; an invited person accepts from the emailed link and ends the reseller's access in the profile.
  * Every screen passes axe and the main ones are photographed for the README.
  */
 import { randomBytes } from 'node:crypto';
@@ -136,7 +137,7 @@ describe('the admin area', () => {
 });
 
 describe('the reseller area', () => {
-  it('adds a customer, grants it credit, creates it a key and a management key', async () => {
+  it('invites a customer who accepts, grants it credit, creates it a key and a management key', async () => {
     const reseller = await person('reseller', 'reseller');
     await stack.admin('grant-credit', reseller.email, '10000');
     const { page } = reseller;
@@ -183,5 +184,34 @@ describe('the reseller area', () => {
     await page.getByRole('button', { name: 'Revoke billing system' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();
     await page.getByTestId('management-keys').getByText('revoked', { exact: true }).waitFor();
+  });
+
+  it('a person accepts an invitation from its link, sees the provider in the profile and ends its access', async () => {
+    const reseller = await person('provider', 'reseller');
+    const invitee = await person('invitee');
+    await reseller.page.getByRole('navigation').getByRole('link', { name: 'Customers' }).click();
+    await reseller.page.getByLabel('Email').fill(invitee.email);
+    await reseller.page.getByRole('button', { name: 'Invite' }).click();
+    await reseller.page.getByText(`${invitee.email} was invited by email`).waitFor();
+    const { rows } = await stack.db.query<{ body_text: string }>(
+      `select body_text from outbox_emails where recipient = $1 and kind = 'reseller_invitation'
+       order by created_at desc limit 1`,
+      [invitee.email],
+    );
+    const token = /token: ([0-9a-f]{64})/.exec(rows[0]?.body_text ?? '')?.[1] ?? '';
+    expect(token).toHaveLength(64);
+
+    const { page } = invitee;
+    await page.goto(`${base}/accept-invitation#token=${token}`);
+    await page.getByRole('heading', { name: 'Accept an invitation' }).waitFor();
+    await expectAccessible(page, 'accept invitation');
+    await page.getByRole('button', { name: 'Accept invitation' }).click();
+    await page.getByText('Invitation accepted').waitFor();
+    await page.goto(`${base}/profile`);
+    await page.getByTestId('provider').getByText(reseller.email).waitFor();
+    await page.getByRole('button', { name: "End this provider's access" }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'End access' }).click();
+    await page.getByText('No provider manages this account.').waitFor();
+    await expectAccessible(page, 'profile');
   });
 });

@@ -457,3 +457,29 @@ describe.each(CASES.map((entry) => [label(entry), entry] as const))('%s', (_, { 
     else expect(body.reasoning).toMatchObject({ effort: 'low' });
   });
 });
+
+describe('discovery and counting on any alias', () => {
+  it("lists every alias with its protocols, in Anthropic's shape for the Anthropic client", async () => {
+    const anthropicModels: Array<Record<string, unknown>> = [];
+    for await (const model of anthropic.models.list()) anthropicModels.push(model as never);
+    const gpt = anthropicModels.find((model) => model.id === 'gpt-any-e2e');
+    expect(gpt).toMatchObject({ type: 'model', display_name: expect.any(String) });
+    expect(gpt?.protocols).toEqual(expect.arrayContaining(['messages', 'chat_completions', 'responses']));
+
+    const openaiModels: Array<Record<string, unknown>> = [];
+    for await (const model of openai.models.list()) openaiModels.push(model as never);
+    const claude = openaiModels.find((model) => model.id === 'claude-any-e2e');
+    expect(claude).toMatchObject({ object: 'model' });
+    expect(claude?.protocols).toEqual(expect.arrayContaining(['messages', 'chat_completions', 'responses']));
+    await meter.expectUntouched();
+  });
+
+  it.each(ALIASES)('counts tokens on %s with the Anthropic client, at no charge', async (alias) => {
+    const counted = await anthropic.messages.countTokens({
+      model: alias,
+      messages: [{ role: 'user', content: 'How many tokens is this?' }],
+    });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+    await meter.expectUntouched();
+  });
+});

@@ -1,6 +1,7 @@
 import type { AppError } from '@tollgate/errors';
 import type { Logger } from '@tollgate/service-kit';
 import type { GatewayMetrics } from '../metrics/metrics.ts';
+import { CREDENTIAL_REFUSED } from '../upstream/upstream-status.ts';
 
 /** The transport error codes worth telling apart when a provider cannot be reached. */
 const TRANSPORT_REASONS: Array<[RegExp, string]> = [
@@ -28,6 +29,8 @@ function causeCode(error: unknown): string | null {
 
 /** Why a provider call failed, in words an operator can act on; never sent to the client. */
 function upstreamFailureReason(error: AppError, upstreamStatus?: number): string {
+  // A provider that refuses its key with another status (Gemini's 400 API_KEY_INVALID) says so.
+  if (causeCode(error.cause) === CREDENTIAL_REFUSED) return 'credential_refused';
   if (upstreamStatus !== undefined && upstreamStatus >= 300) {
     if (upstreamStatus === 401 || upstreamStatus === 403 || upstreamStatus === 407)
       return 'credential_refused';

@@ -22,6 +22,9 @@ export function classifyUpstreamStatus(status: number): AppError | null {
   return new AppError('upstream_unavailable');
 }
 
+/** The cause code of a refusal of our credential under another status (failure-log.ts reads it). */
+export const CREDENTIAL_REFUSED = 'credential_refused';
+
 /** How much of an error body is read to recognise the refusal; the rest is dropped unread. */
 const MAX_ERROR_BODY_BYTES = 16 * 1024;
 
@@ -110,8 +113,12 @@ export async function checkUpstreamResponse(input: {
   if (classified === null && (!input.stream || isEventStream(response, streamType))) return { ok: true };
   if (classified?.code === 'upstream_rejected') {
     const body = await readErrorBody(response);
-    if (input.adapter?.isCredentialRefusal?.(response.status, body) === true)
-      return { ok: false, error: new AppError('upstream_unavailable'), settle: 'release' };
+    if (input.adapter?.isCredentialRefusal?.(response.status, body) === true) {
+      const cause = Object.assign(new Error('the provider refused its credential'), {
+        code: CREDENTIAL_REFUSED,
+      });
+      return { ok: false, error: new AppError('upstream_unavailable', { cause }), settle: 'release' };
+    }
     const message = refusalMessage(
       refusalOf(response.status, body),
       input.names.alias,

@@ -1,4 +1,3 @@
-import type { KyselyPlugin } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createClient,
@@ -8,7 +7,7 @@ import {
   uniqueEmail,
 } from '../../../test/client.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
-import type { Mailer } from '../mail/mail.service.ts';
+import { recordWork } from '../../../test/work-recorder.ts';
 import { requestPasswordReset } from './password-reset.service.ts';
 
 let context: TestContext;
@@ -47,18 +46,6 @@ async function resetTokenFor(email: string): Promise<string> {
   const match = /\b([0-9a-f]{64})\b/.exec(await latestEmailText(context, email, 'password_reset'));
   if (!match?.[1]) throw new Error('no token in email');
   return match[1];
-}
-
-/** The tables a query names, to compare two runs' statements without their parameters. */
-function tablesOf(node: unknown, found: string[] = []): string[] {
-  if (Array.isArray(node)) for (const item of node) tablesOf(item, found);
-  else if (node && typeof node === 'object') {
-    const record = node as { kind?: string; table?: { identifier?: { name?: string } } };
-    if (record.kind === 'TableNode' && record.table?.identifier?.name)
-      found.push(record.table.identifier.name);
-    for (const value of Object.values(node)) tablesOf(value, found);
-  }
-  return found;
 }
 
 async function expectSessionExpired(client: TestClient) {
@@ -106,30 +93,17 @@ describe('password reset', () => {
 
   it('does the same work for an address with an account as for one without', async () => {
     // The time an answer takes must not tell the two apart; rather than timing them (which
-    // flakes), every statement sent to the database and every email handed to the mailer is
-    // recorded, and the two lists must be the same.
+    // flakes), the work each does is recorded and must be the same.
     const { email } = await twoBrowsers('same-work');
     const work = async (address: string) => {
-      const statements: string[] = [];
-      const recorder: KyselyPlugin = {
-        transformQuery({ node }) {
-          statements.push(`${node.kind} ${JSON.stringify(tablesOf(node))}`);
-          return node;
-        },
-        async transformResult({ result }) {
-          return result;
-        },
-      };
-      const mails: string[] = [];
-      const mailer: Mailer = {
-        async send(mail) {
-          mails.push(mail.to === address ? 'to the address' : 'elsewhere');
-        },
-        async drain() {},
-      };
-      const deps = { ...context.deps, db: context.deps.db.withPlugin(recorder) };
-      await requestPasswordReset(deps, mailer, { email: address }, '192.0.2.77');
-      return { statements, mails };
+      const recorded = recordWork(context.deps.db, address);
+      await requestPasswordReset(
+        { ...context.deps, db: recorded.db },
+        recorded.mailer,
+        { email: address },
+        '192.0.2.77',
+      );
+      return recorded.work;
     };
     const known = await work(email);
     const unknownEmail = uniqueEmail('same-work-unknown');

@@ -208,9 +208,35 @@ export async function acceptInvitation(
         detail: { resellerId: reseller.id, created: !existing },
       },
     );
-    return { account, created: !existing };
+    return { account, created: !existing, previousResellerId: existing?.resellerId ?? null };
   });
-  return outcome;
+  // Moving to another reseller ends the previous one's access as ending the link would.
+  const { previousResellerId, ...accepted } = outcome;
+  if (previousResellerId && previousResellerId !== accepted.account.resellerId) {
+    await revokeKeysMadeBy(deps, previousResellerId, accepted.account.id);
+  }
+  return accepted;
+}
+
+/**
+ * Revokes the keys a reseller made for an account it no longer manages: it holds their secrets,
+ * and they spend the account's balance. The audit log is where a key's maker is recorded.
+ */
+async function revokeKeysMadeBy(deps: Dependencies, resellerId: string, accountId: string): Promise<number> {
+  const made = await deps.db
+    .selectFrom('audit_log')
+    .select('target_id')
+    .where('action', '=', 'reseller.api_key.create')
+    .where('actor_account_id', '=', resellerId)
+    .where(sql<boolean>`detail->>'customerId' = ${accountId}`)
+    .execute();
+  let revoked = 0;
+  for (const { target_id: keyId } of made) {
+    if (!keyId) continue;
+    const key = await changeKeyStatus(deps, accountId, keyId, 'revoked').catch(() => null);
+    if (key) revoked += 1;
+  }
+  return revoked;
 }
 
 export interface ResellerOfAccount {
@@ -239,19 +265,7 @@ export async function endOwnReseller(deps: Dependencies, actor: Actor): Promise<
   const resellerId = account?.resellerId;
   if (!resellerId) return { revokedKeys: 0 };
   await setResellerLink(deps, actor.accountId, null);
-  const made = await deps.db
-    .selectFrom('audit_log')
-    .select('target_id')
-    .where('action', '=', 'reseller.api_key.create')
-    .where('actor_account_id', '=', resellerId)
-    .where(sql<boolean>`detail->>'customerId' = ${actor.accountId}`)
-    .execute();
-  let revokedKeys = 0;
-  for (const { target_id: keyId } of made) {
-    if (!keyId) continue;
-    const key = await changeKeyStatus(deps, actor.accountId, keyId, 'revoked').catch(() => null);
-    if (key) revokedKeys += 1;
-  }
+  const revokedKeys = await revokeKeysMadeBy(deps, resellerId, actor.accountId);
   await recordAudit(deps.db, actor, {
     action: 'account.reseller.end',
     targetType: 'account',

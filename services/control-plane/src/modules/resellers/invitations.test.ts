@@ -11,6 +11,8 @@ import {
   member,
   seedCatalog,
 } from '../../../test/resellers.ts';
+import { recordWork } from '../../../test/work-recorder.ts';
+import { inviteCustomer } from './invitations.service.ts';
 
 let context: TestContext;
 let admin: Member;
@@ -115,6 +117,17 @@ describe('a reseller invites, the person accepts', () => {
       }),
     ];
     const shapes = answers.map(shapeOf);
+    // The same work either way too, so the time taken tells nothing either.
+    const work = async (address: string) => {
+      const recorded = recordWork(context.deps.db, address);
+      const actor = { accountId: reseller.id, ip: '192.0.2.9', userAgent: null };
+      await inviteCustomer({ ...context.deps, db: recorded.db }, recorded.mailer, actor, { email: address });
+      return recorded.work;
+    };
+    const known = await work(registered.email);
+    expect(known.mails).toEqual(['to the address']);
+    expect(known.statements).toContain('InsertQueryNode ["reseller_invitations"]');
+    expect(await work(uniqueEmail('unregistered-3'))).toEqual(known);
     for (const shape of shapes) expect(shape).toEqual(shapes[0]);
     expect(shapes[0]?.status).toBe(201);
     // And nothing was linked.
@@ -168,6 +181,25 @@ describe('an existing account accepts, sees its reseller and ends the link', () 
     // The credit granted stays the customer's.
     const balance = await person.request('GET', '/me/balance');
     expect(balance.body.data.remaining.credits).toBe('100');
+  });
+
+  it('moving to another reseller ends the first one’s access and revokes the keys it made', async () => {
+    const first = await fundedReseller('first');
+    const second = await fundedReseller('second');
+    const person = await member(context, 'moving');
+    await first.request('POST', '/reseller/customers', { body: { email: person.email } });
+    expect((await acceptInvitation(context, person.email, null)).status).toBe(200);
+    const made = await first.request('POST', `/reseller/customers/${person.id}/api-keys`, {
+      body: { name: 'from the first' },
+    });
+    expect(made.status).toBe(201);
+
+    await second.request('POST', '/reseller/customers', { body: { email: person.email } });
+    expect((await acceptInvitation(context, person.email, null)).status).toBe(200);
+    expect(await customerIds(first)).toEqual([]);
+    expect(await customerIds(second)).toEqual([person.id]);
+    const keys = await person.request('GET', '/me/api-keys');
+    expect(keys.body.data.map((key: { state: string }) => key.state)).toEqual(['revoked']);
   });
 
   it('refuses an admin account and a token of an address that has been invited again', async () => {

@@ -20,20 +20,9 @@
  * design that keeps this gateway; its calls are not recorded, so the ledger line shows only the
  * few reservations the stand-in forwarded.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import {
-  ROOT,
-  removeRedisNamespace,
-  run,
-  type Service,
-  startService,
-  waitHealthy,
-} from '@tollgate/test-harness';
-import pg from 'pg';
+import { ROOT } from '@tollgate/test-harness';
 import { type CpuGroups, cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
 import {
   format,
@@ -44,7 +33,8 @@ import {
   type Target,
   type Ttfb,
 } from './src/report.ts';
-import { scriptChildren, startScript, waitListening } from './src/scripts.ts';
+import { startScript, waitListening } from './src/scripts.ts';
+import { type BenchStack, PORTS, parseEnvChanges, startBenchStack } from './src/stack.ts';
 import { measureTimeToFirstByte } from './src/ttfb.ts';
 import { requireWrk, runWrk } from './src/wrk.ts';
 
@@ -60,130 +50,28 @@ const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gatewa
 const profileDir = process.env.BENCH_PROFILE_DIR;
 /** Billing answered at once by a stand-in: what the gateway costs when billing costs nothing. */
 const instantBilling = process.env.BENCH_INSTANT_BILLING === '1';
-const PORTS = {
-  gateway: 18180,
-  controlPlane: 18181,
-  internal: 18182,
-  mock: 18190,
-  floor: 18191,
-  portkey: 18192,
-  instantBilling: 18193,
-};
 const portkeyEntry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
 
-const work = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
-const databaseName = `tollgate_bench_${randomBytes(4).toString('hex')}`;
-const redisPrefix = `tollgate-bench:${randomBytes(4).toString('hex')}:`;
-const services: Service[] = [];
-
-async function withAdmin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
-
-function databaseUrl(): string {
-  const url = new URL(adminUrl);
-  url.pathname = `/${databaseName}`;
-  return url.toString();
-}
-
-async function startStack(): Promise<{ env: Record<string, string>; key: string }> {
-  await withAdmin((client) => client.query(`create database "${databaseName}"`));
-  const env: Record<string, string> = {
-    INTERNAL_TOKEN_SECRET: randomBytes(32).toString('hex'),
-    KEY_PEPPER: randomBytes(32).toString('hex'),
-    KEY_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    DATABASE_URL: databaseUrl(),
-    REDIS_URL: redisUrl,
-    REDIS_KEY_PREFIX: redisPrefix,
-    CATALOG_FILE: path.join(ROOT, 'deploy/catalog.example.yaml'),
-    MOCK_UPSTREAM_URL: `http://127.0.0.1:${PORTS.mock}`,
-    MOCK_UPSTREAM_PORT: String(PORTS.mock),
-    CONTROL_PLANE_PORT: String(PORTS.controlPlane),
-    CONTROL_PLANE_HOST: '127.0.0.1',
-    CONTROL_PLANE_INTERNAL_PORT: String(PORTS.internal),
-    CONTROL_PLANE_INTERNAL_URL: `http://127.0.0.1:${PORTS.internal}`,
-    GATEWAY_PORT: String(PORTS.gateway),
-    GATEWAY_HOST: '127.0.0.1',
-    // Access logs at 5,000 lines/s would measure the terminal; errors and warnings still print.
-    LOG_LEVEL: 'warn',
-    ...(profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` } : {}),
-  };
-  services.push(startService('mock-upstream', 'services/mock-upstream', env, work));
-  services.push(startService('control-plane', 'services/control-plane', env, work));
-  await waitHealthy(`http://127.0.0.1:${PORTS.mock}/health`);
-  await waitHealthy(`http://127.0.0.1:${PORTS.controlPlane}/api/v1/health`);
-  if (instantBilling) {
-    // The decomposition run: the gateway's billing calls answered at once (bench/src/instant-billing.ts).
-    startScript(work, 'instant-billing', path.join(ROOT, 'bench'), [
-      'src/instant-billing.ts',
-      String(PORTS.instantBilling),
-      env.CONTROL_PLANE_INTERNAL_URL as string,
-    ]);
-    await waitListening(PORTS.instantBilling);
-  }
-  const gatewayOverrides: Record<string, string> = instantBilling
-    ? { CONTROL_PLANE_INTERNAL_URL: `http://127.0.0.1:${PORTS.instantBilling}` }
-    : {};
-  services.push(
-    startService('gateway', 'services/gateway', { ...gatewayEnv(env), ...gatewayOverrides }, work),
-  );
-  await waitHealthy(`http://127.0.0.1:${PORTS.gateway}/health`);
-
-  const admin = (...args: string[]) =>
-    run(process.execPath, ['bin/tollgate-admin.ts', ...args], {
-      cwd: path.join(ROOT, 'services/control-plane'),
-      env,
-    });
-  await admin('create-account', 'bench@example.test', '--password', 'benchmark password');
-  await admin('grant-credit', 'bench@example.test', '1000000000000000');
-  const created = JSON.parse(
-    await admin(
-      'create-key',
-      'bench@example.test',
-      '--name',
-      'bench',
-      '--requests-per-minute',
-      '100000000',
-      '--concurrency',
-      '10000',
-    ),
-  ) as { secret: string };
+async function startStack(): Promise<BenchStack> {
+  const stack = await startBenchStack({
+    adminUrl,
+    redisUrl,
+    profileDir,
+    instantBilling,
+    gatewayEnv: parseEnvChanges(process.env.BENCH_GATEWAY_ENV),
+  });
   // One call before measuring: a refusal here would make every number below meaningless.
   const probe = await fetch(`http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${created.secret}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${stack.key}` },
     body: chatBody(false),
   });
-  if (probe.status !== 200)
-    throw new Error(`the gateway refused the probe: ${probe.status} ${await probe.text()}`);
-  return { env, key: created.secret };
-}
-
-/** The gateway's environment with BENCH_GATEWAY_ENV's overrides ("K=V,K2=", an empty value unsets). */
-function gatewayEnv(env: Record<string, string>): Record<string, string> {
-  const result = { ...env };
-  for (const pair of (process.env.BENCH_GATEWAY_ENV ?? '').split(',').filter(Boolean)) {
-    const [name = '', ...value] = pair.split('=');
-    if (value.join('=') === '') delete result[name];
-    else result[name] = value.join('=');
+  if (probe.status !== 200) {
+    const text = await probe.text();
+    await stack.stop();
+    throw new Error(`the gateway refused the probe: ${probe.status} ${text}`);
   }
-  return result;
-}
-
-async function stopStack(): Promise<void> {
-  for (const child of scriptChildren) child.kill('SIGTERM');
-  for (const service of services.reverse()) await service.stop().catch(() => {});
-  await withAdmin((client) => client.query(`drop database if exists "${databaseName}" with (force)`)).catch(
-    () => {},
-  );
-  await removeRedisNamespace(redisUrl, redisPrefix);
-  rmSync(work, { recursive: true, force: true });
+  return stack;
 }
 
 /** `claude-mock` is Messages-kind: the gateway translates the call both ways (the `translated` row). */
@@ -206,7 +94,16 @@ const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway', 'translated'] as Ta
 async function main(): Promise<void> {
   requireWrk();
   const started = Date.now();
-  const { env, key } = await startStack();
+  const stack = await startStack();
+  try {
+    await measure(stack, started);
+  } finally {
+    await stack.stop();
+  }
+}
+
+async function measure(stack: BenchStack, started: number): Promise<void> {
+  const { key, work } = stack;
   const floor = startScript(work, 'floor', path.join(ROOT, 'bench'), [
     'src/floor-proxy.ts',
     String(PORTS.floor),
@@ -222,7 +119,7 @@ async function main(): Promise<void> {
   );
   await waitListening(PORTS.floor);
   await waitListening(PORTS.portkey);
-  const pidOf = (name: string) => services.find((service) => service.name === name)!.child.pid!;
+  const pidOf = stack.pidOf;
   const groups: CpuGroups = {
     gateway: () => [pidOf('gateway')],
     controlPlane: () => [pidOf('control-plane')],
@@ -312,24 +209,7 @@ async function main(): Promise<void> {
   }
   // Every metered call must have been settled exactly: the ledger check runs on the bench database.
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const ledger = JSON.parse(
-    await run(process.execPath, ['bin/tollgate-admin.ts', 'verify-ledger'], {
-      cwd: path.join(ROOT, 'services/control-plane'),
-      env,
-    }),
-  ) as { consistent: boolean; problems: string[] };
-  const counts = await withAdmin(async () => {
-    const client = new pg.Client({ connectionString: databaseUrl() });
-    await client.connect();
-    try {
-      const result = await client.query<{ status: string; count: string }>(
-        'select status, count(*)::text as count from reservations group by status order by status',
-      );
-      return result.rows.map((row) => `${row.status} ${row.count}`).join(', ');
-    } finally {
-      await client.end();
-    }
-  });
+  const { counts, ...ledger } = await stack.verifyLedger();
   console.log(
     [
       '',
@@ -349,8 +229,4 @@ async function main(): Promise<void> {
   );
 }
 
-try {
-  await main();
-} finally {
-  await stopStack();
-}
+await main();

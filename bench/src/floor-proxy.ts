@@ -2,13 +2,17 @@
  * The floor of the benchmark: a minimal Node proxy (node:http in, undici out, keep-alive pool),
  * no authentication, no limits, no metering. Whatever the gateway costs above this is the price of
  * metering; what this costs above direct is the price of a Node hop.
- * Usage: node bench/src/floor-proxy.ts <listen port> <upstream origin>
+ * Usage: node bench/src/floor-proxy.ts <listen port> <upstream origin> [upstream connections]
  */
 import { createServer } from 'node:http';
 import { Pool } from 'undici';
 
 const port = Number(process.argv[2]);
-const upstream = new Pool(process.argv[3] ?? 'http://127.0.0.1:18190', { connections: 128, pipelining: 1 });
+// Long-stream runs hold thousands of calls open at once: as many upstream connections as asked.
+const upstream = new Pool(process.argv[3] ?? 'http://127.0.0.1:18190', {
+  connections: Number(process.argv[4] ?? 128),
+  pipelining: 1,
+});
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host', 'content-length']);
 

@@ -13,9 +13,10 @@ export function startScript(
   cwd: string,
   args: string[],
   extraEnv: Record<string, string> = {},
+  node = process.execPath,
 ): ChildProcess {
   const log = openSync(path.join(logDir, `${name}.log`), 'a');
-  const child = spawn(process.execPath, args, {
+  const child = spawn(node, args, {
     cwd,
     env: { ...process.env, ...extraEnv },
     stdio: ['ignore', log, log],

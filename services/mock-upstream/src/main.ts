@@ -1,4 +1,4 @@
-import { ConfigError, createLogger, listen, onShutdown } from '@tollgate/service-kit';
+import { ConfigError, createLogger, DEFAULT_SERVER_LIMITS, listen, onShutdown } from '@tollgate/service-kit';
 import { loadConfig } from './config.ts';
 import { createMockUpstream } from './server.ts';
 
@@ -6,7 +6,11 @@ try {
   const config = loadConfig();
   const logger = createLogger({ name: 'mock-upstream', level: config.logLevel });
   const server = createMockUpstream({ expectedApiKey: config.expectedApiKey });
-  const running = await listen(server, config.port, config.host);
+  // A provider stand-in: every gateway of a test or benchmark calls it from one address, uncapped.
+  const running = await listen(server, config.port, config.host, {
+    ...DEFAULT_SERVER_LIMITS,
+    maxConnectionsPerAddress: 0,
+  });
   logger.info(
     { url: running.url, checksApiKey: config.expectedApiKey !== undefined },
     'mock upstream listening',

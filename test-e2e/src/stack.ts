@@ -30,6 +30,18 @@ import { inject } from 'vitest';
 
 /** The provider key the mock requires and the gateway sends. */
 export const PROVIDER_KEY = 'e2e-provider-credential-5c1f0a9e';
+/** The AWS key pair the gateway signs Bedrock calls with: the mock's key is the secret. */
+export const AWS_KEY_PAIR = JSON.stringify({
+  accessKeyId: 'AKIDE2ETOLLGATE',
+  secretAccessKey: PROVIDER_KEY,
+  region: 'us-east-1',
+});
+/** A key pair with another secret: every signature it makes is refused. */
+const WRONG_AWS_KEY_PAIR = JSON.stringify({
+  accessKeyId: 'AKIDE2ETOLLGATE',
+  secretAccessKey: 'not-the-provider-secret',
+  region: 'us-east-1',
+});
 
 /** Per-token credit prices of the priced aliases, as written in the catalogue below. */
 export const PRICES = {
@@ -37,10 +49,19 @@ export const PRICES = {
   'gpt-e2e': { input: 2n, output: 8n },
   'claude-any-e2e': { input: 3n, output: 15n },
   'gpt-any-e2e': { input: 2n, output: 8n },
+  'gpt-azure-any-e2e': { input: 2n, output: 8n },
+  'claude-bedrock-any-e2e': { input: 3n, output: 15n },
+  'claude-bedrock-badsig-e2e': { input: 3n, output: 15n },
 } as const;
 
 /** Upstream model ids: the client must only ever see the aliases. */
-export const UPSTREAM_MODELS = { claude: 'upstream-claude-e2e-7', gpt: 'upstream-gpt-e2e-3' } as const;
+export const UPSTREAM_MODELS = {
+  claude: 'upstream-claude-e2e-7',
+  gpt: 'upstream-gpt-e2e-3',
+  /** An Azure deployment name and a Bedrock model id (the URL carries them). */
+  azure: 'upstream-gpt-deployment-e2e',
+  bedrock: 'anthropic.upstream-claude-e2e-v1:0',
+} as const;
 
 /**
  * One alias of each provider kind declaring all four protocols: any surface is translated. The
@@ -52,7 +73,22 @@ const ANY_PROTOCOL_ALIASES = `
       default_max_output_tokens: 8192, max_output_tokens: 32000 }
   - { alias: gpt-any-e2e, provider: mock-openai, upstream_model: ${UPSTREAM_MODELS.gpt},
       protocols: [messages, count_tokens, chat_completions, responses], price: { input: 2, output: 8 },
-      default_max_output_tokens: 256, max_output_tokens: 32000 }`;
+      default_max_output_tokens: 256, max_output_tokens: 32000 }
+  - { alias: gpt-azure-any-e2e, provider: mock-azure, upstream_model: ${UPSTREAM_MODELS.azure},
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 2, output: 8 },
+      default_max_output_tokens: 256, max_output_tokens: 32000 }
+  - { alias: claude-bedrock-any-e2e, provider: mock-bedrock, upstream_model: "${UPSTREAM_MODELS.bedrock}",
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 3, output: 15 },
+      default_max_output_tokens: 8192, max_output_tokens: 32000 }
+  - { alias: claude-bedrock-badsig-e2e, provider: mock-bedrock-badsig, upstream_model: "${UPSTREAM_MODELS.bedrock}",
+      protocols: [messages, chat_completions, responses], price: { input: 3, output: 15 },
+      default_max_output_tokens: 256, max_output_tokens: 4096 }`;
+
+/** The Azure and Bedrock providers of ANY_PROTOCOL_ALIASES, on the mock's wire formats. */
+const ANY_PROTOCOL_PROVIDERS = (mockUrl: string) => `
+  - { id: mock-azure, kind: azure-openai, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
+  - { id: mock-bedrock, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_AWS }
+  - { id: mock-bedrock-badsig, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_AWS }`;
 
 /**
  * Both provider kinds, pointed at the mock. `gpt-tokens-e2e` has no price: only the package's
@@ -62,7 +98,9 @@ function catalogue(mockUrl: string, anyProtocol = false): string {
   return `
 providers:
   - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
-  - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: TOLLGATE_PROVIDER_MOCK_KEY }
+  - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: TOLLGATE_PROVIDER_MOCK_KEY }${
+    anyProtocol ? ANY_PROTOCOL_PROVIDERS(mockUrl) : ''
+  }
 aliases:
   - { alias: claude-e2e, provider: mock-anthropic, upstream_model: ${UPSTREAM_MODELS.claude},
       protocols: [messages, count_tokens], price: { input: 3, output: 15 },
@@ -199,6 +237,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     GATEWAY_PORT: String(port),
     CONTROL_PLANE_INTERNAL_URL: internalUrl,
     TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
+    TOLLGATE_PROVIDER_MOCK_AWS: AWS_KEY_PAIR,
+    TOLLGATE_PROVIDER_WRONG_AWS: WRONG_AWS_KEY_PAIR,
     // Long rate windows: no test straddles a window boundary.
     LIMIT_WINDOW_SECONDS: '3600',
     // Settlements a gateway keeps across restarts stay with this stack, like its Redis prefix.
@@ -424,6 +464,8 @@ async function startContainerStack(
         GATEWAY_PORT: String(PORTS.gateway),
         CONTROL_PLANE_INTERNAL_URL: `http://${alias.controlPlane}:${PORTS.internal}`,
         TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
+        TOLLGATE_PROVIDER_MOCK_AWS: AWS_KEY_PAIR,
+        TOLLGATE_PROVIDER_WRONG_AWS: WRONG_AWS_KEY_PAIR,
         LIMIT_WINDOW_SECONDS: '3600',
         SECRETS_FILE: '',
       },

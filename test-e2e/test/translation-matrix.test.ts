@@ -6,10 +6,18 @@
  * calls, reasoning, stop), what reached the provider, and that the usage the client was told
  * equals what the ledger charged, which is the upstream's own figure.
  */
-import type Anthropic from '@anthropic-ai/sdk';
-import type OpenAI from 'openai';
+
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { anthropicClient, mockRequests, openaiClient } from '../src/clients.ts';
+import {
+  anthropicClient,
+  expectAnthropicError,
+  expectOpenAIError,
+  mockRequests,
+  openaiClient,
+  rejection,
+} from '../src/clients.ts';
 import { signUpCustomer } from '../src/customer.ts';
 import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
 import { type E2EStack, PRICES, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
@@ -43,8 +51,10 @@ const THINKING_TEXT = 'The mock considers the request.';
 const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
-type Alias = 'claude-any-e2e' | 'gpt-any-e2e';
-const ALIASES: Alias[] = ['claude-any-e2e', 'gpt-any-e2e'];
+type Alias = 'claude-any-e2e' | 'gpt-any-e2e' | 'gpt-azure-any-e2e' | 'claude-bedrock-any-e2e';
+const ALIASES: Alias[] = ['claude-any-e2e', 'gpt-any-e2e', 'gpt-azure-any-e2e', 'claude-bedrock-any-e2e'];
+/** Aliases whose provider speaks Anthropic's messages (its input figure leaves cache reads out). */
+const MESSAGES_KIND = new Set<Alias>(['claude-any-e2e', 'claude-bedrock-any-e2e']);
 
 /** One request, in neutral words; each surface writes it in its own protocol. */
 interface Ask {
@@ -340,11 +350,11 @@ const CASES = SURFACES.flatMap((surface) =>
 );
 
 /**
- * Where the upstream's input figure comes from: an Anthropic provider reports input without its
- * cache reads, an OpenAI one with them. The ledger charges the total either way.
+ * Where the upstream's input figure comes from: an Anthropic (or Bedrock) provider reports input
+ * without its cache reads, an OpenAI (or Azure) one with them. The ledger charges the total either way.
  */
 function billedInput(alias: Alias, input: number, cacheRead: number): number {
-  return alias === 'claude-any-e2e' ? input + cacheRead : input;
+  return MESSAGES_KIND.has(alias) ? input + cacheRead : input;
 }
 
 /** The one reservation of the last call: its alias, surface and the charge at its usage. */
@@ -360,16 +370,33 @@ async function expectCharged(
   expectSettledInCredits(row!, PRICES[alias], usage);
 }
 
-/** The provider's kind decides which protocol the mock was spoken to in. */
+/**
+ * The provider's kind decides which protocol the mock was spoken to in, and where the model is:
+ * Bedrock's and Azure's chat URLs carry it (Azure's Responses take the deployment as `model`).
+ */
+const UPSTREAM: Record<Alias, { paths: string[]; model?: string }> = {
+  'claude-any-e2e': { paths: ['/v1/messages'], model: UPSTREAM_MODELS.claude },
+  'gpt-any-e2e': { paths: ['/v1/chat/completions', '/v1/responses'], model: UPSTREAM_MODELS.gpt },
+  'gpt-azure-any-e2e': {
+    paths: [`/openai/deployments/${UPSTREAM_MODELS.azure}/chat/completions`, '/openai/responses'],
+  },
+  'claude-bedrock-any-e2e': {
+    paths: ['invoke', 'invoke-with-response-stream'].map(
+      (action) => `/model/${encodeURIComponent(UPSTREAM_MODELS.bedrock)}/${action}`,
+    ),
+  },
+};
+
 async function upstreamBody(tag: string, alias: Alias, index = 0) {
   const requests = await mockRequests(stack.mockUrl, tag);
   const request = requests[index];
-  const expectedPaths =
-    alias === 'claude-any-e2e' ? ['/v1/messages'] : ['/v1/chat/completions', '/v1/responses'];
-  expect(expectedPaths).toContain(request?.path);
+  expect(UPSTREAM[alias].paths).toContain(request?.path);
   // biome-ignore lint/suspicious/noExplicitAny: the provider's own request shape
   const body = JSON.parse(request?.body ?? '{}') as any;
-  expect(body.model).toBe(alias === 'claude-any-e2e' ? UPSTREAM_MODELS.claude : UPSTREAM_MODELS.gpt);
+  const model = UPSTREAM[alias].model;
+  if (model) expect(body.model).toBe(model);
+  if (alias === 'claude-bedrock-any-e2e') expect(body.anthropic_version).toBe('bedrock-2023-05-31');
+  if (request?.path === '/openai/responses') expect(body.model).toBe(UPSTREAM_MODELS.azure);
   return { path: request!.path, body };
 }
 
@@ -452,8 +479,8 @@ describe.each(CASES.map((entry) => [label(entry), entry] as const))('%s', (_, { 
     expect(answer.reasoning).toBe(THINKING_TEXT);
     await expectCharged(surface, alias, answer, { input: 80, output: 40 });
     const { path, body } = await upstreamBody(thinkingTag, alias);
-    if (path === '/v1/messages') expect(body.thinking).toMatchObject({ type: 'enabled' });
-    else if (path === '/v1/chat/completions') expect(body.reasoning_effort).toBe('low');
+    if (MESSAGES_KIND.has(alias)) expect(body.thinking).toMatchObject({ type: 'enabled' });
+    else if (path.endsWith('/chat/completions')) expect(body.reasoning_effort).toBe('low');
     else expect(body.reasoning).toMatchObject({ effort: 'low' });
   });
 });
@@ -481,5 +508,120 @@ describe('discovery and counting on any alias', () => {
     });
     expect(counted.input_tokens).toBeGreaterThan(0);
     await meter.expectUntouched();
+  });
+});
+
+/**
+ * Azure's and Bedrock's failures as the official clients see them: each ends with the spec's code,
+ * names no provider, and charges nothing for what was not received (released when nothing came,
+ * held for reconciliation when a stream broke after it started).
+ */
+describe('provider failures through the official clients', () => {
+  const PROVIDER_WORDS = /bedrock|azure|amazon|aws|signature|throttl|content management|upstream-/i;
+
+  it('a wrong SigV4 signature is upstream_unavailable on every surface, released', async () => {
+    const error = await expectAnthropicError(
+      anthropic.messages.create({
+        model: 'claude-bedrock-badsig-e2e',
+        max_tokens: 32,
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+      Anthropic.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    expect(error.message).not.toMatch(PROVIDER_WORDS);
+    await expectOpenAIError(
+      openai.chat.completions.create({
+        model: 'claude-bedrock-badsig-e2e',
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+      OpenAI.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    await expectOpenAIError(
+      openai.responses.create({ model: 'claude-bedrock-badsig-e2e', input: 'Hi', stream: true }),
+      OpenAI.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    const rows = await meter.finished(3);
+    expect(rows.map((row) => [row.status, row.chargedCredits])).toEqual([
+      ['released', 0n],
+      ['released', 0n],
+      ['released', 0n],
+    ]);
+  });
+
+  it('a Bedrock throttle and an Azure one are upstream_unavailable, released', async () => {
+    await expectAnthropicError(
+      anthropic.messages.create({
+        model: 'claude-bedrock-any-e2e',
+        max_tokens: 32,
+        messages: [{ role: 'user', content: 'Hi @mock(status=429)' }],
+      }),
+      Anthropic.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    await expectOpenAIError(
+      openai.chat.completions.create({
+        model: 'gpt-azure-any-e2e',
+        messages: [{ role: 'user', content: 'Hi @mock(status=429)' }],
+      }),
+      OpenAI.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    const rows = await meter.finished(2);
+    expect(rows.every((row) => row.status === 'released' && row.chargedCredits === 0n)).toBe(true);
+  });
+
+  it("Azure's content filter refusal is upstream_rejected 400 naming no provider, released", async () => {
+    const error = await expectOpenAIError(
+      openai.chat.completions.create({
+        model: 'gpt-azure-any-e2e',
+        messages: [{ role: 'user', content: 'Hi @mock(content_filter=prompt)' }],
+      }),
+      OpenAI.BadRequestError,
+      400,
+      'upstream_rejected',
+    );
+    expect(error.message).toContain('gpt-azure-any-e2e refused the request under its content policy');
+    expect(error.message.replace('gpt-azure-any-e2e', '')).not.toMatch(PROVIDER_WORDS);
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'released', chargedCredits: 0n });
+  });
+
+  it('a modelStreamErrorException mid-stream fails the client’s stream, held and not charged', async () => {
+    const stream = anthropic.messages.stream({
+      model: 'claude-bedrock-any-e2e',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hi @mock(stream_error,words=4)' }],
+    });
+    const error = (await rejection(stream.finalMessage())) as InstanceType<typeof Anthropic.APIError>;
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(JSON.stringify(error.error)).toContain('upstream_unavailable');
+    expect(error.message).not.toMatch(PROVIDER_WORDS);
+
+    const chat = await openai.chat.completions.create({
+      model: 'claude-bedrock-any-e2e',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hi @mock(stream_error,words=4)' }],
+    });
+    const chatError = await rejection(
+      (async () => {
+        for await (const _chunk of chat) {
+          // read until the error chunk
+        }
+      })(),
+    );
+    expect(chatError).toBeInstanceOf(OpenAI.APIError);
+    const rows = await meter.finished(2);
+    expect(rows.map((row) => [row.status, row.outcome, row.chargedCredits])).toEqual([
+      ['held', 'upstream_unavailable', 0n],
+      ['held', 'upstream_unavailable', 0n],
+    ]);
   });
 });

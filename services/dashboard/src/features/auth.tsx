@@ -269,10 +269,12 @@ export function AcceptInvitationScreen() {
   const [token, setToken] = useState(fragment.get('token') ?? '');
   const [password, setPassword] = useState('');
   const newAccount = fragment.get('new') === '1';
+  const { account } = useSession();
   const accept = useAction(async () => {
     await api('POST', '/auth/accept-invitation', newAccount ? { token, password } : { token });
     history.replaceState(null, '', '/accept-invitation');
-    navigate('/login?invited=1');
+    // Signed in already: the profile shows the provider; otherwise log in first.
+    navigate(account ? '/profile' : '/login?invited=1');
   });
   return (
     <Page title="Accept an invitation">

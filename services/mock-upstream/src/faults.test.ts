@@ -101,12 +101,16 @@ describe('timing directives', () => {
   it('keeps serving after clients leave during a delay and during a slow stream', async () => {
     const leave = async (content: string, stream: boolean) => {
       const controller = new AbortController();
-      setTimeout(() => controller.abort(), 50); // the client leaves mid-delay or mid-stream
-      const response = await fetch(`${mock.url}/v1/messages`, {
+      const before = mock.requests().length;
+      const sending = fetch(`${mock.url}/v1/messages`, {
         method: 'POST',
         body: JSON.stringify(PROTOCOL_CASES[0].request(content, { stream })),
         signal: controller.signal,
       }).catch((error: unknown) => error);
+      // Recorded as it arrives: the client leaves once the mock is delaying or streaming it.
+      await expect.poll(() => mock.requests().length).toBe(before + 1);
+      controller.abort();
+      const response = await sending;
       const outcome =
         response instanceof Response ? await response.text().catch((error: unknown) => error) : response;
       expect(outcome).toBeInstanceOf(Error);

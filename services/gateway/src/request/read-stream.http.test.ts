@@ -93,10 +93,11 @@ describe('readStreamWithLimit on a Node request', () => {
 
   it('reports a client that leaves mid-body as client_disconnected', async () => {
     decisions.length = 0;
+    // Resolves after the server's own handler, which starts reading the body.
+    const reading = once(server, 'request');
     const request = post({ 'content-length': '50000' });
     request.write(Buffer.alloc(1000, 0x61));
-    // The server announces nothing before its decision: give it time to be reading the body.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await reading;
     request.destroy();
     await expect.poll(() => decisions[0]?.code).toBe('client_disconnected');
   });

@@ -154,12 +154,18 @@ describe('upstream client', () => {
   });
 
   it('reports an aborted request as client_disconnected', async () => {
+    let arrived!: () => void;
+    const arriving = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
     const { upstream, client } = await setup(() => {
       // Never answers: the client gives up first.
+      arrived();
     });
     const controller = new AbortController();
     const sending = post(client, upstream, controller.signal);
-    setTimeout(() => controller.abort(), 50); // the client gives up while the call is in flight
+    await arriving; // the call is in flight at the provider
+    controller.abort();
     await expectAppError(sending, 'client_disconnected');
   });
 });

@@ -19,8 +19,9 @@ const AUDIT_ACTIONS: Record<PaymentReversal['kind'], string> = {
  * back what is unused of what the order granted, through the ledger as an admin refund does, and
  * the order shows it as refunded; an opened dispute first suspends the account, so nothing else
  * it holds is spent while the dispute is open (an admin reinstates it). A partial refund and a
- * closed dispute change nothing by themselves. Every one is written to the audit log for the
- * admins (no actor: the provider said so). Safe to repeat. Returns the webhook's outcome.
+ * closed dispute change nothing by themselves. Each is written to the audit log for the admins
+ * (no actor: the provider said so), except a refund of an order already refunded here. Safe to
+ * repeat. Returns the webhook's outcome.
  */
 export async function reverseOrder(
   deps: Dependencies,
@@ -60,6 +61,9 @@ export async function reverseOrder(
         refund_reference: reversal.reference,
       });
     }
+    // The refund of an order refunded here already (an admin's, or a late payment's) is that
+    // refund's own echo: nothing to report.
+    if (reversal.kind === 'refund' && !back) return null;
     await recordServiceAudit(trx, {
       action: AUDIT_ACTIONS[reversal.kind],
       targetType: 'order',
@@ -75,6 +79,7 @@ export async function reverseOrder(
     });
     return back;
   });
+  if (reversal.kind === 'refund' && !taken) return 'unchanged';
   if (taken || reversal.kind === 'dispute_opened')
     await deps.events.publish({ type: 'account.changed', accountId: found.account_id });
   deps.logger.warn(
@@ -84,6 +89,5 @@ export async function reverseOrder(
       : 'payment reversed at the provider; see the audit log',
   );
   if (reversal.kind === 'dispute_opened') return 'disputed';
-  if (reversal.kind === 'refund') return taken ? 'refunded' : 'unchanged';
-  return 'reported';
+  return reversal.kind === 'refund' ? 'refunded' : 'reported';
 }

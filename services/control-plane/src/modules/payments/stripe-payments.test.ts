@@ -194,6 +194,16 @@ describe('Stripe Checkout', () => {
       ),
     ).toHaveLength(1);
     expect((await buyer.client.request('GET', '/me/balance')).body.data.remaining.tokens).toBe('0');
+    // Stripe then tells of the refund it made: already refunded here, nothing more.
+    const paid = fake.sessions.get(session.id)!;
+    const echo = await deliverWebhook(context, fake.chargeEventFor('charge.refunded', paid));
+    expect(echo.body.data.outcome).toBe('unchanged');
+    const reported = await admin.client.request(
+      'GET',
+      `/admin/audit?action=order.refunded_at_provider&targetId=${id}`,
+    );
+    expect(reported.status).toBe(200);
+    expect(reported.body.data.items).toEqual([]);
     await expectLedgerConsistent(context);
   });
 });
@@ -244,6 +254,9 @@ describe('Stripe Checkout and promotion limits', () => {
     const delivered = await deliverWebhook(context, fake.eventFor('checkout.session.completed', paid));
     expect(delivered.body.data.outcome).toBe('refunded');
     expect(fake.refunds.filter((refund) => refund.payment_intent === paid.payment_intent)).toHaveLength(1);
+    // Stripe then tells of that refund: it is our own, nothing to take back or report.
+    const echo = await deliverWebhook(context, fake.chargeEventFor('charge.refunded', paid));
+    expect(echo.body.data.outcome).toBe('unchanged');
     const verify = await buyer.client.request('POST', `/orders/${late.id}/payment/verify`);
     expect(verify.status).toBe(402);
     expect(verify.body.code).toBe('payment_verification_failed');

@@ -147,6 +147,17 @@ export async function finishBatch(prepared: PreparedQueries, rows: FinishRow[]):
   return results;
 }
 
+/** Finishes a batch inside the caller's transaction (durably, when it commits). */
+export async function finishBatchIn(
+  trx: Transaction<Database>,
+  rows: FinishRow[],
+): Promise<FinishRowResult[]> {
+  const result = await sql<{
+    results: unknown;
+  }>`select tollgate_finish(${JSON.stringify(rows)}::jsonb) as results`.execute(trx);
+  return fromSql(z.array(FinishRowResult).length(rows.length), result.rows[0]?.results, 'tollgate_finish');
+}
+
 /** The hot tier's part in a balance change made in Postgres (see hot-tier.ts, recallInTransaction). */
 export interface LeaseRecall {
   recallInTransaction(trx: Transaction<Database>, accountId: string): Promise<void>;

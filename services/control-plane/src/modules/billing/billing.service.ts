@@ -128,33 +128,41 @@ export async function changeCredit(
   if (input.kind === 'grant' && input.amount <= 0n)
     throw AppError.validation({ [field]: ['Must be positive.'] });
   const key = input.kind === 'grant' ? input.idempotencyKey : undefined;
-  const replay = await deps.db.transaction().execute(async (trx) => {
-    await repository.lockAccount(trx, input.accountId, deps.hot);
-    if (key) {
-      if (await repository.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
-      // Two grants of one key to one account wait on the account lock; to two accounts, on the key.
-      const claimed = await repository
-        .claimCreditGrantKey(trx, key, input.accountId, input.amount)
-        .catch((error: unknown) => {
-          if ((error as { code?: string }).code === '23505') throw keyUsedElsewhere();
-          throw error;
-        });
-      if (!claimed) {
-        const first = await repository.findCreditGrantKey(trx, key);
-        if (first?.account_id !== input.accountId || first.amount !== input.amount) throw keyUsedElsewhere();
-        return true;
+  const replay = await deps.db
+    .transaction()
+    .execute(async (trx) => {
+      await repository.lockAccount(trx, input.accountId, deps.hot);
+      if (key) {
+        if (await repository.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
+        // Two grants of one key to one account wait on the account lock; to two accounts, on the key.
+        const claimed = await repository
+          .claimCreditGrantKey(trx, key, input.accountId, input.amount)
+          .catch((error: unknown) => {
+            if ((error as { code?: string }).code === '23505') throw keyUsedElsewhere();
+            throw error;
+          });
+        if (!claimed) {
+          const first = await repository.findCreditGrantKey(trx, key);
+          if (first?.account_id !== input.accountId || first.amount !== input.amount)
+            throw keyUsedElsewhere();
+          return true;
+        }
       }
-    }
-    try {
-      await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
-    } catch (error) {
-      if (error instanceof RangeError)
-        throw AppError.validation({ [field]: ['The balance would go below zero.'] });
-      if (isOutOfRange(error)) throw balanceTooLarge(field);
+      try {
+        await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
+      } catch (error) {
+        if (error instanceof RangeError)
+          throw AppError.validation({ [field]: ['The balance would go below zero.'] });
+        if (isOutOfRange(error)) throw balanceTooLarge(field);
+        throw error;
+      }
+      return false;
+    })
+    .catch(async (error: unknown) => {
+      // Refused after the lease was recalled: Redis must hold again what Postgres still leases.
+      await deps.hot?.resync(input.accountId).catch(() => {});
       throw error;
-    }
-    return false;
-  });
+    });
   if (!replay) await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
   return { replay };
 }

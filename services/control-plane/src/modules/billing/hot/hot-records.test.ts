@@ -46,6 +46,7 @@ async function finishInRedis(
   const args = [
     '0',
     '1',
+    '1',
     'call-1',
     'settle',
     settle.usageIn,

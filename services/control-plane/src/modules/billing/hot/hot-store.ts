@@ -151,8 +151,11 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
       const hash = await redis.hgetall(hotKeys(prefix, accountId).lease);
       if (!hash.lease) return null;
       const sources = new Map<string, { free: bigint; inFlight: bigint }>();
-      for (const id of (hash.order ?? '').split(',').filter(Boolean)) {
-        sources.set(id, { free: BigInt(hash[`r:${id}`] ?? '0'), inFlight: BigInt(hash[`h:${id}`] ?? '0') });
+      // Every source the lease ever held, not only those it still draws from: what a call gives
+      // back to an entitlement since expired or refunded is free there, held by no call (R9).
+      for (const field of Object.keys(hash).filter((name) => name.startsWith('r:'))) {
+        const id = field.slice(2);
+        sources.set(id, { free: BigInt(hash[field] ?? '0'), inFlight: BigInt(hash[`h:${id}`] ?? '0') });
       }
       return { leaseId: hash.lease, sources };
     },

@@ -219,6 +219,7 @@ describe('a control plane that stops between Redis and Postgres', () => {
       [names.lease, names.calls],
       [
         '0',
+        '1',
         1,
         ...[
           item.reservationId,

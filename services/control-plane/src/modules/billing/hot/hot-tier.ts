@@ -346,11 +346,25 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     };
   }
 
-  function finishInRedis(
+  /** Finishes in Redis; a lease that may be short of what Postgres holds is topped up first (R10). */
+  async function finishInRedis(
     accountId: string,
     items: FinishItem[],
     forgotten: boolean,
     catalog: Map<string, AliasInfo>,
+  ): Promise<Reply[]> {
+    const replies = await runFinish(accountId, items, forgotten, catalog, true);
+    if (replies[0]?.[0] !== 'topup') return replies;
+    await leases.topUp(accountId, replies[0][1]!);
+    return runFinish(accountId, items, forgotten, catalog, false);
+  }
+
+  function runFinish(
+    accountId: string,
+    items: FinishItem[],
+    forgotten: boolean,
+    catalog: Map<string, AliasInfo>,
+    topupAllowed: boolean,
   ): Promise<Reply[]> {
     const names = store.keysOf(accountId);
     return store.run<Reply[]>(
@@ -358,6 +372,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       [names.lease, names.calls],
       [
         forgotten ? '1' : '0',
+        topupAllowed ? '1' : '0',
         items.length,
         ...items.flatMap((item) => {
           const alias = catalog.get(item.alias);
@@ -420,7 +435,15 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     );
     const inPostgres = items.filter((item) => known.has(item.reservationId));
     if (inPostgres.length > 0) {
-      const rows = await repository.finishBatch(deps.prepared, inPostgres.map(finishRowOfItem));
+      // A settle there may draw beyond what the call holds (R10, R11): what the lease holds free
+      // comes back to Postgres first, under the same lock, so it is charged, not written off.
+      const rows = await deps.db.transaction().execute(async (trx) => {
+        for (const accountId of [...new Set(inPostgres.map((item) => item.accountId))].sort()) {
+          await repository.lockAccount(trx, accountId);
+          await leases.recallInTransaction(trx, accountId);
+        }
+        return repository.finishBatchIn(trx, inPostgres.map(finishRowOfItem));
+      });
       for (const row of rows) results.set(row.reservation_id, finishResultOf(row));
       // A held call released there gave its amount back to Postgres: the lease may take it.
       await Promise.all(
@@ -486,6 +509,15 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
   }
 
   /**
+   * After a balance change that recalled the lease and then rolled back (refused): Redis gave back
+   * what Postgres still counts as leased. Syncing the lease with Postgres makes it free again.
+   */
+  async function resync(accountId: string): Promise<void> {
+    const lease = await store.readLease(accountId);
+    if (lease) await leases.topUp(accountId, lease.leaseId);
+  }
+
+  /**
    * The reconciler's pass over every open lease: calls in flight past the reservation timeout are
    * held (settlement_missing), finished calls a stopped control plane left unwritten are written,
    * idle leases are returned, and leases whose Redis state is gone are closed.
@@ -536,6 +568,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     finish,
     recallInTransaction: leases.recallInTransaction,
     markMore: leases.markMore,
+    resync,
     view,
     sweep,
     catalogChanged: () => aliases.drop(),

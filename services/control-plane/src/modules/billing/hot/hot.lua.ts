@@ -211,10 +211,13 @@ local function reserveOne(a, k)
   -- The overrun cover (RESERVE_OVERRUN_COVER_PERCENT), per pool, as in Postgres.
   if not short and cover > 0 and tokens > 0 then
     local poolHeld, poolFree = 0, 0
+    -- Held by calls in flight on any entitlement, also one expired since (its calls may overrun).
+    for field, value in pairs(st) do
+      if string.sub(field, 1, 2) == 'h:' and field ~= 'h:c' then poolHeld = poolHeld + num(value) end
+    end
     for _, s in ipairs(sources) do
-      if s ~= 'c' then
-        poolHeld = poolHeld + num(st['h:' .. s])
-        if num(st['r:' .. s]) > 0 and usable(st, s, alias, now) then poolFree = poolFree + num(st['r:' .. s]) end
+      if s ~= 'c' and num(st['r:' .. s]) > 0 and usable(st, s, alias, now) then
+        poolFree = poolFree + num(st['r:' .. s])
       end
     end
     if poolHeld > 0 and (poolFree - tokens) * 100 < cover * (poolHeld + tokens) then short = 'insufficient_tokens' end
@@ -270,10 +273,14 @@ return results
  * with Redis; a release or hold of one leaves a tombstone once written, so its reserve, if it
  * arrives later, reserves nothing.
  *
- * KEYS: lease, calls. ARGV: forgotten (1/0), n, then per call (12): id, action, usage in, usage
- * out, outcome, http status, key id, alias, surface, input price, output price (the alias's
- * current prices; '' = unpriced), created (µs; for a forgotten call).
- * Returns per call: {'done', record} | {'unknown'} | {'cold'}.
+ * A settle may draw beyond its reservation from whatever the account has (docs/billing/rules.md
+ * R10), so while Postgres may hold more than the lease (a grant since), nothing is finished: every
+ * call answers {'topup', lease id}, and the control plane tops the lease up and asks again.
+ *
+ * KEYS: lease, calls. ARGV: forgotten (1/0), top-up allowed (1/0), n, then per call (12): id,
+ * action, usage in, usage out, outcome, http status, key id, alias, surface, input price, output
+ * price (the alias's current prices; '' = unpriced), created (µs; for a forgotten call).
+ * Returns per call: {'done', record} | {'unknown'} | {'cold'} | {'topup', lease id}.
  */
 export const FINISH_LUA = `${COMMON}
 local time = redis.call('TIME')
@@ -285,8 +292,17 @@ local function set(field, value) st[field] = value; changed[field] = value end
 local function add(field, delta) set(field, fmt(num(st[field]) + delta)) end
 local sources = hot and split(st['order'] or '', ',') or {}
 local forgotten = ARGV[1] == '1'
-local count = tonumber(ARGV[2])
+local count = tonumber(ARGV[3])
 local finished = 0
+if hot and ARGV[2] == '1' and st['more'] == '1' then
+  for i = 1, count do
+    if ARGV[3 + (i - 1) * 12 + 2] == 'settle' then
+      local results = {}
+      for j = 1, count do results[j] = {'topup', st['lease']} end
+      return results
+    end
+  end
+end
 
 local function finishOne(a)
   local id, action = ARGV[a + 1], ARGV[a + 2]
@@ -397,7 +413,7 @@ end
 
 local results = {}
 for i = 1, count do
-  results[i] = finishOne(2 + (i - 1) * 12)
+  results[i] = finishOne(3 + (i - 1) * 12)
 end
 if finished > 0 and hot then set('last', fmt(now)) end
 if hot then writeHash(KEYS[1], changed) end
@@ -497,8 +513,11 @@ local st = loadHash(KEYS[1])
 if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[2])} end
 local result = {'taken', st['lease']}
 local values = {'ver', ARGV[1], 'more', '1'}
-for _, s in ipairs(split(st['order'] or '', ',')) do
-  local free = num(st['r:' .. s])
+-- Every source the lease holds free, also one it no longer draws from (an entitlement expired or
+-- refunded since, to which a call gave back what it did not use).
+for field, value in pairs(st) do
+  local s = string.sub(field, 1, 2) == 'r:' and string.sub(field, 3) or nil
+  local free = s and num(value) or 0
   if free > 0 then
     for _, pair in ipairs({ {'r:' .. s, '0'}, {'n:' .. s, fmt(num(st['n:' .. s]) - free)} }) do
       values[#values + 1] = pair[1]

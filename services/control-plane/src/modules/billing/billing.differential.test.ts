@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createFundedKey,
+  ENGINES,
+  endItem,
+  expectLedgerConsistent,
+  expireEntitlement,
+  type FundedKey,
+  grantEntitlement,
+  internalApi,
+  reserveItem,
+  seedCatalog,
+  setPrice,
+  settleItem,
+  sourcesOf,
+  spentOf,
+} from '../../../test/billing.ts';
+import { createTestContext, type TestContext } from '../../../test/context.ts';
+import { MoneyModel, type Price } from '../../../test/money-model.ts';
+import { changeCredit } from './billing.service.ts';
+import { clawBackOrderGrant } from './order-grants.ts';
+
+/**
+ * The differential test of docs/billing/rules.md: random sequences of operations on one account
+ * run against the reference model (test/money-model.ts) and against an engine; every answer,
+ * every source's balance and what the ledger charged per source must agree after every step.
+ * A few sequences run with the suite; `pnpm test:money --runs N --seed S` runs more.
+ */
+
+const RUNS = Number(process.env.MONEY_RUNS ?? 40);
+/** Printed with the result, so that any run can be replayed (`--seed`). */
+const SEED = Number(process.env.MONEY_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const DAY = 86_400_000;
+const ALIASES = ['priced', 'tokens-only'] as const;
+const BASE_PRICE = { input: 2n, output: 5n };
+
+type Op =
+  | { kind: 'grant'; tokens: bigint; days: number | null; aliases: string[] | null }
+  | { kind: 'credit'; amount: bigint }
+  | { kind: 'price'; input: bigint; output: bigint }
+  | { kind: 'reserve'; calls: Array<{ alias: (typeof ALIASES)[number]; input: bigint; output: bigint }> }
+  | { kind: 'settle'; call: number; input: bigint; output: bigint }
+  | { kind: 'settleForgotten'; alias: (typeof ALIASES)[number]; input: bigint; output: bigint }
+  | { kind: 'end'; call: number; action: 'release' | 'hold' }
+  | { kind: 'expire'; entitlement: number }
+  | { kind: 'refund'; entitlement: number };
+
+const amount = (max: number) => fc.bigInt({ min: 0n, max: BigInt(max) });
+const alias = fc.constantFrom(...ALIASES);
+const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({
+    kind: fc.constant('grant' as const),
+    tokens: fc.bigInt({ min: 1n, max: 400n }),
+    days: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
+    aliases: fc.constantFrom<Array<string[] | null>>(null, ['tokens-only'], ['priced']),
+  }),
+  fc.record({ kind: fc.constant('credit' as const), amount: fc.bigInt({ min: -500n, max: 3000n }) }),
+  fc.record({
+    kind: fc.constant('price' as const),
+    input: fc.bigInt({ min: 1n, max: 9n }),
+    output: fc.bigInt({ min: 1n, max: 9n }),
+  }),
+  fc.record({
+    kind: fc.constant('reserve' as const),
+    calls: fc.array(fc.record({ alias, input: amount(150), output: fc.bigInt({ min: 1n, max: 150n }) }), {
+      minLength: 1,
+      maxLength: 3,
+    }),
+  }),
+  fc.record({
+    kind: fc.constant('settle' as const),
+    call: fc.nat(),
+    input: amount(300),
+    output: amount(300),
+  }),
+  fc.record({
+    kind: fc.constant('settleForgotten' as const),
+    alias,
+    input: amount(100),
+    output: amount(100),
+  }),
+  fc.record({
+    kind: fc.constant('end' as const),
+    call: fc.nat(),
+    action: fc.constantFrom('release', 'hold'),
+  }),
+  fc.record({ kind: fc.constant('expire' as const), entitlement: fc.nat() }),
+  fc.record({ kind: fc.constant('refund' as const), entitlement: fc.nat() }),
+);
+
+/** The reserve ops weigh more: most interesting states need calls in flight. */
+const sequenceArbitrary = fc.array(
+  fc.oneof({ arbitrary: opArbitrary, weight: 3 }, { arbitrary: opArbitrary.filter(isCall), weight: 2 }),
+  { minLength: 1, maxLength: 30, size: 'max' },
+);
+function isCall(op: Op): boolean {
+  return op.kind === 'reserve' || op.kind === 'settle' || op.kind === 'end';
+}
+
+describe.each(ENGINES)('%s', (engine, hotTier) => {
+  let context: TestContext;
+  let api: ReturnType<typeof internalApi>;
+  let sequences = 0;
+  let operations = 0;
+
+  beforeAll(async () => {
+    context = await createTestContext(`billing-differential-${hotTier ? 'hot' : 'pg'}`, {}, { hotTier });
+    await seedCatalog(context);
+    api = internalApi(context);
+  });
+  afterAll(async () => {
+    await setPrice(context, 'priced', BASE_PRICE.input, BASE_PRICE.output);
+    await context.close();
+  });
+
+  /** Runs one sequence on a new account; throws on the first disagreement, naming the step. */
+  async function run(ops: Op[]): Promise<void> {
+    await setPrice(context, 'priced', BASE_PRICE.input, BASE_PRICE.output);
+    const prices = new Map<string, Price>([
+      ['priced', { ...BASE_PRICE }],
+      ['tokens-only', null],
+    ]);
+    const cover = BigInt(context.deps.config.billing.overrunCoverPercent);
+    const model = new MoneyModel(cover, prices, !hotTier);
+    const key: FundedKey = await createFundedKey(context);
+    const calls: Array<{ id: string; alias: string }> = [];
+    sequences += 1;
+    for (const [step, op] of ops.entries()) {
+      operations += 1;
+      const where = `${engine}, step ${step}: ${JSON.stringify(op, (_k, v) => (typeof v === 'bigint' ? `${v}` : v))}`;
+      await apply(op, model, key, calls, prices, where);
+      expect(await sourcesOf(context, key.accountId), where).toEqual(model.sources());
+      expect(await spentOf(context, key.accountId), where).toEqual(model.spent);
+    }
+    await expectLedgerConsistent(context);
+  }
+
+  async function apply(
+    op: Op,
+    model: MoneyModel,
+    key: FundedKey,
+    calls: Array<{ id: string; alias: string }>,
+    prices: Map<string, Price>,
+    where: string,
+  ): Promise<void> {
+    const entitlementAt = (index: number) => model.entitlements[index % model.entitlements.length];
+    const callAt = (index: number) => calls[index % calls.length];
+    switch (op.kind) {
+      case 'grant': {
+        const id = await grantEntitlement(context, key.accountId, {
+          tokens: op.tokens,
+          expiresInMs: op.days === null ? null : op.days * DAY,
+          aliases: op.aliases,
+        });
+        model.grantEntitlement(id, op.tokens, op.days, op.aliases);
+        return;
+      }
+      case 'credit': {
+        if (op.amount === 0n) return;
+        const kind = op.amount > 0n ? 'grant' : 'adjustment';
+        const input = { accountId: key.accountId, amount: op.amount, kind, cause: 'test' } as const;
+        const done = await changeCredit(context.deps, input).then(
+          () => true,
+          () => false,
+        );
+        expect(done, where).toBe(model.changeCredit(op.amount));
+        return;
+      }
+      case 'price':
+        await setPrice(context, 'priced', op.input, op.output);
+        prices.set('priced', { input: op.input, output: op.output });
+        return;
+      case 'reserve': {
+        const items = op.calls.map((call) => reserveItem(key, call.alias, call.input, call.output));
+        const response = await api.reserve(items);
+        expect(response.status, where).toBe(200);
+        items.forEach((item, index) => {
+          const call = op.calls[index]!;
+          const expected = model.reserve(item.reservationId, call.alias, call.input, call.output);
+          const actual = response.body.results[index]!;
+          if (expected.ok) {
+            expect(actual, where).toMatchObject({
+              ok: true,
+              reserved: { tokens: String(expected.tokens), credits: String(expected.credits) },
+            });
+            calls.push({ id: item.reservationId, alias: call.alias });
+          } else {
+            expect(actual, where).toMatchObject({ ok: false, code: expected.code });
+          }
+        });
+        return;
+      }
+      case 'settle':
+      case 'settleForgotten': {
+        const call = op.kind === 'settle' ? callAt(op.call) : { id: randomUUID(), alias: op.alias as string };
+        if (!call) return;
+        const expected = model.settle(call.id, call.alias, op.input, op.output);
+        const response = await api.finish([settleItem(key, call.id, call.alias, op.input, op.output)]);
+        expect(response.body.results[0], where).toMatchObject(finishShape(expected));
+        return;
+      }
+      case 'end': {
+        const call = callAt(op.call);
+        if (!call) return;
+        const expected = model.end(call.id, op.action, call.alias);
+        const outcome = op.action === 'hold' ? 'billing_settlement_pending' : 'upstream_unavailable';
+        const response = await api.finish([endItem(key, call.id, call.alias, op.action, outcome)]);
+        expect(response.body.results[0], where).toMatchObject(finishShape(expected));
+        return;
+      }
+      case 'expire': {
+        const entitlement = entitlementAt(op.entitlement);
+        if (!entitlement) return;
+        await expireEntitlement(context, key.accountId, entitlement.id);
+        model.expire(entitlement.id);
+        return;
+      }
+      case 'refund': {
+        const entitlement = entitlementAt(op.entitlement);
+        if (!entitlement) return;
+        await context.deps.db.transaction().execute((trx) =>
+          clawBackOrderGrant(
+            trx,
+            {
+              orderId: randomUUID(),
+              accountId: key.accountId,
+              entitlementId: entitlement.id,
+              bonusCredits: 0n,
+              now: context.deps.clock.now(),
+            },
+            context.deps.hot,
+          ),
+        );
+        model.refund(entitlement.id);
+        return;
+      }
+    }
+  }
+
+  it(`agrees with the reference model over ${RUNS} random sequences`, { timeout: 600_000 }, async () => {
+    await fc.assert(
+      fc.asyncProperty(sequenceArbitrary, (ops) => run(ops)),
+      { numRuns: RUNS, seed: SEED, verbose: 0 },
+    );
+    console.info(
+      `money: ${engine}: ${sequences} sequences (${operations} operations), seed ${SEED}: agreed with the model`,
+    );
+  });
+});
+
+function finishShape(expected: ReturnType<MoneyModel['settle']>) {
+  return {
+    status: expected.status,
+    charged: { tokens: String(expected.chargedTokens), credits: String(expected.chargedCredits) },
+    writtenOff: { tokens: String(expected.writtenOffTokens), credits: String(expected.writtenOffCredits) },
+  };
+}

@@ -1,0 +1,344 @@
+/**
+ * The billing rulebook (docs/billing/rules.md) as plain TypeScript over bigint: one account, in
+ * memory, no I/O, no time (an entitlement is expired or not). The differential test runs the same
+ * operations against it and against each engine. Written for reading, not speed: where it and an
+ * engine disagree, the rulebook decides which one is wrong.
+ */
+
+export type Price = { input: bigint; output: bigint } | null;
+
+export interface ModelEntitlement {
+  id: string;
+  remaining: bigint;
+  reserved: bigint;
+  /** Days from the grant (null: never); only the order matters. */
+  expiresInDays: number | null;
+  /** Grant order, the tie-break after expiry (R4). */
+  seq: number;
+  aliases: string[] | null;
+  expired: boolean;
+}
+
+type Leg =
+  | { source: 'entitlement'; id: string; amount: bigint }
+  | { source: 'credit'; amount: bigint; input: bigint; output: bigint };
+
+export interface ModelReservation {
+  id: string;
+  alias: string;
+  legs: Leg[];
+  status: 'reserved' | 'held' | 'settled' | 'released';
+  reservedTokens: bigint;
+  reservedCredits: bigint;
+  result?: FinishOutcome;
+}
+
+export type ReserveOutcome =
+  | { ok: true; tokens: bigint; credits: bigint }
+  | { ok: false; code: 'insufficient_tokens' | 'insufficient_credits' };
+
+export interface FinishOutcome {
+  status: 'settled' | 'released' | 'held';
+  chargedTokens: bigint;
+  chargedCredits: bigint;
+  writtenOffTokens: bigint;
+  writtenOffCredits: bigint;
+}
+
+const INT8_MAX = 9_223_372_036_854_775_807n;
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+const sum = (values: bigint[]) => values.reduce((total, value) => total + value, 0n);
+
+export class MoneyModel {
+  readonly entitlements: ModelEntitlement[] = [];
+  readonly credit = { available: 0n, reserved: 0n };
+  readonly reservations = new Map<string, ModelReservation>();
+  /** What the ledger's `settle` rows charged per source ('credit' for credit), and write-offs. */
+  readonly spent: Record<string, bigint> = {};
+
+  /**
+   * `holdsInCover`: whether held reservations count as reserved in R7's cover. Postgres counts
+   * them; the hot tier does not (a held call leaves its lease). The rulebook leaves it open.
+   */
+  readonly coverPercent: bigint;
+  readonly prices: Map<string, Price>;
+  readonly holdsInCover: boolean;
+
+  constructor(coverPercent: bigint, prices: Map<string, Price>, holdsInCover = true) {
+    this.coverPercent = coverPercent;
+    this.prices = prices;
+    this.holdsInCover = holdsInCover;
+  }
+
+  /** What held reservations keep aside, in tokens and in credits. */
+  private held(): { tokens: bigint; credits: bigint } {
+    const held = [...this.reservations.values()].filter((reservation) => reservation.status === 'held');
+    return {
+      tokens: sum(
+        held.flatMap((r) => r.legs.filter((leg) => leg.source === 'entitlement').map((leg) => leg.amount)),
+      ),
+      credits: sum(
+        held.flatMap((r) => r.legs.filter((leg) => leg.source === 'credit').map((leg) => leg.amount)),
+      ),
+    };
+  }
+
+  // Balances outside calls (R15-R17).
+
+  grantEntitlement(id: string, tokens: bigint, expiresInDays: number | null, aliases: string[] | null): void {
+    const seq = this.entitlements.length;
+    this.entitlements.push({
+      id,
+      remaining: tokens,
+      reserved: 0n,
+      expiresInDays,
+      seq,
+      aliases,
+      expired: false,
+    });
+  }
+
+  /** A credit grant or adjustment; false (nothing changes) when it would go below zero. */
+  changeCredit(delta: bigint): boolean {
+    if (this.credit.available + delta < 0n) return false;
+    this.credit.available += delta;
+    return true;
+  }
+
+  expire(id: string): void {
+    this.entitlement(id).expired = true;
+  }
+
+  /** R17: the tokens left are taken back and the entitlement ends; calls in flight keep theirs. */
+  refund(id: string): void {
+    const entitlement = this.entitlement(id);
+    entitlement.remaining = 0n;
+    entitlement.expired = true;
+  }
+
+  // Reserving (R3-R8).
+
+  private entitlement(id: string): ModelEntitlement {
+    const found = this.entitlements.find((entitlement) => entitlement.id === id);
+    if (!found) throw new Error(`no entitlement ${id}`);
+    return found;
+  }
+
+  private covers(entitlement: ModelEntitlement, alias: string): boolean {
+    return !entitlement.expired && (entitlement.aliases === null || entitlement.aliases.includes(alias));
+  }
+
+  /** R3, R4: usable entitlements in draw order. */
+  drawOrder(alias: string): ModelEntitlement[] {
+    return this.entitlements
+      .filter((entitlement) => entitlement.remaining > 0n && this.covers(entitlement, alias))
+      .sort(
+        (a, b) =>
+          (a.expiresInDays ?? Number.POSITIVE_INFINITY) - (b.expiresInDays ?? Number.POSITIVE_INFINITY) ||
+          a.seq - b.seq,
+      );
+  }
+
+  private plan(alias: string, need: bigint): Array<[ModelEntitlement, bigint]> {
+    const takes: Array<[ModelEntitlement, bigint]> = [];
+    let left = need;
+    for (const entitlement of this.drawOrder(alias)) {
+      if (left === 0n) break;
+      const take = min(left, entitlement.remaining);
+      takes.push([entitlement, take]);
+      left -= take;
+    }
+    return takes;
+  }
+
+  reserve(id: string, alias: string, input: bigint, output: bigint): ReserveOutcome {
+    const existing = this.reservations.get(id);
+    // R8: a repeat, or a reserve after its release: what it holds.
+    if (existing) return { ok: true, tokens: existing.reservedTokens, credits: existing.reservedCredits };
+    const need = input + output;
+    const takes = this.plan(alias, need);
+    const tokens = sum(takes.map(([, take]) => take));
+    const price = this.prices.get(alias) ?? null;
+    let credit = 0n;
+    if (tokens < need) {
+      // R5: entitlement tokens cover input first; credit pays the rest at today's prices.
+      const coveredIn = min(tokens, input);
+      const cost = price
+        ? (input - coveredIn) * price.input + (output - (tokens - coveredIn)) * price.output
+        : 0n;
+      if (!price || cost > this.credit.available) return { ok: false, code: this.shortfall(alias) };
+      credit = cost;
+    }
+    // R7: with calls open in a pool, leave the cover.
+    const cover = this.coverPercent;
+    const held = this.holdsInCover ? { tokens: 0n, credits: 0n } : this.held();
+    if (cover > 0n && tokens > 0n) {
+      const reserved = sum(this.entitlements.map((entitlement) => entitlement.reserved)) - held.tokens;
+      const available = sum(this.drawOrder(alias).map((entitlement) => entitlement.remaining));
+      if (reserved > 0n && (available - tokens) * 100n < cover * (reserved + tokens)) {
+        return { ok: false, code: 'insufficient_tokens' };
+      }
+    }
+    if (cover > 0n && credit > 0n) {
+      const available = this.credit.available;
+      const reserved = this.credit.reserved - held.credits;
+      if (reserved > 0n && (available - credit) * 100n < cover * (reserved + credit)) {
+        return { ok: false, code: 'insufficient_credits' };
+      }
+    }
+    const legs: Leg[] = [];
+    for (const [entitlement, take] of takes) {
+      entitlement.remaining -= take;
+      entitlement.reserved += take;
+      legs.push({ source: 'entitlement', id: entitlement.id, amount: take });
+    }
+    if (credit > 0n && price) {
+      this.credit.available -= credit;
+      this.credit.reserved += credit;
+      legs.push({ source: 'credit', amount: credit, input: price.input, output: price.output });
+    }
+    this.reservations.set(id, {
+      id,
+      alias,
+      legs,
+      status: 'reserved',
+      reservedTokens: tokens,
+      reservedCredits: credit,
+    });
+    return { ok: true, tokens, credits: credit };
+  }
+
+  /** R6 */
+  private shortfall(alias: string): 'insufficient_tokens' | 'insufficient_credits' {
+    const priced = (this.prices.get(alias) ?? null) !== null;
+    const holdsOne = this.entitlements.some((entitlement) => this.covers(entitlement, alias));
+    return !priced || holdsOne ? 'insufficient_tokens' : 'insufficient_credits';
+  }
+
+  // Finishing (R9-R14).
+
+  private charge(source: string, amount: bigint): void {
+    if (amount > 0n) this.spent[source] = (this.spent[source] ?? 0n) + amount;
+  }
+
+  /** R12, R13, R14: release or hold; `alias` names a reservation never seen (a tombstone). */
+  end(id: string, action: 'release' | 'hold', alias: string): FinishOutcome {
+    const reservation = this.reservations.get(id) ?? this.tombstone(id, alias);
+    const target = action === 'release' ? 'released' : 'held';
+    const final = reservation.status === 'settled' || reservation.status === 'released';
+    if (!final && reservation.status !== target) {
+      if (action === 'release') this.returnLegs(reservation);
+      reservation.status = target;
+      reservation.result = this.nothing(target);
+    }
+    return reservation.result ?? this.nothing(reservation.status as FinishOutcome['status']);
+  }
+
+  private tombstone(id: string, alias: string): ModelReservation {
+    const reservation: ModelReservation = {
+      id,
+      alias,
+      legs: [],
+      status: 'reserved',
+      reservedTokens: 0n,
+      reservedCredits: 0n,
+    };
+    this.reservations.set(id, reservation);
+    return reservation;
+  }
+
+  private nothing(status: FinishOutcome['status']): FinishOutcome {
+    return { status, chargedTokens: 0n, chargedCredits: 0n, writtenOffTokens: 0n, writtenOffCredits: 0n };
+  }
+
+  private returnLegs(reservation: ModelReservation): void {
+    for (const leg of reservation.legs) {
+      const pool = leg.source === 'credit' ? this.credit : this.entitlement(leg.id);
+      pool.reserved -= leg.amount;
+      if (leg.source === 'credit') this.credit.available += leg.amount;
+      else this.entitlement(leg.id).remaining += leg.amount;
+    }
+  }
+
+  /** R9, R10, R11, R14. `alias` is used for a reservation never seen (R11). */
+  settle(id: string, alias: string, input: bigint, output: bigint): FinishOutcome {
+    const reservation = this.reservations.get(id) ?? this.tombstone(id, alias);
+    if (reservation.status === 'settled') return reservation.result!;
+    let restIn = input;
+    let restOut = output;
+    let tokens = 0n;
+    let credits = 0n;
+    let extra = 0n;
+    if (reservation.status === 'reserved' || reservation.status === 'held') {
+      for (const leg of reservation.legs) {
+        if (leg.source === 'entitlement') {
+          const entitlement = this.entitlement(leg.id);
+          const take = min(leg.amount, restIn + restOut);
+          const takeIn = min(take, restIn);
+          restIn -= takeIn;
+          restOut -= take - takeIn;
+          entitlement.reserved -= leg.amount;
+          entitlement.remaining += leg.amount - take;
+          this.charge(leg.id, take);
+          tokens += take;
+        } else {
+          // The prices of reservation time, up to the leg; the rest is owed beyond it.
+          const cost = restIn * leg.input + restOut * leg.output;
+          const take = min(cost, leg.amount);
+          this.credit.reserved -= leg.amount;
+          this.credit.available += leg.amount - take;
+          this.charge('credit', take);
+          credits += take;
+          extra = cost - take;
+          restIn = 0n;
+          restOut = 0n;
+        }
+      }
+    }
+    // R10: beyond the reservation, from what is left now; the rest is written off.
+    let owed = extra;
+    let offTokens = 0n;
+    if (restIn + restOut > 0n) {
+      for (const [entitlement, take] of this.plan(reservation.alias, restIn + restOut)) {
+        const takeIn = min(take, restIn);
+        restIn -= takeIn;
+        restOut -= take - takeIn;
+        entitlement.remaining -= take;
+        this.charge(entitlement.id, take);
+        tokens += take;
+      }
+      const price = this.prices.get(reservation.alias) ?? null;
+      if (price) owed += restIn * price.input + restOut * price.output;
+      else offTokens = restIn + restOut;
+    }
+    let offCredits = 0n;
+    if (owed > 0n) {
+      const take = min(owed, this.credit.available);
+      this.credit.available -= take;
+      this.charge('credit', take);
+      credits += take;
+      offCredits = min(owed - take, INT8_MAX);
+    }
+    this.charge('writeOff:tokens', offTokens);
+    this.charge('writeOff:credits', offCredits);
+    reservation.status = 'settled';
+    reservation.result = {
+      status: 'settled',
+      chargedTokens: tokens,
+      chargedCredits: credits,
+      writtenOffTokens: offTokens,
+      writtenOffCredits: offCredits,
+    };
+    return reservation.result;
+  }
+
+  /** Each source's spendable and reserved figures, as the test reads them from an engine. */
+  sources(): Record<string, { remaining: bigint; reserved: bigint }> {
+    const sources: Record<string, { remaining: bigint; reserved: bigint }> = {};
+    for (const entitlement of this.entitlements) {
+      sources[entitlement.id] = { remaining: entitlement.remaining, reserved: entitlement.reserved };
+    }
+    sources.credit = { remaining: this.credit.available, reserved: this.credit.reserved };
+    return sources;
+  }
+}

@@ -282,6 +282,14 @@ const FinishContext = {
   /** HTTP status the client saw (499 for a disconnect). */
   httpStatus: z.number().int().min(100).max(599),
   occurredAt: IsoTime,
+  /** The upstream that answered (or was tried last) and how many were tried; admins only. */
+  route: z
+    .object({
+      providerId: Id,
+      upstreamModel: z.string().min(1).max(256),
+      attempts: z.number().int().min(1).max(100),
+    })
+    .optional(),
 };
 
 export const FinishItem = z.discriminatedUnion('action', [

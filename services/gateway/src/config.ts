@@ -69,6 +69,9 @@ export const GatewayEnv = z.object({
   UPSTREAM_BODY_TIMEOUT_MS: withDefault(positiveInt, 300_000).describe(
     "Longest silence between two chunks of a provider's body; also bounds, in total, reading an answer on after its client left.",
   ),
+  ROUTING_MAX_ATTEMPTS: withDefault(positiveInt, 3).describe(
+    'Upstreams one call may try when an alias has several: the next is tried only when the one before failed before anything reached the client (docs/routing.md).',
+  ),
   BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000).describe(
     "Deadline of one call to the control plane, time in the gateway's queue included; past it the call gets `billing_unavailable` and an unanswered reservation is released.",
   ),
@@ -168,6 +171,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       connectTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS,
       headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
       bodyTimeoutMs: parsed.UPSTREAM_BODY_TIMEOUT_MS,
+    },
+    routing: {
+      maxAttempts: parsed.ROUTING_MAX_ATTEMPTS,
     },
     billing: {
       timeoutMs: parsed.BILLING_TIMEOUT_MS,

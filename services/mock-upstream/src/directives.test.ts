@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DirectiveError, readDirectives } from './directives.ts';
+import { DirectiveError, directivesForModel, readDirectives } from './directives.ts';
 
 describe('readDirectives', () => {
   it('finds nothing in a plain body without a header', () => {
@@ -47,5 +47,13 @@ describe('readDirectives', () => {
     expect(() => readDirectives('status=200', '')).toThrow(/400-599/);
     expect(() => readDirectives('tool=yes', '')).toThrow(/takes no value/);
     expect(() => readDirectives(undefined, '@mock(words=2')).toThrow(/not closed/);
+  });
+});
+
+describe('only_model', () => {
+  it('keeps the faults for that model and drops them for any other', () => {
+    const directives = readDirectives('only_model=up-a,status=503,delay=5,output_tokens=7,tag=t', '');
+    expect(directivesForModel(directives, 'up-a')).toMatchObject({ status: 503, delay: 5 });
+    expect(directivesForModel(directives, 'up-b')).toEqual({ onlyModel: 'up-a', outputTokens: 7, tag: 't' });
   });
 });

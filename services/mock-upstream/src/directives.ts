@@ -41,6 +41,11 @@ export interface Directives {
   tag?: string;
   /** Azure: the content filter refuses the prompt (400) or stops the completion. */
   contentFilter?: 'prompt' | 'completion';
+  /**
+   * The faults (status, delays, invalid JSON, cuts, stream errors, no usage, content filter) apply only to calls
+   * for this model: one alias's upstreams on one mock fail apart (routing tests).
+   */
+  onlyModel?: string;
 }
 
 export class DirectiveError extends Error {
@@ -135,7 +140,29 @@ const SETTERS: Record<string, Setter> = {
     if (!value) throw new DirectiveError('mock directive tag needs a value');
     target.tag = value;
   },
+  only_model: (target, value) => {
+    if (!value) throw new DirectiveError('mock directive only_model needs a value');
+    target.onlyModel = value;
+  },
 };
+
+/** The directives of a call for `model`: without the faults when they are scoped to another model. */
+export function directivesForModel(directives: Directives, model: unknown): Directives {
+  if (directives.onlyModel === undefined || directives.onlyModel === model) return directives;
+  const {
+    status: _status,
+    retryAfter: _retryAfter,
+    delay: _delay,
+    firstByteDelay: _firstByteDelay,
+    invalidJson: _invalidJson,
+    noUsage: _noUsage,
+    cutAfter: _cutAfter,
+    streamError: _streamError,
+    contentFilter: _contentFilter,
+    ...kept
+  } = directives;
+  return kept;
+}
 
 /** Applies a `key=value,flag` list onto `target`; unknown keys are refused so typos are noticed. */
 function applyList(target: Directives, list: string): void {

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DirectiveError, type Directives, readDirectives } from './directives.ts';
+import { DirectiveError, type Directives, directivesForModel, readDirectives } from './directives.ts';
 import { anthropicProtocol } from './protocols/anthropic.ts';
 import { azureProtocolFor } from './protocols/azure-openai.ts';
 import { bedrockProtocolFor } from './protocols/bedrock.ts';
@@ -167,6 +167,8 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
     let directiveError: string | undefined;
     try {
       directives = readDirectives(request.headers['x-mock'], rawBody.text);
+      if (directives.onlyModel !== undefined)
+        directives = directivesForModel(directives, modelOf(rawBody.text));
     } catch (error) {
       if (!(error instanceof DirectiveError)) throw error;
       directives = {};
@@ -190,6 +192,15 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
     if (directiveError) return sendJson(response, 400, protocol.errorBody(400, directiveError));
     await answer(protocol, rawBody, directives, request, response, options);
   };
+}
+
+/** The `model` of a JSON body, or undefined. */
+function modelOf(text: string): unknown {
+  try {
+    return (JSON.parse(text) as { model?: unknown }).model;
+  } catch {
+    return undefined;
+  }
 }
 
 function failSafely(response: ServerResponse, error: unknown): void {

@@ -78,9 +78,29 @@ export interface ReservationContext {
   surface: MeteredSurface;
 }
 
-/** The finish message of a decided reservation, as the control plane takes it. */
-export function finishItemOf(context: ReservationContext, decision: Decision): FinishItem {
-  const base = { ...context, occurredAt: new Date().toISOString(), outcome: decision.outcome };
+/**
+ * The finish message of a decided reservation, as the control plane takes it; with the upstream
+ * that answered (or was tried last) and the number tried, when the call reached one.
+ */
+export function finishItemOf(
+  context: ReservationContext,
+  decision: Decision,
+  route: FinishItem['route'] | null = null,
+): FinishItem {
+  const base = {
+    ...context,
+    occurredAt: new Date().toISOString(),
+    outcome: decision.outcome,
+    ...(route
+      ? {
+          route: {
+            providerId: route.providerId,
+            upstreamModel: route.upstreamModel,
+            attempts: route.attempts,
+          },
+        }
+      : {}),
+  };
   if (decision.action === 'settle') {
     return {
       ...base,

@@ -2,6 +2,7 @@ import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
+import type { UpstreamTarget } from '../routing/upstream-order.ts';
 import {
   createStreamTranslator,
   encodeUpstreamBody,
@@ -26,13 +27,17 @@ export interface ForwardInput {
   surface: MeteredSurface;
   stream: boolean;
   alias: string;
-  providerId: string;
-  upstreamModel: string;
   /**
-   * Native calls: the client's body with model (and max output, stream_options) replaced; nothing
-   * else changed. Null for a translated call, whose body is encoded from `translation`.
+   * The upstreams to try, in order (routing/): the next one only when the one before failed
+   * before anything reached the client. Each speaks the call's protocol the way the first does.
    */
-  body: string | null;
+  upstreams: UpstreamTarget[];
+  /**
+   * Native calls: the client's body with model (the given upstream model), max output and
+   * stream_options replaced; nothing else changed. Null for a translated call, whose body is
+   * encoded from `translation`.
+   */
+  body: ((upstreamModel: string) => string) | null;
   /** Set when the surface is not the upstream's protocol (translation/). */
   translation: Translation | null;
   clientAskedForUsage: boolean;
@@ -49,10 +54,26 @@ export interface Forwarded {
    */
   decision: Promise<Decision>;
   streaming: boolean;
+  /** The upstream that answered (or was tried last), and how many upstreams were tried. */
+  route: (UpstreamTarget & { attempts: number }) | null;
 }
 
-function failed(error: AppError, decision: Decision): Forwarded {
+/** One upstream's try: its result, and whether the next upstream may take the call instead. */
+interface Attempt {
+  forwarded: Omit<Forwarded, 'route'>;
+  /** Failed before any byte reached the client, in a way another upstream may not (docs/routing.md). */
+  retryable: boolean;
+  /** The provider's Retry-After, when it sent one. */
+  retryAfter?: string | string[] | undefined;
+}
+
+function failed(error: AppError, decision: Decision): Omit<Forwarded, 'route'> {
   return { reply: { error }, decision: Promise.resolve(decision), streaming: false };
+}
+
+/** Failures another upstream may answer better: the provider's, never the request's own fault. */
+function isRetryable(error: AppError): boolean {
+  return error.code === 'upstream_unavailable' || error.code === 'upstream_invalid_response';
 }
 
 /**
@@ -65,6 +86,30 @@ function failed(error: AppError, decision: Decision): Forwarded {
  * (within the upstream timeouts) and its usage settled as client_disconnected.
  */
 export async function forwardToUpstream(deps: GatewayDependencies, input: ForwardInput): Promise<Forwarded> {
+  let attempts = 0;
+  for (const target of input.upstreams) {
+    attempts++;
+    const attempt = await attemptUpstream(deps, input, target);
+    const more = attempts < input.upstreams.length && !input.request.signal.aborted;
+    if (attempt.retryable && more) {
+      // Nothing was produced: the reservation stays for the next upstream, and this attempt's
+      // failure (logged by the attempt) costs the customer nothing.
+      deps.logger.info({ ...input.log, providerId: target.providerId, attempts }, 'trying the next upstream');
+      continue;
+    }
+    return { ...attempt.forwarded, route: { ...target, attempts } };
+  }
+  // No upstream to try (never expected: an alias has at least one).
+  const error = new AppError('upstream_unavailable');
+  return { ...failed(error, decide.failed(error, input.request.signal.aborted)), route: null };
+}
+
+/** One upstream's try, with its own abort wiring (a client that leaves aborts only what waits). */
+async function attemptUpstream(
+  deps: GatewayDependencies,
+  input: ForwardInput,
+  target: UpstreamTarget,
+): Promise<Attempt> {
   const clientSignal = input.request.signal;
   const controller = new AbortController();
   const abort = () => controller.abort();
@@ -72,10 +117,13 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
   else if (clientSignal.aborted) controller.abort();
   const detach = () => clientSignal.removeEventListener('abort', abort);
   try {
-    return await forward(deps, input, controller, detach);
+    return await forward(deps, input, target, controller, detach);
   } catch (error) {
     const appError = toAppError(error);
-    return failed(appError, decide.failed(appError, clientSignal.aborted));
+    return {
+      forwarded: failed(appError, decide.failed(appError, clientSignal.aborted)),
+      retryable: isRetryable(appError),
+    };
   } finally {
     detach();
   }
@@ -84,11 +132,13 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
 async function forward(
   deps: GatewayDependencies,
   input: ForwardInput,
+  target: UpstreamTarget,
   controller: AbortController,
   detach: () => void,
-): Promise<Forwarded> {
+): Promise<Attempt> {
   const clientSignal = input.request.signal;
-  const { adapter, providerId, url, headers, body, translation } = await prepare(deps, input);
+  const { upstreamModel } = target;
+  const { adapter, providerId, url, headers, body, translation } = await prepare(deps, input, target);
   const upstreamSurface = translation ? translation.upstream : input.surface;
   let response: UpstreamResponse;
   try {
@@ -100,7 +150,8 @@ async function forward(
     throw appError;
   }
   detach();
-  const names = { alias: input.alias, upstreamModel: input.upstreamModel };
+  const names = { alias: input.alias, upstreamModel };
+  const retryAfter = response.headers['retry-after'];
 
   if (input.stream) {
     const checked = await checkUpstreamResponse({
@@ -112,7 +163,11 @@ async function forward(
     });
     if (!checked.ok) {
       logUpstreamFailure(deps, providerId, checked.error, response.status, input.log);
-      return failed(checked.error, decide.failed(checked.error, clientSignal.aborted));
+      return {
+        forwarded: failed(checked.error, decide.failed(checked.error, clientSignal.aborted)),
+        retryable: isRetryable(checked.error),
+        retryAfter,
+      };
     }
     const relayed = relayStream({
       response,
@@ -129,7 +184,7 @@ async function forward(
         : {}),
       adapter,
       alias: input.alias,
-      upstreamModel: input.upstreamModel,
+      upstreamModel,
       clientAskedForUsage: input.clientAskedForUsage,
       abortUpstream: abort(controller),
       signal: controller.signal,
@@ -145,10 +200,14 @@ async function forward(
       );
       return decideStream(outcome);
     });
+    // From here a byte may reach the client: never another upstream (docs/routing.md).
     return {
-      reply: { answer: { status: 200, headers: relayed.headers, body: relayed.body } },
-      decision,
-      streaming: true,
+      forwarded: {
+        reply: { answer: { status: 200, headers: relayed.headers, body: relayed.body } },
+        decision,
+        streaming: true,
+      },
+      retryable: false,
     };
   }
 
@@ -157,7 +216,7 @@ async function forward(
     surface: upstreamSurface,
     adapter,
     alias: input.alias,
-    upstreamModel: input.upstreamModel,
+    upstreamModel,
     ...(translation
       ? { render: (answer) => translateAnswer(translation, answer, { alias: input.alias, providerId }) }
       : {}),
@@ -173,15 +232,28 @@ async function forward(
       result.settle === 'hold'
         ? decide.hold(outcome(result.error), status(result.error))
         : decide.release(outcome(result.error), status(result.error));
-    return failed(gone ? new AppError('client_disconnected') : result.error, decision);
+    return {
+      forwarded: failed(gone ? new AppError('client_disconnected') : result.error, decision),
+      // A held answer may have been billed by the provider: never asked of another one.
+      retryable: !gone && result.settle === 'release' && isRetryable(result.error),
+      retryAfter,
+    };
   }
-  if (gone) return failed(new AppError('client_disconnected'), decide.clientGone(result.usage));
+  if (gone) {
+    return {
+      forwarded: failed(new AppError('client_disconnected'), decide.clientGone(result.usage)),
+      retryable: false,
+    };
+  }
   return {
-    reply: {
-      answer: { status: result.status, headers: { 'content-type': result.contentType }, body: result.body },
+    forwarded: {
+      reply: {
+        answer: { status: result.status, headers: { 'content-type': result.contentType }, body: result.body },
+      },
+      decision: Promise.resolve(decide.settle(result.usage, result.status)),
+      streaming: false,
     },
-    decision: Promise.resolve(decide.settle(result.usage, result.status)),
-    streaming: false,
+    retryable: false,
   };
 }
 
@@ -197,6 +269,7 @@ function abort(controller: AbortController): () => void {
 async function prepare(
   deps: GatewayDependencies,
   input: ForwardInput,
+  upstream: UpstreamTarget,
 ): Promise<{
   adapter: UpstreamAdapter;
   providerId: string;
@@ -205,15 +278,15 @@ async function prepare(
   body: string;
   translation: Translation | null;
 }> {
-  let provider = deps.catalog.provider(input.providerId);
+  let provider = deps.catalog.provider(upstream.providerId);
   if (!provider) {
     // An alias re-pointed at a provider added since the last catalogue load.
     await deps.catalog.reload();
-    provider = deps.catalog.provider(input.providerId);
+    provider = deps.catalog.provider(upstream.providerId);
   }
   if (!provider) {
     deps.logger.error(
-      { providerId: input.providerId },
+      { providerId: upstream.providerId },
       'alias points at a provider missing from the catalogue',
     );
     throw new AppError('upstream_unavailable');
@@ -232,14 +305,14 @@ async function prepare(
     input.translation && input.translation.upstream !== adapter.wireProtocol
       ? { ...input.translation, upstream: adapter.wireProtocol }
       : input.translation;
-  const target = { provider, credential, upstreamModel: input.upstreamModel, alias: input.alias };
+  const target = { provider, credential, upstreamModel: upstream.upstreamModel, alias: input.alias };
   const encoded =
     translation || input.body === null
       ? encodeUpstreamBody(translation ?? failMissingTranslation(), {
           providerId: provider.id,
-          upstreamModel: input.upstreamModel,
+          upstreamModel: upstream.upstreamModel,
         })
-      : input.body;
+      : input.body(upstream.upstreamModel);
   const built = adapter.buildRequest({
     target,
     surface: translation ? translation.upstream : input.surface,

@@ -20,6 +20,7 @@ import {
   setTopLevelFields,
   withIncludeUsage,
 } from '../request/index.ts';
+import { upstreamsFor } from '../routing/upstreams-for.ts';
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
 import { forwardToUpstream } from './forward.ts';
@@ -98,11 +99,16 @@ export async function handleMetered(
       surface,
       stream,
       alias: alias.alias,
-      providerId: reservation.providerId,
-      upstreamModel: reservation.upstreamModel,
+      upstreams: upstreamsFor(deps, {
+        alias,
+        first: { providerId: reservation.providerId, upstreamModel: reservation.upstreamModel },
+        surface,
+        translation,
+        maxAttempts: deps.config.routing.maxAttempts,
+      }),
       body: translation
         ? null
-        : nativeBody(text, surface, stream, reservation.upstreamModel, maxOutput.edits),
+        : (upstreamModel) => nativeBody(text, surface, stream, upstreamModel, maxOutput.edits),
       translation,
       clientAskedForUsage,
       log,
@@ -111,7 +117,10 @@ export async function handleMetered(
     const finished = context;
     ended = forwarded.decision
       .then((decision: Decision) => {
-        deps.billing.finish(finishItemOf(finished, decision));
+        // Which upstream served is recorded only where there was a choice (docs/routing.md).
+        deps.billing.finish(
+          finishItemOf(finished, decision, alias.upstreams.length > 1 ? forwarded.route : null),
+        );
         return lease?.release();
       })
       .catch((error: unknown) => {

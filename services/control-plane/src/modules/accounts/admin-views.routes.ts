@@ -6,9 +6,14 @@ import { requireRole, requireSession, type SessionEnv } from '../../http/session
 import { ApiKeyView, toApiKeyView } from '../api-keys/api-keys.schemas.ts';
 import { listKeys } from '../api-keys/api-keys.service.ts';
 import { listAudit } from '../audit/audit.service.ts';
-import { ActivityPage, ActivityQuery, BalanceView, EntitlementView } from '../billing/billing.schemas.ts';
+import {
+  ActivityQuery,
+  AdminActivityPage,
+  BalanceView,
+  EntitlementView,
+} from '../billing/billing.schemas.ts';
 import { listLedger } from '../billing/ledger-view.ts';
-import { listActivity, listEntitlements, readBalance } from '../billing/reports.service.ts';
+import { listActivity, listEntitlements, readBalance, withRoutes } from '../billing/reports.service.ts';
 import { readAccount } from './admin.service.ts';
 
 const AccountIdParam = z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' } }) });
@@ -73,7 +78,10 @@ const activityRoute = createRoute({
   security: SESSION,
   middleware: [requireSession(), requireRole('admin')] as const,
   request: { params: AccountIdParam, query: ActivityQuery },
-  responses: { 200: jsonContent(dataOf(ActivityPage), 'Activity.'), ...errorResponses(401, 403, 404, 422) },
+  responses: {
+    200: jsonContent(dataOf(AdminActivityPage), 'Activity, with the upstream of each call.'),
+    ...errorResponses(401, 403, 404, 422),
+  },
 });
 const ledgerRoute = createRoute({
   method: 'get',
@@ -145,7 +153,7 @@ export function adminViewRoutes() {
       ...(query.keyId ? { keyId: query.keyId } : {}),
       ...(query.cursor ? { cursor: query.cursor } : {}),
     });
-    return c.json({ data: page }, 200);
+    return c.json({ data: await withRoutes(c.get('deps'), page) }, 200);
   });
   app.openapi(ledgerRoute, async (c) => {
     const account = await readAccount(c.get('deps'), c.req.valid('param').id);

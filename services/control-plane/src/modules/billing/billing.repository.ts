@@ -1,5 +1,5 @@
 import { AppError } from '@tollgate/errors';
-import { QuantityString, ReserveRefusalCode } from '@tollgate/schemas';
+import { type FinishItem, QuantityString, ReserveRefusalCode } from '@tollgate/schemas';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { z } from 'zod';
 import type { PreparedQueries } from '../../db/database.ts';
@@ -553,5 +553,27 @@ export function selectWriteOffs(db: Db, from: Date, end: Date, limit: number) {
     .orderBy('account_id')
     .orderBy('alias')
     .limit(limit)
+    .execute();
+}
+
+/** Which upstream served each finished call that reached one; a repeat changes nothing. */
+export async function recordRoutes(db: Db, items: FinishItem[]): Promise<void> {
+  const rows = items.flatMap((item) =>
+    item.route
+      ? [
+          {
+            reservation_id: item.reservationId,
+            provider_id: item.route.providerId,
+            upstream_model: item.route.upstreamModel,
+            attempts: item.route.attempts,
+          },
+        ]
+      : [],
+  );
+  if (rows.length === 0) return;
+  await db
+    .insertInto('reservation_routes')
+    .values(rows)
+    .onConflict((conflict) => conflict.column('reservation_id').doNothing())
     .execute();
 }

@@ -52,6 +52,23 @@ export const ActivityPage = z
   .object({ items: z.array(ActivityItemView), nextCursor: z.string().nullable() })
   .openapi('ActivityPage');
 
+/** An admin's view of a call: also which upstream served it (never shown to the customer). */
+export const AdminActivityPage = z
+  .object({
+    items: z.array(
+      ActivityItemView.extend({
+        route: z
+          .object({ providerId: z.string(), upstreamModel: z.string(), attempts: z.number().int() })
+          .nullable()
+          .describe(
+            'The upstream that answered (or was tried last) and how many were tried; null for an alias with one upstream.',
+          ),
+      }),
+    ),
+    nextCursor: z.string().nullable(),
+  })
+  .openapi('AdminActivityPage');
+
 export const ActivityQuery = z.object({
   keyId: z.string().uuid().optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),

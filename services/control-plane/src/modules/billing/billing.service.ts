@@ -33,11 +33,21 @@ export async function reserve(
   return { results: results.map(reserveResultOf) };
 }
 
-/** Settles, releases or holds every item of a batch, idempotently, durably. */
+/**
+ * Settles, releases or holds every item of a batch, idempotently, durably; then records which
+ * upstream served each call that reached one (admins only; docs/routing.md). That record moves
+ * no money, so it is written after the money, once per reservation.
+ */
 export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
-  if (deps.hot) return deps.hot.finish(request);
-  const results = await repository.finishBatch(deps.prepared, request.items.map(finishRowOfItem));
-  return { results: results.map(finishResultOf) };
+  const response = deps.hot
+    ? await deps.hot.finish(request)
+    : {
+        results: (await repository.finishBatch(deps.prepared, request.items.map(finishRowOfItem))).map(
+          finishResultOf,
+        ),
+      };
+  await repository.recordRoutes(deps.db, request.items);
+  return response;
 }
 
 export interface GrantPackageInput {

@@ -129,6 +129,37 @@ export async function listActivity(
   };
 }
 
+/** An activity page with the upstream each call reached (admins only; docs/routing.md). */
+export async function withRoutes(
+  deps: Dependencies,
+  page: { items: ActivityItem[]; nextCursor: string | null },
+) {
+  const ids = page.items.map((item) => item.id);
+  const routes = new Map(
+    ids.length === 0
+      ? []
+      : (
+          await deps.db
+            .selectFrom('reservation_routes')
+            .selectAll()
+            .where('reservation_id', 'in', ids)
+            .execute()
+        ).map((row) => [row.reservation_id, row]),
+  );
+  return {
+    items: page.items.map((item) => {
+      const route = routes.get(item.id);
+      return {
+        ...item,
+        route: route
+          ? { providerId: route.provider_id, upstreamModel: route.upstream_model, attempts: route.attempts }
+          : null,
+      };
+    }),
+    nextCursor: page.nextCursor,
+  };
+}
+
 export interface UsageSummaryRow {
   day: string;
   alias: string;

@@ -1,0 +1,229 @@
+/**
+ * An alias served by several upstreams (docs/routing.md): a call whose upstream fails before
+ * anything reached the client (connect error, 5xx, 429, timeout before headers) is answered by
+ * the next one, charged once at the alias's price from the usage of the upstream that answered;
+ * a stream that failed after its first bytes is never retried. Admins see which upstream served;
+ * the customer never does.
+ */
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { expectOpenAIError, openaiClient, rejection } from '../src/clients.ts';
+import { type Customer, DashboardSession, signUpCustomer } from '../src/customer.ts';
+import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
+import { type E2EStack, startStack } from '../src/stack.ts';
+
+let stack: E2EStack;
+let customer: Customer;
+let meter: Meter;
+let admin: DashboardSession;
+let openai: OpenAI;
+/** A gateway that waits 400 ms for an upstream's headers. */
+let impatient: OpenAI;
+
+const PRICE = { input: 2n, output: 8n };
+const MAIN = 'upstream-routed-main';
+const BACKUP = 'upstream-routed-backup';
+const DEAD = 'upstream-routed-dead';
+
+beforeAll(async () => {
+  stack = await startStack('routing');
+  customer = await signUpCustomer(stack, { credits: 10_000_000n });
+  const { secret } = await customer.createKey({ name: 'routing' });
+  openai = openaiClient(stack.gatewayUrl, secret);
+  const gateway = await stack.startGateway('impatient', { UPSTREAM_HEADERS_TIMEOUT_MS: '400' });
+  impatient = openaiClient(gateway.url, secret);
+
+  const email = `routing-admin-${Date.now()}@example.test`;
+  const password = 'a long enough password for the admin';
+  await stack.admin('create-account', email, '--password', password);
+  await stack.admin('set-role', email, 'admin');
+  admin = new DashboardSession(stack.controlPlaneUrl);
+  await admin.logIn(email, password);
+  // Nothing listens on port 1: connecting is refused.
+  const dead = await admin.request('PUT', '/admin/catalog/providers/mock-dead', {
+    kind: 'openai',
+    baseUrl: 'http://127.0.0.1:1/v1',
+    credentialRef: 'TOLLGATE_PROVIDER_MOCK_KEY',
+  });
+  expect(dead.status).toBe(200);
+  const alias = {
+    protocols: ['chat_completions', 'responses'],
+    published: true,
+    price: { input: String(PRICE.input), output: String(PRICE.output) },
+    defaultMaxOutputTokens: 256,
+    maxOutputTokens: 4096,
+  };
+  for (const [name, first] of [
+    ['routed-e2e', { providerId: 'mock-openai', upstreamModel: MAIN }],
+    ['dead-first-e2e', { providerId: 'mock-dead', upstreamModel: DEAD }],
+  ] as const) {
+    const saved = await admin.request('PUT', `/admin/catalog/aliases/${name}`, {
+      ...alias,
+      upstreams: [first, { providerId: 'mock-openai', upstreamModel: BACKUP, priority: 1 }],
+    });
+    expect(saved.status).toBe(200);
+  }
+  // Gateways reload the catalogue on the change event; wait until both list the new aliases.
+  for (const client of [openai, impatient]) {
+    for (let tries = 0; ; tries++) {
+      const models = (await client.models.list()).data.map((model) => model.id);
+      if (models.includes('dead-first-e2e')) break;
+      if (tries > 200) throw new Error('the gateway never loaded the routed aliases');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  meter = new Meter(stack, customer.accountId);
+});
+
+beforeEach(() => meter.mark());
+
+afterAll(() => closeCheckingLedger(stack));
+
+const chat = (directives: string, model = 'routed-e2e') => ({
+  model,
+  max_tokens: 64,
+  messages: [{ role: 'user' as const, content: `Hi @mock(${directives})` }],
+});
+
+/** The route an admin sees for the account's newest call. */
+async function routeOfLastCall() {
+  const page = await admin.request('GET', `/admin/accounts/${customer.accountId}/activity?limit=1`);
+  expect(page.status).toBe(200);
+  return page.body.data.items[0].route;
+}
+
+/** The customer's own view of its calls names no upstream. */
+async function expectCustomerSeesNoUpstream(): Promise<void> {
+  const page = await customer.dashboard.request('GET', '/me/activity?limit=5');
+  expect(page.status).toBe(200);
+  const text = JSON.stringify(page.body);
+  for (const secret of [MAIN, BACKUP, DEAD, 'mock-openai', 'mock-dead', '"route"']) {
+    expect(text).not.toContain(secret);
+  }
+}
+
+function expectNoProviderDetails(value: unknown): void {
+  const text = JSON.stringify(value);
+  for (const secret of [MAIN, BACKUP, DEAD, 'mock-openai', 'mock-dead', stack.mockUrl]) {
+    expect(text).not.toContain(secret);
+  }
+}
+
+describe('failover before the first byte', () => {
+  it('a 5xx from the first upstream: the next answers, charged once from its usage', async () => {
+    const answer = await openai.chat.completions.create(
+      chat(`only_model=${MAIN},status=500,input_tokens=11,output_tokens=7`),
+    );
+    expect(answer.model).toBe('routed-e2e');
+    expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
+    expectNoProviderDetails(answer);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICE, { input: 11, output: 7 });
+    expect(await routeOfLastCall()).toEqual({
+      providerId: 'mock-openai',
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+    await expectCustomerSeesNoUpstream();
+  });
+
+  it('a 429 on a stream: the next upstream streams the answer', async () => {
+    const stream = await openai.chat.completions.create({
+      ...chat(`only_model=${MAIN},status=429,retry_after=1,input_tokens=5,output_tokens=3`),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    for await (const chunk of stream) {
+      expectNoProviderDetails(chunk);
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    expect(text).toMatch(/^Hello/);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICE, { input: 5, output: 3 });
+    expect(await routeOfLastCall()).toEqual({
+      providerId: 'mock-openai',
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+  });
+
+  it('a refused connection: the next upstream answers', async () => {
+    const answer = await openai.responses.create({
+      model: 'dead-first-e2e',
+      input: 'Hi @mock(input_tokens=4,output_tokens=6)',
+    });
+    expect(answer.output_text).toMatch(/^Hello/);
+    expect(answer.model).toBe('dead-first-e2e');
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICE, { input: 4, output: 6 });
+    expect(await routeOfLastCall()).toEqual({
+      providerId: 'mock-openai',
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+  });
+
+  it('no headers within the timeout: the next upstream answers', async () => {
+    const answer = await impatient.chat.completions.create(
+      chat(`only_model=${MAIN},delay=3000,input_tokens=3,output_tokens=2`),
+    );
+    expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
+    const [row] = await meter.finished();
+    expectSettledInCredits(row!, PRICE, { input: 3, output: 2 });
+    expect(await routeOfLastCall()).toEqual({
+      providerId: 'mock-openai',
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+  });
+
+  it('every upstream failing: upstream_unavailable naming none of them; released, nothing charged', async () => {
+    const error = await expectOpenAIError(
+      openai.chat.completions.create(chat('status=503')),
+      OpenAI.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    expectNoProviderDetails({ message: error.message, error: error.error });
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'released', outcome: 'upstream_unavailable', chargedCredits: 0n });
+    expect(await routeOfLastCall()).toEqual({
+      providerId: 'mock-openai',
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+  });
+});
+
+describe('no failover', () => {
+  it("the request's own fault (a provider 400) passes through as upstream_rejected, tried once", async () => {
+    await expectOpenAIError(
+      openai.chat.completions.create(chat(`only_model=${MAIN},status=400`)),
+      OpenAI.BadRequestError,
+      400,
+      'upstream_rejected',
+    );
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'released', outcome: 'upstream_rejected', chargedCredits: 0n });
+    expect(await routeOfLastCall()).toEqual({ providerId: 'mock-openai', upstreamModel: MAIN, attempts: 1 });
+  });
+
+  it('a stream that failed after its first bytes reached the client is never retried nor charged twice', async () => {
+    const stream = await openai.chat.completions.create({
+      ...chat(`only_model=${MAIN},stream_error,words=5`),
+      stream: true,
+    });
+    const contents: string[] = [];
+    const error = await rejection(
+      (async () => {
+        for await (const chunk of stream) contents.push(chunk.choices[0]?.delta.content ?? '');
+      })(),
+    );
+    expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('upstream_unavailable');
+    expect(contents.join('')).toMatch(/^Hello/);
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'held', outcome: 'upstream_unavailable', chargedCredits: 0n });
+    expect(await routeOfLastCall()).toEqual({ providerId: 'mock-openai', upstreamModel: MAIN, attempts: 1 });
+  });
+});

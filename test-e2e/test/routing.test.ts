@@ -69,6 +69,7 @@ beforeAll(async () => {
       const models = (await client.models.list()).data.map((model) => model.id);
       if (models.includes('dead-first-e2e')) break;
       if (tries > 200) throw new Error('the gateway never loaded the routed aliases');
+      // A poll: the gateway's reload on the change event has no signal a test can wait on.
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }

@@ -34,20 +34,16 @@ export async function reserve(
 }
 
 /**
- * Settles, releases or holds every item of a batch, idempotently, durably; then records which
- * upstream served each call that reached one (admins only; docs/routing.md). That record moves
- * no money, so it is written after the money, once per reservation.
+ * Records which upstream served each call that reached one (admins only; docs/routing.md), then
+ * settles, releases or holds every item of the batch, idempotently, durably. The route moves no
+ * money and is written once per reservation; written first, it is there by the time anyone
+ * reads the finished call.
  */
 export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
-  const response = deps.hot
-    ? await deps.hot.finish(request)
-    : {
-        results: (await repository.finishBatch(deps.prepared, request.items.map(finishRowOfItem))).map(
-          finishResultOf,
-        ),
-      };
   await repository.recordRoutes(deps.db, request.items);
-  return response;
+  if (deps.hot) return deps.hot.finish(request);
+  const results = await repository.finishBatch(deps.prepared, request.items.map(finishRowOfItem));
+  return { results: results.map(finishResultOf) };
 }
 
 export interface GrantPackageInput {

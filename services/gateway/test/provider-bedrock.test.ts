@@ -259,6 +259,11 @@ describe('bedrock: failures', () => {
       }
       await expectHeld(key.accountId, 'upstream_unavailable');
     }
+    // The provider's exception is the cause in the log, never in the client's body.
+    const line = await t.waitForLog(
+      (entry) => entry.includes('"providerId":"mock-bedrock"') && entry.includes('modelstreamerrorexception'),
+    );
+    expect(line).toContain('upstream call failed');
   });
 
   it('a frame whose CRC fails ends the stream as upstream_invalid_response, held not charged', async () => {

@@ -2,6 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { WireProtocol } from '../translation/protocol.ts';
 import type { StreamTranslator } from '../translation/translate.ts';
 import type { UpstreamResponse } from './client.ts';
+import { isRecord, parseJson } from './json-scan.ts';
 import { createModelRewriter } from './model-rewrite.ts';
 import { type SseEvent, SseParser } from './sse.ts';
 import { renderStreamError } from './stream-errors.ts';
@@ -64,6 +65,22 @@ export interface RelayedStream {
 /** Buffer.from is about four times cheaper than TextEncoder for event-sized strings. */
 function toBytes(text: string): Uint8Array {
   return Buffer.from(text, 'utf8');
+}
+
+/**
+ * The provider's own word for a failure inside a stream (`error.type` or `error.code`, Bedrock's
+ * exception type, Anthropic's `overloaded_error`), kept as the cause for the log: the client gets
+ * only the gateway's code. Anything but a short machine word is not kept.
+ */
+function providerFailure(event: SseEvent): Error {
+  const parsed = parseJson(event.data);
+  const error = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : parsed;
+  const kind = isRecord(error)
+    ? [error.type, error.code].find((value) => typeof value === 'string' && /^[A-Za-z_]{1,64}$/.test(value))
+    : undefined;
+  return Object.assign(new Error('the provider reported a failure in the stream'), {
+    code: typeof kind === 'string' && kind !== 'error' ? kind : 'provider_stream_error',
+  });
 }
 
 /** Only the gateway aborts upstream requests, and only for a client that left. */
@@ -131,7 +148,8 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
     let text = '';
     for (const event of events) {
       const verdict = tracker.observe(event);
-      if (verdict === 'provider_error') return { text, failure: new AppError('upstream_unavailable') };
+      if (verdict === 'provider_error')
+        return { text, failure: new AppError('upstream_unavailable', { cause: providerFailure(event) }) };
       if (verdict === 'invalid') return { text, failure: new AppError('upstream_invalid_response') };
       if (verdict === 'drop') continue;
       eventCount++;

@@ -52,6 +52,8 @@ export const PRICES = {
   'gpt-azure-any-e2e': { input: 2n, output: 8n },
   'claude-bedrock-any-e2e': { input: 3n, output: 15n },
   'claude-bedrock-badsig-e2e': { input: 3n, output: 15n },
+  'gemini-any-e2e': { input: 1n, output: 4n },
+  'gemini-badkey-e2e': { input: 1n, output: 4n },
 } as const;
 
 /** Upstream model ids: the client must only ever see the aliases. */
@@ -61,6 +63,8 @@ export const UPSTREAM_MODELS = {
   /** An Azure deployment name and a Bedrock model id (the URL carries them). */
   azure: 'upstream-gpt-deployment-e2e',
   bedrock: 'anthropic.upstream-claude-e2e-v1:0',
+  /** A Gemini model id (the URL carries it too). */
+  gemini: 'upstream-gemini-e2e-2.5',
 } as const;
 
 /**
@@ -82,13 +86,21 @@ const ANY_PROTOCOL_ALIASES = `
       default_max_output_tokens: 8192, max_output_tokens: 32000 }
   - { alias: claude-bedrock-badsig-e2e, provider: mock-bedrock-badsig, upstream_model: "${UPSTREAM_MODELS.bedrock}",
       protocols: [messages, chat_completions, responses], price: { input: 3, output: 15 },
+      default_max_output_tokens: 256, max_output_tokens: 4096 }
+  - { alias: gemini-any-e2e, provider: mock-gemini, upstream_model: ${UPSTREAM_MODELS.gemini},
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 1, output: 4 },
+      default_max_output_tokens: 256, max_output_tokens: 32000 }
+  - { alias: gemini-badkey-e2e, provider: mock-gemini-badkey, upstream_model: ${UPSTREAM_MODELS.gemini},
+      protocols: [messages, chat_completions, responses], price: { input: 1, output: 4 },
       default_max_output_tokens: 256, max_output_tokens: 4096 }`;
 
-/** The Azure and Bedrock providers of ANY_PROTOCOL_ALIASES, on the mock's wire formats. */
+/** The Azure, Bedrock and Gemini providers of ANY_PROTOCOL_ALIASES, on the mock's wire formats. */
 const ANY_PROTOCOL_PROVIDERS = (mockUrl: string) => `
   - { id: mock-azure, kind: azure-openai, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
   - { id: mock-bedrock, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_AWS }
-  - { id: mock-bedrock-badsig, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_AWS }`;
+  - { id: mock-bedrock-badsig, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_AWS }
+  - { id: mock-gemini, kind: gemini, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
+  - { id: mock-gemini-badkey, kind: gemini, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_KEY }`;
 
 /**
  * Both provider kinds, pointed at the mock. `gpt-tokens-e2e` has no price: only the package's
@@ -239,6 +251,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
     TOLLGATE_PROVIDER_MOCK_AWS: AWS_KEY_PAIR,
     TOLLGATE_PROVIDER_WRONG_AWS: WRONG_AWS_KEY_PAIR,
+    TOLLGATE_PROVIDER_WRONG_KEY: 'not-the-provider-key',
     // Long rate windows: no test straddles a window boundary.
     LIMIT_WINDOW_SECONDS: '3600',
     // Settlements a gateway keeps across restarts stay with this stack, like its Redis prefix.
@@ -466,6 +479,7 @@ async function startContainerStack(
         TOLLGATE_PROVIDER_MOCK_KEY: PROVIDER_KEY,
         TOLLGATE_PROVIDER_MOCK_AWS: AWS_KEY_PAIR,
         TOLLGATE_PROVIDER_WRONG_AWS: WRONG_AWS_KEY_PAIR,
+        TOLLGATE_PROVIDER_WRONG_KEY: 'not-the-provider-key',
         LIMIT_WINDOW_SECONDS: '3600',
         SECRETS_FILE: '',
       },

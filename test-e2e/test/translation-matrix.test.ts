@@ -20,7 +20,7 @@ import {
 } from '../src/clients.ts';
 import { signUpCustomer } from '../src/customer.ts';
 import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
-import { type E2EStack, PRICES, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
+import { type E2EStack, PRICES, PROVIDER_KEY, startStack, UPSTREAM_MODELS } from '../src/stack.ts';
 import { WEATHER_ARGUMENTS, WEATHER_PARAMETERS } from '../src/tools.ts';
 
 let stack: E2EStack;
@@ -51,8 +51,19 @@ const THINKING_TEXT = 'The mock considers the request.';
 const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
-type Alias = 'claude-any-e2e' | 'gpt-any-e2e' | 'gpt-azure-any-e2e' | 'claude-bedrock-any-e2e';
-const ALIASES: Alias[] = ['claude-any-e2e', 'gpt-any-e2e', 'gpt-azure-any-e2e', 'claude-bedrock-any-e2e'];
+type Alias =
+  | 'claude-any-e2e'
+  | 'gpt-any-e2e'
+  | 'gpt-azure-any-e2e'
+  | 'claude-bedrock-any-e2e'
+  | 'gemini-any-e2e';
+const ALIASES: Alias[] = [
+  'claude-any-e2e',
+  'gpt-any-e2e',
+  'gpt-azure-any-e2e',
+  'claude-bedrock-any-e2e',
+  'gemini-any-e2e',
+];
 /** Aliases whose provider speaks Anthropic's messages (its input figure leaves cache reads out). */
 const MESSAGES_KIND = new Set<Alias>(['claude-any-e2e', 'claude-bedrock-any-e2e']);
 
@@ -385,6 +396,11 @@ const UPSTREAM: Record<Alias, { paths: string[]; model?: string }> = {
       (action) => `/model/${encodeURIComponent(UPSTREAM_MODELS.bedrock)}/${action}`,
     ),
   },
+  'gemini-any-e2e': {
+    paths: ['generateContent', 'streamGenerateContent'].map(
+      (method) => `/v1beta/models/${UPSTREAM_MODELS.gemini}:${method}`,
+    ),
+  },
 };
 
 async function upstreamBody(tag: string, alias: Alias, index = 0) {
@@ -397,6 +413,11 @@ async function upstreamBody(tag: string, alias: Alias, index = 0) {
   if (model) expect(body.model).toBe(model);
   if (alias === 'claude-bedrock-any-e2e') expect(body.anthropic_version).toBe('bedrock-2023-05-31');
   if (request?.path === '/openai/responses') expect(body.model).toBe(UPSTREAM_MODELS.azure);
+  // Gemini's body names no model: the URL does, and the key travels in x-goog-api-key only.
+  if (alias === 'gemini-any-e2e') {
+    expect(body).not.toHaveProperty('model');
+    expect(request?.headers['x-goog-api-key']).toBe(PROVIDER_KEY);
+  }
   return { path: request!.path, body };
 }
 
@@ -477,9 +498,16 @@ describe.each(CASES.map((entry) => [label(entry), entry] as const))('%s', (_, { 
     });
     expect(answer.text).toMatch(ANSWER);
     expect(answer.reasoning).toBe(THINKING_TEXT);
-    await expectCharged(surface, alias, answer, { input: 80, output: 40 });
+    // Gemini reports thoughts apart from the candidates, and bills them as output: 40 + 30.
+    const output = alias === 'gemini-any-e2e' ? 70 : 40;
+    await expectCharged(surface, alias, answer, { input: 80, output });
     const { path, body } = await upstreamBody(thinkingTag, alias);
     if (MESSAGES_KIND.has(alias)) expect(body.thinking).toMatchObject({ type: 'enabled' });
+    else if (alias === 'gemini-any-e2e')
+      expect(body.generationConfig.thinkingConfig).toMatchObject({
+        thinkingBudget: 1024,
+        includeThoughts: true,
+      });
     else if (path.endsWith('/chat/completions')) expect(body.reasoning_effort).toBe('low');
     else expect(body.reasoning).toMatchObject({ effort: 'low' });
   });
@@ -623,5 +651,84 @@ describe('provider failures through the official clients', () => {
       ['held', 'upstream_unavailable', 0n],
       ['held', 'upstream_unavailable', 0n],
     ]);
+  });
+
+  const GEMINI_WORDS =
+    /google|API_KEY|API key|INVALID_ARGUMENT|PERMISSION_DENIED|RESOURCE_EXHAUSTED|upstream-/;
+
+  it("a wrong Gemini key (Gemini's 400 API_KEY_INVALID) is upstream_unavailable on every surface, released", async () => {
+    const error = await expectAnthropicError(
+      anthropic.messages.create({
+        model: 'gemini-badkey-e2e',
+        max_tokens: 32,
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+      Anthropic.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    expect(error.message).not.toMatch(GEMINI_WORDS);
+    const chatError = await expectOpenAIError(
+      openai.chat.completions.create({
+        model: 'gemini-badkey-e2e',
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+      OpenAI.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    expect(chatError.message).not.toMatch(GEMINI_WORDS);
+    await expectOpenAIError(
+      openai.responses.create({ model: 'gemini-badkey-e2e', input: 'Hi', stream: true }),
+      OpenAI.InternalServerError,
+      503,
+      'upstream_unavailable',
+    );
+    const rows = await meter.finished(3);
+    expect(rows.map((row) => [row.status, row.chargedCredits])).toEqual([
+      ['released', 0n],
+      ['released', 0n],
+      ['released', 0n],
+    ]);
+  });
+
+  it("Gemini's 429 RESOURCE_EXHAUSTED and 503 are upstream_unavailable, released", async () => {
+    for (const status of [429, 503]) {
+      const error = await expectAnthropicError(
+        anthropic.messages.create({
+          model: 'gemini-any-e2e',
+          max_tokens: 32,
+          messages: [{ role: 'user', content: `Hi @mock(status=${status})` }],
+        }),
+        Anthropic.InternalServerError,
+        503,
+        'upstream_unavailable',
+      );
+      expect(error.message).not.toMatch(GEMINI_WORDS);
+      await expectOpenAIError(
+        openai.chat.completions.create({
+          model: 'gemini-any-e2e',
+          messages: [{ role: 'user', content: `Hi @mock(status=${status})` }],
+        }),
+        OpenAI.InternalServerError,
+        503,
+        'upstream_unavailable',
+      );
+    }
+    const rows = await meter.finished(4);
+    expect(rows.every((row) => row.status === 'released' && row.chargedCredits === 0n)).toBe(true);
+  });
+
+  it('a Gemini stream cut before the chunk with its usage fails the client’s stream, held and not charged', async () => {
+    const stream = anthropic.messages.stream({
+      model: 'gemini-any-e2e',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hi @mock(cut_after=2,words=5)' }],
+    });
+    const error = (await rejection(stream.finalMessage())) as InstanceType<typeof Anthropic.APIError>;
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(error.message).not.toMatch(GEMINI_WORDS);
+    const [row] = await meter.finished();
+    expect(row).toMatchObject({ status: 'held', chargedCredits: 0n });
   });
 });

@@ -63,6 +63,8 @@ export interface StackOptions {
   gateways?: number;
   /** The catalogue file for the mock's URL; default STACK_CATALOG. */
   catalog?: (mockUrl: string) => string;
+  /** The key the mock requires (default PROVIDER_KEY); null: any credential, or none, is taken. */
+  mockApiKey?: string | null;
   gatewayEnv?: Record<string, string>;
   controlPlaneEnv?: Record<string, string>;
 }
@@ -108,7 +110,8 @@ export async function startTestStack(label: string, options: StackOptions = {}):
   });
   const redisPrefix = createRedisNamespace(label);
   const secrets = testSecrets();
-  const mock = await startMockUpstream({ expectedApiKey: PROVIDER_KEY });
+  const mockApiKey = options.mockApiKey === undefined ? PROVIDER_KEY : options.mockApiKey;
+  const mock = await startMockUpstream(mockApiKey === null ? {} : { expectedApiKey: mockApiKey });
   const folder = await mkdtemp(path.join(tmpdir(), 'tollgate-stack-'));
   const catalogFile = path.join(folder, 'catalog.yaml');
   await writeFile(catalogFile, (options.catalog ?? STACK_CATALOG)(mock.url));

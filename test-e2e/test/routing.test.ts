@@ -16,9 +16,12 @@ let stack: E2EStack;
 let customer: Customer;
 let meter: Meter;
 let admin: DashboardSession;
+/** A gateway without cooldowns: each failover test starts from the alias's own order. */
 let openai: OpenAI;
-/** A gateway that waits 400 ms for an upstream's headers. */
+/** The same, waiting 400 ms for an upstream's headers. */
 let impatient: OpenAI;
+/** A gateway that tries an upstream last for 5 s after it failed (or for its Retry-After). */
+let cooling: OpenAI;
 
 const PRICE = { input: 2n, output: 8n };
 const MAIN = 'upstream-routed-main';
@@ -29,9 +32,14 @@ beforeAll(async () => {
   stack = await startStack('routing');
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
   const { secret } = await customer.createKey({ name: 'routing' });
-  openai = openaiClient(stack.gatewayUrl, secret);
-  const gateway = await stack.startGateway('impatient', { UPSTREAM_HEADERS_TIMEOUT_MS: '400' });
+  const steady = await stack.startGateway('steady', { ROUTING_COOLDOWN_MS: '0' });
+  openai = openaiClient(steady.url, secret);
+  const gateway = await stack.startGateway('impatient', {
+    UPSTREAM_HEADERS_TIMEOUT_MS: '400',
+    ROUTING_COOLDOWN_MS: '0',
+  });
   impatient = openaiClient(gateway.url, secret);
+  cooling = openaiClient((await stack.startGateway('cooling', { ROUTING_COOLDOWN_MS: '5000' })).url, secret);
 
   const email = `routing-admin-${Date.now()}@example.test`;
   const password = 'a long enough password for the admin';
@@ -64,7 +72,7 @@ beforeAll(async () => {
     expect(saved.status).toBe(200);
   }
   // Gateways reload the catalogue on the change event; wait until both list the new aliases.
-  for (const client of [openai, impatient]) {
+  for (const client of [openai, impatient, cooling]) {
     for (let tries = 0; ; tries++) {
       const models = (await client.models.list()).data.map((model) => model.id);
       if (models.includes('dead-first-e2e')) break;
@@ -226,5 +234,45 @@ describe('no failover', () => {
     const [row] = await meter.finished();
     expect(row).toMatchObject({ status: 'held', outcome: 'upstream_unavailable', chargedCredits: 0n });
     expect(await routeOfLastCall()).toEqual({ providerId: 'mock-openai', upstreamModel: MAIN, attempts: 1 });
+  });
+});
+
+describe('cooldown', () => {
+  async function servedBy(directives: string): Promise<{ upstreamModel: string; attempts: number }> {
+    const answer = await cooling.chat.completions.create(chat(directives));
+    expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
+    await meter.finished();
+    return await routeOfLastCall();
+  }
+
+  it('an upstream that failed is tried last while it cools down', async () => {
+    expect(await servedBy(`only_model=${MAIN},status=502`)).toMatchObject({
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+    // The next calls go to the backup first, without paying the failing upstream's error again.
+    expect(await servedBy('')).toMatchObject({ upstreamModel: BACKUP, attempts: 1 });
+    expect(await servedBy(`only_model=${MAIN},status=502`)).toMatchObject({
+      upstreamModel: BACKUP,
+      attempts: 1,
+    });
+  });
+
+  it("a 429's Retry-After benches the upstream for that long, not for the cooldown", async () => {
+    // The main upstream is still cooling from the test before: a backup failure sends a call to
+    // it, and its success ends its cooldown.
+    expect(await servedBy(`only_model=${BACKUP},status=500`)).toMatchObject({
+      upstreamModel: MAIN,
+      attempts: 2,
+    });
+    expect(await servedBy(`only_model=${MAIN},status=429,retry_after=1`)).toMatchObject({
+      upstreamModel: BACKUP,
+      attempts: 2,
+    });
+    const benched = Date.now();
+    expect(await servedBy('')).toMatchObject({ upstreamModel: BACKUP, attempts: 1 });
+    // The bench is a span of time (Retry-After: 1), there is no event to wait for.
+    await new Promise((resolve) => setTimeout(resolve, 1_100 - (Date.now() - benched)));
+    expect(await servedBy('')).toMatchObject({ upstreamModel: MAIN, attempts: 1 });
   });
 });

@@ -72,6 +72,12 @@ export const GatewayEnv = z.object({
   ROUTING_MAX_ATTEMPTS: withDefault(positiveInt, 3).describe(
     'Upstreams one call may try when an alias has several: the next is tried only when the one before failed before anything reached the client (docs/routing.md).',
   ),
+  ROUTING_COOLDOWN_MS: withDefault(z.coerce.number().int().min(0), 10_000).describe(
+    "How long an upstream that failed a call before its first byte is tried last among its alias's upstreams (0: never). A provider's Retry-After replaces it, up to ROUTING_MAX_RETRY_AFTER_SECONDS.",
+  ),
+  ROUTING_MAX_RETRY_AFTER_SECONDS: withDefault(positiveInt, 300).describe(
+    "The longest a provider's Retry-After benches an upstream.",
+  ),
   BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000).describe(
     "Deadline of one call to the control plane, time in the gateway's queue included; past it the call gets `billing_unavailable` and an unanswered reservation is released.",
   ),
@@ -174,6 +180,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     routing: {
       maxAttempts: parsed.ROUTING_MAX_ATTEMPTS,
+      cooldownMs: parsed.ROUTING_COOLDOWN_MS,
+      maxRetryAfterMs: parsed.ROUTING_MAX_RETRY_AFTER_SECONDS * 1000,
     },
     billing: {
       timeoutMs: parsed.BILLING_TIMEOUT_MS,

@@ -6,6 +6,7 @@ import type { KeyCache } from './keys/key-cache.ts';
 import type { UnknownKeyGuard } from './keys/unknown-keys.ts';
 import type { Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
+import type { Cooldowns } from './routing/cooldowns.ts';
 import type { TokenCounter } from './tokens/token-counter.ts';
 import type { CredentialStore, UpstreamClient } from './upstream/index.ts';
 
@@ -32,6 +33,8 @@ export interface GatewayDependencies {
   /** Unrecognised keys: answered from memory, and throttled per client address. */
   unknownKeys: UnknownKeyGuard;
   catalog: CatalogCache;
+  /** Upstreams that failed lately, tried last (routing/). */
+  cooldowns: Cooldowns;
   /** Parses and counts count_tokens bodies off the event loop. */
   tokens: TokenCounter;
   credentials: CredentialStore;

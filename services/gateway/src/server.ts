@@ -29,6 +29,7 @@ import { createUnknownKeyGuard } from './keys/unknown-keys.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
+import { createCooldowns } from './routing/cooldowns.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
 import { createTokenCounter } from './tokens/token-counter.ts';
 import { tracedUpstream } from './tracing/traced-upstream.ts';
@@ -154,6 +155,7 @@ export async function startGateway(
       maxEntries: 100_000,
     }),
     catalog,
+    cooldowns: createCooldowns(config.routing),
     tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,
     upstream,

@@ -2,6 +2,7 @@ import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
+import { retryAfterMs } from '../routing/cooldowns.ts';
 import type { UpstreamTarget } from '../routing/upstream-order.ts';
 import {
   createStreamTranslator,
@@ -90,6 +91,8 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
   for (const target of input.upstreams) {
     attempts++;
     const attempt = await attemptUpstream(deps, input, target);
+    if (attempt.retryable) deps.cooldowns.failed(target, retryAfterMs(attempt.retryAfter));
+    else if ('answer' in attempt.forwarded.reply) deps.cooldowns.succeeded(target);
     const more = attempts < input.upstreams.length && !input.request.signal.aborted;
     if (attempt.retryable && more) {
       // Nothing was produced: the reservation stays for the next upstream, and this attempt's

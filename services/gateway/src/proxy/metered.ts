@@ -105,6 +105,7 @@ export async function handleMetered(
         surface,
         translation,
         maxAttempts: deps.config.routing.maxAttempts,
+        isCooling: deps.cooldowns.isCooling,
       }),
       body: translation
         ? null

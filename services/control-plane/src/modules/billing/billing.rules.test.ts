@@ -87,6 +87,24 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
       });
     });
 
+    it('stops drawing an entitlement the moment it expires, by the engine clock (R16)', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const tokens = await grantEntitlement(context, key.accountId, { tokens: 1000n });
+      // Its expiry in Postgres's time (the test clock may have been moved by other tests).
+      await sql`update entitlements set expires_at = now() + interval '1500 milliseconds'
+                where id = ${tokens}::uuid`.execute(context.deps.db);
+      expect(await reserveOne(reserveItem(key, 'priced', 10n, 10n))).toMatchObject({
+        reserved: { tokens: '20', credits: '0' },
+      });
+      const { rows } = await sql<{ wait: number }>`
+        select greatest(0, extract(epoch from expires_at - now()) * 1000)::int + 50 as wait
+        from entitlements where id = ${tokens}::uuid`.execute(context.deps.db);
+      await new Promise((resolve) => setTimeout(resolve, rows[0]!.wait));
+      expect(await reserveOne(reserveItem(key, 'priced', 10n, 10n))).toMatchObject({
+        reserved: { tokens: '0', credits: '70' },
+      });
+    });
+
     it('refuses with the documented codes and reserves nothing', async () => {
       const funded = await createFundedKey(context, { packages: ['exact'], scope: ['tokens-only'] });
       const cases: Array<[ReturnType<typeof reserveItem>, string]> = [

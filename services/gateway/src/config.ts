@@ -73,7 +73,7 @@ export const GatewayEnv = z.object({
     'Upstreams one call may try when an alias has several: the next is tried only when the one before failed before anything reached the client (docs/routing.md).',
   ),
   ROUTING_COOLDOWN_MS: withDefault(z.coerce.number().int().min(0), 10_000).describe(
-    "How long an upstream that failed a call before its first byte is tried last among its alias's upstreams (0: never). A provider's Retry-After replaces it, up to ROUTING_MAX_RETRY_AFTER_SECONDS.",
+    "How long an upstream that failed a call before its first byte is tried last among its alias's upstreams (0: never, Retry-After included). A provider's Retry-After replaces it, up to ROUTING_MAX_RETRY_AFTER_SECONDS.",
   ),
   ROUTING_MAX_RETRY_AFTER_SECONDS: withDefault(positiveInt, 300).describe(
     "The longest a provider's Retry-After benches an upstream.",

@@ -33,10 +33,12 @@ describe('cooldowns', () => {
     expect(cooldowns.isCooling(main)).toBe(false);
   });
 
-  it('never cools with a span of 0', () => {
+  it('never cools with a span of 0, not even for a Retry-After', () => {
     const cooldowns = createCooldowns({ cooldownMs: 0, maxRetryAfterMs: 5_000 });
     cooldowns.failed(main);
+    cooldowns.failed(other, 2_000);
     expect(cooldowns.isCooling(main)).toBe(false);
+    expect(cooldowns.isCooling(other)).toBe(false);
   });
 });
 

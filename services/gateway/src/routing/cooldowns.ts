@@ -23,6 +23,8 @@ export function createCooldowns(options: {
     },
     /** A failure before any byte reached the client; `retryAfterMs` from the provider's header. */
     failed(target: UpstreamTarget, retryAfterMs?: number): void {
+      // 0 turns cooldowns off, Retry-After benches included.
+      if (options.cooldownMs === 0) return;
       const span =
         retryAfterMs === undefined ? options.cooldownMs : Math.min(retryAfterMs, options.maxRetryAfterMs);
       const key = upstreamKey(target);

@@ -11,6 +11,7 @@ import { PROVIDER_KEY } from './stack.ts';
 import { bodyFor, uniqueTag, useStack } from './support.ts';
 
 const MODEL_ID = 'anthropic.upstream-claude-bedrock-v1:0';
+const ANTHROPIC_MODEL = 'upstream-claude-direct-1';
 const keyPair = (secretAccessKey: string) =>
   JSON.stringify({ accessKeyId: 'AKIDTOLLGATETEST', secretAccessKey, region: 'us-east-1' });
 
@@ -20,7 +21,25 @@ providers:
   - { id: mock-bedrock, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_BEDROCK_KEYS }
   - { id: mock-bedrock-key, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
   - { id: mock-bedrock-wrong, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_BEDROCK_WRONG }
+  - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
+  - { id: anthropic-down, kind: anthropic, base_url: "http://127.0.0.1:1", credential: TOLLGATE_PROVIDER_MOCK_KEY }
 aliases:
+  - alias: claude-failover
+    upstreams:
+      - { provider: anthropic-down, upstream_model: ${ANTHROPIC_MODEL} }
+      - { provider: mock-bedrock, upstream_model: "${MODEL_ID}", priority: 1 }
+    protocols: [messages, chat_completions]
+    price: { input: 3, output: 15 }
+    default_max_output_tokens: 256
+    max_output_tokens: 4096
+  - alias: claude-overloaded
+    upstreams:
+      - { provider: mock-anthropic, upstream_model: ${ANTHROPIC_MODEL} }
+      - { provider: mock-bedrock, upstream_model: "${MODEL_ID}", priority: 1 }
+    protocols: [messages, chat_completions]
+    price: { input: 3, output: 15 }
+    default_max_output_tokens: 256
+    max_output_tokens: 4096
   - { alias: claude-bedrock, provider: mock-bedrock, upstream_model: "${MODEL_ID}",
       protocols: [messages, count_tokens, chat_completions, responses],
       price: { input: 3, output: 15 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
@@ -31,6 +50,8 @@ aliases:
       max_output_tokens: 4096 }
 `,
   gatewayEnv: {
+    // Each failover test starts from the alias's own order.
+    ROUTING_COOLDOWN_MS: '0',
     TOLLGATE_PROVIDER_BEDROCK_KEYS: keyPair(PROVIDER_KEY),
     TOLLGATE_PROVIDER_BEDROCK_WRONG: keyPair('not-the-secret-0123456789'),
   },
@@ -190,6 +211,58 @@ describe('bedrock: translated surfaces', () => {
       }
       await expectCharged(key.accountId, cost(25, 3));
     }
+  });
+});
+
+describe('bedrock: failover from anthropic', () => {
+  it('answers from Bedrock when Anthropic is unreachable, charged once from Bedrock’s usage', async () => {
+    for (const [path, stream] of [
+      ['/v1/messages', false],
+      ['/v1/messages', true],
+      ['/v1/chat/completions', false],
+    ] as const) {
+      const key = await t.key({ credits: CREDITS });
+      const tag = uniqueTag('fo');
+      const reply = await t.post(
+        path,
+        key.secret,
+        bodyFor(path, 'claude-failover', `tag=${tag},input_tokens=50,cache_read=10,output_tokens=4`, {
+          ...(stream ? { stream } : {}),
+        }),
+      );
+      expect(reply.status, reply.text).toBe(200);
+      expect(reply.text).toContain('"model":"claude-failover"');
+      expectNoBedrockTrace(reply.text);
+      expect(reply.text).not.toContain(ANTHROPIC_MODEL);
+      expect(t.stack.mock.requests(tag).map((request) => request.path)).toEqual([
+        `/model/${ENCODED_ID}/${stream ? 'invoke-with-response-stream' : 'invoke'}`,
+      ]);
+      await expectCharged(key.accountId, cost(60, 4));
+      expect(await t.stack.reservations(key.accountId)).toEqual([
+        expect.objectContaining({ status: 'settled' }),
+      ]);
+    }
+  });
+
+  it('answers from Bedrock when Anthropic is overloaded (529), charged once', async () => {
+    const key = await t.key({ credits: CREDITS });
+    const tag = uniqueTag('fo529');
+    const reply = await t.post(
+      '/v1/messages',
+      key.secret,
+      bodyFor(
+        '/v1/messages',
+        'claude-overloaded',
+        `tag=${tag},status=529,only_model=${ANTHROPIC_MODEL},input_tokens=30,output_tokens=2`,
+      ),
+    );
+    expect(reply.status, reply.text).toBe(200);
+    expect(t.stack.mock.requests(tag).map((request) => request.path)).toEqual([
+      '/v1/messages',
+      `/model/${ENCODED_ID}/invoke`,
+    ]);
+    await expectCharged(key.accountId, cost(30, 2));
+    expect(await t.stack.reservations(key.accountId)).toHaveLength(1);
   });
 });
 

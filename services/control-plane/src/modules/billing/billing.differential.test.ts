@@ -20,6 +20,7 @@ import {
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { MoneyModel, type Price } from '../../../test/money-model.ts';
 import { changeCredit } from './billing.service.ts';
+import { resolveHold } from './holds.service.ts';
 import { clawBackOrderGrant } from './order-grants.ts';
 
 /**
@@ -44,6 +45,7 @@ type Op =
   | { kind: 'settle'; call: number; input: bigint; output: bigint }
   | { kind: 'settleForgotten'; alias: (typeof ALIASES)[number]; input: bigint; output: bigint }
   | { kind: 'end'; call: number; action: 'release' | 'hold' }
+  | { kind: 'resolve'; call: number; usage: { input: bigint; output: bigint } | null }
   | { kind: 'expire'; entitlement: number }
   | { kind: 'refund'; entitlement: number };
 
@@ -85,6 +87,11 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     kind: fc.constant('end' as const),
     call: fc.nat(),
     action: fc.constantFrom('release', 'hold'),
+  }),
+  fc.record({
+    kind: fc.constant('resolve' as const),
+    call: fc.nat(),
+    usage: fc.option(fc.record({ input: amount(300), output: amount(300) }), { nil: null }),
   }),
   fc.record({ kind: fc.constant('expire' as const), entitlement: fc.nat() }),
   fc.record({ kind: fc.constant('refund' as const), entitlement: fc.nat() }),
@@ -208,6 +215,31 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
         const outcome = op.action === 'hold' ? 'billing_settlement_pending' : 'upstream_unavailable';
         const response = await api.finish([endItem(key, call.id, call.alias, op.action, outcome)]);
         expect(response.body.results[0], where).toMatchObject(finishShape(expected));
+        return;
+      }
+      case 'resolve': {
+        // An admin resolves a hold (R13): with the provider's figures (a settle) or nothing.
+        const call = callAt(op.call);
+        if (!call) return;
+        const held = model.reservations.get(call.id)?.status === 'held';
+        const resolution = op.usage
+          ? ({ action: 'settle', inputTokens: op.usage.input, outputTokens: op.usage.output } as const)
+          : ({ action: 'release' } as const);
+        const answer = await resolveHold(context.deps, call.id, resolution).then(
+          (result) => result,
+          (error: { code?: string }) => error.code,
+        );
+        if (!held) {
+          expect(answer, where).toBe('not_found');
+          return;
+        }
+        const expected = op.usage
+          ? model.settle(call.id, call.alias, op.usage.input, op.usage.output)
+          : model.end(call.id, 'release', call.alias);
+        expect(answer, where).toMatchObject({
+          status: expected.status,
+          charged: { tokens: String(expected.chargedTokens), credits: String(expected.chargedCredits) },
+        });
         return;
       }
       case 'expire': {

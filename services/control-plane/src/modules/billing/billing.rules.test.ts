@@ -20,7 +20,7 @@ import {
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import { changeCredit } from './billing.service.ts';
-import { listHeld } from './holds.service.ts';
+import { listHeld, resolveHold } from './holds.service.ts';
 import { clawBackOrderGrant } from './order-grants.ts';
 import { reconcileOnce } from './reconciler.ts';
 
@@ -492,6 +492,38 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
         [tokens]: { remaining: 4n, reserved: 1n },
         credit: { remaining: 0n, reserved: 0n },
       });
+    });
+
+    it("lets the next call draw what an admin's release of a hold returned (R13)", async () => {
+      const key = await createFundedKey(context);
+      await grantEntitlement(context, key.accountId, { tokens: 100n });
+      const held = reserveItem(key, 'priced', 0n, 1n);
+      expect(await reserveOne(held)).toMatchObject({ ok: true });
+      await api.finish([endItem(key, held.reservationId, 'priced', 'hold', 'billing_settlement_pending')]);
+      await resolveHold(context.deps, held.reservationId, { action: 'release' });
+      expect(await reserveOne(reserveItem(key, 'priced', 0n, 100n))).toMatchObject({
+        ok: true,
+        reserved: { tokens: '100' },
+      });
+    });
+
+    it("charges an admin's settle of a hold beyond the reservation from what the account has (R10, R13)", async () => {
+      const key = await createFundedKey(context);
+      const tokens = await grantEntitlement(context, key.accountId, { tokens: 100n });
+      const held = reserveItem(key, 'priced', 0n, 10n);
+      expect(await reserveOne(held)).toMatchObject({ ok: true });
+      await api.finish([endItem(key, held.reservationId, 'priced', 'hold', 'billing_settlement_pending')]);
+      const resolved = await resolveHold(context.deps, held.reservationId, {
+        action: 'settle',
+        inputTokens: 20n,
+        outputTokens: 30n,
+      });
+      expect(resolved).toMatchObject({ status: 'settled', charged: { tokens: '50', credits: '0' } });
+      expect(await sourcesOf(context, key.accountId)).toEqual({
+        [tokens]: { remaining: 50n, reserved: 0n },
+        credit: { remaining: 0n, reserved: 0n },
+      });
+      expect(await spentOf(context, key.accountId)).toEqual({ [tokens]: 50n });
     });
 
     it('keeps cover for calls in flight on an entitlement that expired since (R7)', async () => {

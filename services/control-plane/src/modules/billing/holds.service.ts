@@ -47,19 +47,25 @@ export async function resolveHold(
   const row = await repository.findReservation(deps.db, reservationId);
   if (row?.status !== 'held')
     throw new AppError('not_found', { message: 'No held reservation with this id.' });
-  const [result] = await repository.finishBatch(deps.prepared, [
-    {
-      ...repository.finishRowOf(
-        row,
-        resolution.action,
-        resolution.action === 'settle' ? 'ok' : 'released_by_admin',
-        new Date().toISOString(),
-      ),
-      ...(resolution.action === 'settle'
-        ? { input_tokens: String(resolution.inputTokens), output_tokens: String(resolution.outputTokens) }
-        : {}),
-    },
-  ]);
+  // Under the account's lock, the hot tier's lease recalled first: a settle may draw beyond the
+  // reservation from what the lease holds free (R10), and what a release returns is drawn again
+  // by the next call (the recall marks the lease to top up).
+  const [result] = await deps.db.transaction().execute(async (trx) => {
+    await repository.lockAccount(trx, row.account_id, deps.hot);
+    return repository.finishBatchIn(trx, [
+      {
+        ...repository.finishRowOf(
+          row,
+          resolution.action,
+          resolution.action === 'settle' ? 'ok' : 'released_by_admin',
+          new Date().toISOString(),
+        ),
+        ...(resolution.action === 'settle'
+          ? { input_tokens: String(resolution.inputTokens), output_tokens: String(resolution.outputTokens) }
+          : {}),
+      },
+    ]);
+  });
   return {
     status: result!.status,
     charged: { tokens: result!.charged_tokens, credits: result!.charged_credits },

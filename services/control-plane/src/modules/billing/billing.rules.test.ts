@@ -99,6 +99,7 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
       const { rows } = await sql<{ wait: number }>`
         select greatest(0, extract(epoch from expires_at - now()) * 1000)::int + 50 as wait
         from entitlements where id = ${tokens}::uuid`.execute(context.deps.db);
+      // Real time is what is tested: the entitlement expires on the database's clock.
       await new Promise((resolve) => setTimeout(resolve, rows[0]!.wait));
       expect(await reserveOne(reserveItem(key, 'priced', 10n, 10n))).toMatchObject({
         reserved: { tokens: '0', credits: '70' },

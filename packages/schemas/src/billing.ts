@@ -28,7 +28,7 @@ export const KeyState = z.enum(KEY_STATES);
 export type KeyState = z.infer<typeof KeyState>;
 
 /** Upstream protocol families; OpenAI-compatible servers are configuration of `openai`. */
-export const PROVIDER_KINDS = ['anthropic', 'openai', 'azure-openai', 'gemini', 'bedrock'] as const;
+export const PROVIDER_KINDS = ['anthropic', 'openai', 'azure-openai', 'gemini', 'bedrock', 'vertex'] as const;
 export const ProviderKind = z.enum(PROVIDER_KINDS);
 export type ProviderKind = z.infer<typeof ProviderKind>;
 

@@ -11,4 +11,6 @@ export const PROVIDER_KIND_SURFACES: Record<ProviderKind, readonly MeteredSurfac
   // Gemini's protocol is no metered surface: every call to it is translated.
   gemini: [],
   bedrock: ['messages'],
+  // Vertex: Claude models speak messages, Gemini models nothing natively (the gateway's adapter).
+  vertex: ['messages'],
 };

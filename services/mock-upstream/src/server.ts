@@ -8,6 +8,7 @@ import { geminiProtocolFor } from './protocols/gemini.ts';
 import { openAiChatProtocol } from './protocols/openai-chat.ts';
 import { openAiResponsesProtocol } from './protocols/openai-responses.ts';
 import type { Protocol } from './protocols/protocol.ts';
+import { tokenAnswer, vertexProtocolFor } from './protocols/vertex.ts';
 import { createRecorder, type MockStats, type RecordedRequest, type Recorder } from './recorder.ts';
 import { planReply } from './reply-plan.ts';
 import { renderFrames, sendBody, sendJson, sendStream, wait } from './transport.ts';
@@ -161,7 +162,8 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
         ? (PROTOCOLS[path] ??
           azureProtocolFor(path) ??
           bedrockProtocolFor(path) ??
-          geminiProtocolFor(path, url))
+          geminiProtocolFor(path, url) ??
+          vertexProtocolFor(path, url))
         : undefined;
     let directives: Directives;
     let directiveError: string | undefined;
@@ -185,6 +187,10 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
       anthropicBeta: firstHeader(request.headers['anthropic-beta']),
       receivedAt: Date.now(),
     });
+    if (path === '/token' && request.method === 'POST') {
+      const token = tokenAnswer(rawBody.text);
+      return sendJson(response, token.status, token.body);
+    }
     if (!protocol) return sendJson(response, 404, NOT_FOUND);
     // Azure answers a call without an api-version as an unknown resource.
     if (path.startsWith('/openai/') && !new URL(url, 'http://mock').searchParams.get('api-version'))

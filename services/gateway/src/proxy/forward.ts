@@ -302,7 +302,7 @@ async function prepare(
     );
     throw new AppError('upstream_unavailable');
   }
-  const adapter = getAdapter(provider.kind);
+  const adapter = getAdapter(provider.kind, upstream.upstreamModel);
   // An alias re-pointed meanwhile at a provider of another kind: its protocol is the target now.
   const translation =
     input.translation && input.translation.upstream !== adapter.wireProtocol

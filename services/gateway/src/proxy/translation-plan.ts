@@ -14,7 +14,7 @@ export function servesNatively(
   alias: GatewayAlias,
 ): boolean {
   const provider = deps.catalog.provider(alias.providerId);
-  return !provider || getAdapter(provider.kind).surfaces.includes(surface);
+  return !provider || getAdapter(provider.kind, alias.upstreamModel).surfaces.includes(surface);
 }
 
 /**
@@ -32,7 +32,7 @@ export function translationFor(
   const provider = deps.catalog.provider(alias.providerId);
   // A provider missing from the catalogue is reported by the forward step, as before.
   if (!provider) return null;
-  const adapter = getAdapter(provider.kind);
+  const adapter = getAdapter(provider.kind, alias.upstreamModel);
   if (adapter.surfaces.includes(surface)) return null;
   return planTranslation(surface, adapter.wireProtocol, body, maxOutputTokens, {
     providerId: provider.id,

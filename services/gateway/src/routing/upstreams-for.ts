@@ -30,7 +30,7 @@ export function upstreamsFor(
     if (upstreamKey(upstream) === upstreamKey(first)) return true;
     const provider = deps.catalog.provider(upstream.providerId);
     if (!provider) return false;
-    const adapter = getAdapter(provider.kind);
+    const adapter = getAdapter(provider.kind, upstream.upstreamModel);
     return call.translation
       ? adapter.wireProtocol === call.translation.upstream
       : adapter.surfaces.includes(call.surface);

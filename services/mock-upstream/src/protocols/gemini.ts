@@ -163,9 +163,9 @@ function chunks(plan: ReplyPlan): { events: StreamEvent[]; firstDelta: number } 
   return { events, firstDelta };
 }
 
-type Method = 'generateContent' | 'streamGenerateContent' | 'countTokens';
+export type Method = 'generateContent' | 'streamGenerateContent' | 'countTokens';
 
-function geminiProtocol(model: string, method: Method, sse: boolean): Protocol {
+export function geminiProtocol(model: string, method: Method, sse: boolean): Protocol {
   return {
     readRequest(body) {
       const tools = declaredTools(body);

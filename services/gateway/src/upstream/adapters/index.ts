@@ -4,18 +4,25 @@ import { azureOpenaiAdapter } from './azure-openai-adapter.ts';
 import { bedrockAdapter } from './bedrock-adapter.ts';
 import { geminiAdapter } from './gemini-adapter.ts';
 import { openaiAdapter } from './openai-adapter.ts';
+import { vertexAdapterFor } from './vertex-adapter.ts';
 
-/** Every provider kind has exactly one adapter; a new kind without one is a compile error. */
-const ADAPTERS: Record<ProviderKind, UpstreamAdapter> = {
+/**
+ * Every provider kind has exactly one adapter, or one per publisher of the model (Vertex serves
+ * Claude and Gemini in their own protocols); a new kind without one is a compile error.
+ */
+const ADAPTERS: Record<ProviderKind, UpstreamAdapter | ((upstreamModel: string) => UpstreamAdapter)> = {
   anthropic: anthropicAdapter,
   openai: openaiAdapter,
   'azure-openai': azureOpenaiAdapter,
   gemini: geminiAdapter,
   bedrock: bedrockAdapter,
+  vertex: vertexAdapterFor,
 };
 
-export function getAdapter(kind: ProviderKind): UpstreamAdapter {
-  return ADAPTERS[kind];
+/** The adapter of a provider kind for a model (the model decides only for Vertex). */
+export function getAdapter(kind: ProviderKind, upstreamModel = ''): UpstreamAdapter {
+  const adapter = ADAPTERS[kind];
+  return typeof adapter === 'function' ? adapter(upstreamModel) : adapter;
 }
 
 export { anthropicAdapter, DEFAULT_ANTHROPIC_VERSION } from './anthropic-adapter.ts';

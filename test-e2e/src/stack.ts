@@ -5,7 +5,7 @@
  * the images path (TOLLGATE_E2E_IMAGES=1, see the harness's containers.ts), stacks that ask for it
  * (`fromImages`) run the three services as containers of the built images instead.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -54,6 +54,8 @@ export const PRICES = {
   'claude-bedrock-badsig-e2e': { input: 3n, output: 15n },
   'gemini-any-e2e': { input: 1n, output: 4n },
   'gemini-badkey-e2e': { input: 1n, output: 4n },
+  'claude-vertex-any-e2e': { input: 3n, output: 15n },
+  'gemini-vertex-any-e2e': { input: 1n, output: 4n },
 } as const;
 
 /** Upstream model ids: the client must only ever see the aliases. */
@@ -65,7 +67,24 @@ export const UPSTREAM_MODELS = {
   bedrock: 'anthropic.upstream-claude-e2e-v1:0',
   /** A Gemini model id (the URL carries it too). */
   gemini: 'upstream-gemini-e2e-2.5',
+  /** Vertex model ids: `claude...` is Anthropic's (rawPredict), any other Google's. */
+  vertexClaude: 'claude-upstream-e2e@20250101',
+  vertexGemini: 'upstream-gemini-vertex-e2e',
 } as const;
+
+const { privateKey: VERTEX_PRIVATE_KEY } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+
+/** The Vertex service account's JSON key; its token endpoint is the mock's. */
+function vertexServiceAccount(mockUrl: string): string {
+  return JSON.stringify({
+    type: 'service_account',
+    project_id: 'e2e-project',
+    private_key_id: 'e2e-key',
+    private_key: VERTEX_PRIVATE_KEY.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    client_email: 'tollgate-e2e@e2e-project.iam.gserviceaccount.com',
+    token_uri: `${mockUrl}/token`,
+  });
+}
 
 /**
  * One alias of each provider kind declaring all four protocols: any surface is translated. The
@@ -92,15 +111,23 @@ const ANY_PROTOCOL_ALIASES = `
       default_max_output_tokens: 256, max_output_tokens: 32000 }
   - { alias: gemini-badkey-e2e, provider: mock-gemini-badkey, upstream_model: ${UPSTREAM_MODELS.gemini},
       protocols: [messages, chat_completions, responses], price: { input: 1, output: 4 },
-      default_max_output_tokens: 256, max_output_tokens: 4096 }`;
+      default_max_output_tokens: 256, max_output_tokens: 4096 }
+  - { alias: claude-vertex-any-e2e, provider: mock-vertex, upstream_model: "${UPSTREAM_MODELS.vertexClaude}",
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 3, output: 15 },
+      default_max_output_tokens: 8192, max_output_tokens: 32000 }
+  - { alias: gemini-vertex-any-e2e, provider: mock-vertex, upstream_model: ${UPSTREAM_MODELS.vertexGemini},
+      protocols: [messages, count_tokens, chat_completions, responses], price: { input: 1, output: 4 },
+      default_max_output_tokens: 256, max_output_tokens: 32000 }`;
 
-/** The Azure, Bedrock and Gemini providers of ANY_PROTOCOL_ALIASES, on the mock's wire formats. */
+/** The Azure, Bedrock, Gemini and Vertex providers of ANY_PROTOCOL_ALIASES, on the mock's wire formats. */
 const ANY_PROTOCOL_PROVIDERS = (mockUrl: string) => `
   - { id: mock-azure, kind: azure-openai, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
   - { id: mock-bedrock, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_AWS }
   - { id: mock-bedrock-badsig, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_AWS }
   - { id: mock-gemini, kind: gemini, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
-  - { id: mock-gemini-badkey, kind: gemini, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_KEY }`;
+  - { id: mock-gemini-badkey, kind: gemini, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_WRONG_KEY }
+  - { id: mock-vertex, kind: vertex, base_url: "${mockUrl}/v1/projects/e2e-project/locations/us-east5",
+      credential: TOLLGATE_PROVIDER_MOCK_VERTEX }`;
 
 /**
  * Both provider kinds, pointed at the mock. `gpt-tokens-e2e` has no price: only the package's
@@ -252,6 +279,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     TOLLGATE_PROVIDER_MOCK_AWS: AWS_KEY_PAIR,
     TOLLGATE_PROVIDER_WRONG_AWS: WRONG_AWS_KEY_PAIR,
     TOLLGATE_PROVIDER_WRONG_KEY: 'not-the-provider-key',
+    TOLLGATE_PROVIDER_MOCK_VERTEX: vertexServiceAccount(mockUrl),
     // Long rate windows: no test straddles a window boundary.
     LIMIT_WINDOW_SECONDS: '3600',
     // Settlements a gateway keeps across restarts stay with this stack, like its Redis prefix.
@@ -480,6 +508,7 @@ async function startContainerStack(
         TOLLGATE_PROVIDER_MOCK_AWS: AWS_KEY_PAIR,
         TOLLGATE_PROVIDER_WRONG_AWS: WRONG_AWS_KEY_PAIR,
         TOLLGATE_PROVIDER_WRONG_KEY: 'not-the-provider-key',
+        TOLLGATE_PROVIDER_MOCK_VERTEX: vertexServiceAccount(`http://${alias.mock}:${PORTS.mock}`),
         LIMIT_WINDOW_SECONDS: '3600',
         SECRETS_FILE: '',
       },

@@ -56,16 +56,23 @@ type Alias =
   | 'gpt-any-e2e'
   | 'gpt-azure-any-e2e'
   | 'claude-bedrock-any-e2e'
-  | 'gemini-any-e2e';
+  | 'gemini-any-e2e'
+  | 'claude-vertex-any-e2e'
+  | 'gemini-vertex-any-e2e';
 const ALIASES: Alias[] = [
   'claude-any-e2e',
   'gpt-any-e2e',
   'gpt-azure-any-e2e',
   'claude-bedrock-any-e2e',
   'gemini-any-e2e',
+  'claude-vertex-any-e2e',
+  'gemini-vertex-any-e2e',
 ];
 /** Aliases whose provider speaks Anthropic's messages (its input figure leaves cache reads out). */
-const MESSAGES_KIND = new Set<Alias>(['claude-any-e2e', 'claude-bedrock-any-e2e']);
+const MESSAGES_KIND = new Set<Alias>(['claude-any-e2e', 'claude-bedrock-any-e2e', 'claude-vertex-any-e2e']);
+/** Gemini's protocol: thoughts are reported apart from the candidates and billed as output. */
+const GEMINI_PROTOCOL = new Set<Alias>(['gemini-any-e2e', 'gemini-vertex-any-e2e']);
+const VERTEX_BASE = '/v1/projects/e2e-project/locations/us-east5/publishers';
 
 /** One request, in neutral words; each surface writes it in its own protocol. */
 interface Ask {
@@ -401,6 +408,17 @@ const UPSTREAM: Record<Alias, { paths: string[]; model?: string }> = {
       (method) => `/v1beta/models/${UPSTREAM_MODELS.gemini}:${method}`,
     ),
   },
+  'claude-vertex-any-e2e': {
+    paths: ['rawPredict', 'streamRawPredict'].map(
+      (method) =>
+        `${VERTEX_BASE}/anthropic/models/${encodeURIComponent(UPSTREAM_MODELS.vertexClaude)}:${method}`,
+    ),
+  },
+  'gemini-vertex-any-e2e': {
+    paths: ['generateContent', 'streamGenerateContent'].map(
+      (method) => `${VERTEX_BASE}/google/models/${UPSTREAM_MODELS.vertexGemini}:${method}`,
+    ),
+  },
 };
 
 async function upstreamBody(tag: string, alias: Alias, index = 0) {
@@ -418,6 +436,12 @@ async function upstreamBody(tag: string, alias: Alias, index = 0) {
     expect(body).not.toHaveProperty('model');
     expect(request?.headers['x-goog-api-key']).toBe(PROVIDER_KEY);
   }
+  // Vertex: the model in the URL, the service account's OAuth token as the credential.
+  if (alias === 'claude-vertex-any-e2e' || alias === 'gemini-vertex-any-e2e') {
+    expect(body).not.toHaveProperty('model');
+    expect(request?.headers.authorization).toBe('Bearer ya29.mock-vertex-access-token');
+  }
+  if (alias === 'claude-vertex-any-e2e') expect(body.anthropic_version).toBe('vertex-2023-10-16');
   return { path: request!.path, body };
 }
 
@@ -499,11 +523,11 @@ describe.each(CASES.map((entry) => [label(entry), entry] as const))('%s', (_, { 
     expect(answer.text).toMatch(ANSWER);
     expect(answer.reasoning).toBe(THINKING_TEXT);
     // Gemini reports thoughts apart from the candidates, and bills them as output: 40 + 30.
-    const output = alias === 'gemini-any-e2e' ? 70 : 40;
+    const output = GEMINI_PROTOCOL.has(alias) ? 70 : 40;
     await expectCharged(surface, alias, answer, { input: 80, output });
     const { path, body } = await upstreamBody(thinkingTag, alias);
     if (MESSAGES_KIND.has(alias)) expect(body.thinking).toMatchObject({ type: 'enabled' });
-    else if (alias === 'gemini-any-e2e')
+    else if (GEMINI_PROTOCOL.has(alias))
       expect(body.generationConfig.thinkingConfig).toMatchObject({
         thinkingBudget: 1024,
         includeThoughts: true,

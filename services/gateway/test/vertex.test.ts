@@ -149,4 +149,46 @@ describe('a Vertex alias', () => {
     });
     expect(line).not.toContain('PRIVATE KEY');
   });
+
+  it('a token Vertex refuses (401, as when it expired) and a throttle are upstream_unavailable, free, the cause logged', async () => {
+    for (const [alias, status, reason] of [
+      ['claude-vertex', 401, 'credential_refused'],
+      ['gemini-vertex', 401, 'credential_refused'],
+      ['claude-vertex', 429, 'rate_limited'],
+      ['gemini-vertex', 429, 'rate_limited'],
+    ] as const) {
+      const key = await t.key({ credits: CREDITS });
+      const reply = await t.post(
+        '/v1/chat/completions',
+        key.secret,
+        bodyFor('/v1/chat/completions', alias, `status=${status}`),
+      );
+      t.expectError(reply, 503, 'upstream_unavailable');
+      expect(reply.text).not.toMatch(/google|vertex|anthropic|UNAUTHENTICATED|RESOURCE_EXHAUSTED/i);
+      await t.stack.settled();
+      const reservations = await t.stack.reservations(key.accountId);
+      expect(reservations.map((row) => [row.status, row.charged_credits])).toEqual([['released', 0n]]);
+      const line = await t.waitForLog(
+        (text) => text.includes('upstream call failed') && text.includes(key.keyId),
+      );
+      expect(JSON.parse(line)).toMatchObject({ providerId: 'mock-vertex', reason, upstreamStatus: status });
+    }
+  });
+
+  it('a failure inside a Vertex stream ends the caller stream with our error event, held, nothing charged', async () => {
+    for (const alias of ['claude-vertex', 'gemini-vertex']) {
+      const key = await t.key({ credits: CREDITS });
+      const reply = await t.post(
+        '/v1/messages',
+        key.secret,
+        bodyFor('/v1/messages', alias, 'stream_error,words=4', { stream: true }),
+      );
+      expect(reply.status).toBe(200);
+      expect(reply.text).toContain('event: error');
+      expect(reply.text).not.toContain('event: message_stop');
+      await t.stack.settled();
+      const reservations = await t.stack.reservations(key.accountId);
+      expect(reservations.map((row) => [row.status, row.charged_credits])).toEqual([['held', 0n]]);
+    }
+  });
 });

@@ -23,6 +23,7 @@ const ALIASES: Record<string, [bigint, bigint]> = {
   'gpt-azure-mock': [2n, 8n],
   'claude-bedrock-mock': [3n, 15n],
   'gemini-mock': [1n, 4n],
+  'claude-vertex-mock': [3n, 15n],
 };
 const PATHS = ['/v1/messages', '/v1/chat/completions', '/v1/responses'];
 const CREDITS = 10_000_000n;

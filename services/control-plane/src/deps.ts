@@ -4,7 +4,7 @@ import type { ControlPlaneConfig } from './config.ts';
 import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import type { EventPublisher } from './events.ts';
-import type { HotTier } from './modules/billing/hot/hot-tier.ts';
+import type { HotTier } from './modules/billing/engines.ts';
 
 export interface Clock {
   now(): Date;

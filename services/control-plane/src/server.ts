@@ -18,7 +18,7 @@ import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
 import { tracedListener } from './http/tracing.ts';
 import { createControlPlaneMetrics } from './metrics/metrics.ts';
-import { openHotTier } from './modules/billing/hot/hot-tier.ts';
+import { openHotTier } from './modules/billing/engines.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { startUsageRollup } from './modules/billing/usage-rollup.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';

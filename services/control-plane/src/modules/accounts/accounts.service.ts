@@ -2,7 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
-import { changeEntries } from '../billing/hot/hot-entries.ts';
+import { changeBillingEntries } from '../billing/engines.ts';
 import {
   type AccountRow,
   insertAccount,
@@ -193,15 +193,10 @@ async function writeAccountStatus(
   status: AccountStatus,
 ): Promise<Account> {
   // The hot tier refuses a suspended account's calls from the moment this answers (hot-entries.ts).
-  const row = await changeEntries(
-    deps.hot?.store ?? null,
-    deps.db,
-    () => deps.clock.now().getTime(),
-    async (trx) => {
-      const updated = await updateAccountRow(trx, accountId, { status, updated_at: deps.clock.now() });
-      return { result: updated, changed: updated ? { accountId, account: updated } : null };
-    },
-  );
+  const row = await changeBillingEntries(deps, async (trx) => {
+    const updated = await updateAccountRow(trx, accountId, { status, updated_at: deps.clock.now() });
+    return { result: updated, changed: updated ? { accountId, account: updated } : null };
+  });
   if (!row) throw new AppError('not_found');
   const account = toAccount(row);
   await deps.events.publish({ type: 'account.changed', accountId: account.id });

@@ -13,7 +13,7 @@ import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { readAccountBalances } from '../billing/balances.ts';
-import { changeEntries } from '../billing/hot/hot-entries.ts';
+import { changeBillingEntries } from '../billing/engines.ts';
 import {
   type ApiKeyRow,
   countKeysOfAccountLocked,
@@ -245,15 +245,10 @@ function changeKey(
   accountId: string,
   update: (trx: Transaction<Database>) => Promise<ApiKeyRow | undefined>,
 ): Promise<ApiKeyRow | undefined> {
-  return changeEntries(
-    deps.hot?.store ?? null,
-    deps.db,
-    () => deps.clock.now().getTime(),
-    async (trx) => {
-      const row = await update(trx);
-      return { result: row, changed: row ? { accountId, keys: [row] } : null };
-    },
-  );
+  return changeBillingEntries(deps, async (trx) => {
+    const row = await update(trx);
+    return { result: row, changed: row ? { accountId, keys: [row] } : null };
+  });
 }
 
 /** Validates a key from the dashboard: state, scope, ceilings and balance. Spends nothing. */

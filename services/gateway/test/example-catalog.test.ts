@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '@tollgate/test-harness';
 import { describe, expect, it } from 'vitest';
-import { bodyFor, useStack } from './support.ts';
+import { bodyFor, sseData, useStack } from './support.ts';
 
 const EXAMPLE = readFileSync(path.join(ROOT, 'deploy/catalog.example.yaml'), 'utf8');
 
@@ -28,29 +28,13 @@ const ALIASES: Record<string, [bigint, bigint]> = {
 const PATHS = ['/v1/messages', '/v1/chat/completions', '/v1/responses'];
 const CREDITS = 10_000_000n;
 
-// biome-ignore lint/suspicious/noExplicitAny: protocol JSON read in assertions
-type Json = Record<string, any>;
-
-function events(text: string): Json[] {
-  return text
-    .split('\n\n')
-    .map((block) =>
-      block
-        .split('\n')
-        .find((line) => line.startsWith('data: '))
-        ?.slice(6),
-    )
-    .filter((data): data is string => data !== undefined && data !== '[DONE]')
-    .map((data) => JSON.parse(data) as Json);
-}
-
 /** Total input and output as the surface tells them, streamed or not. */
 function told(path: string, stream: boolean, text: string): { input: number; output: number } {
   if (path === '/v1/messages') {
     const usage = stream
-      ? events(text).find((event) => event.type === 'message_delta')!.usage
+      ? sseData(text).find((event) => event.type === 'message_delta')!.usage
       : JSON.parse(text).usage;
-    const start = stream ? events(text)[0]!.message.usage : usage;
+    const start = stream ? sseData(text)[0]!.message.usage : usage;
     const input =
       (usage.input_tokens || start.input_tokens) +
       (usage.cache_creation_input_tokens ?? start.cache_creation_input_tokens ?? 0) +
@@ -59,12 +43,12 @@ function told(path: string, stream: boolean, text: string): { input: number; out
   }
   if (path === '/v1/chat/completions') {
     const usage = stream
-      ? events(text).find((chunk) => chunk.choices.length === 0)!.usage
+      ? sseData(text).find((chunk) => chunk.choices.length === 0)!.usage
       : JSON.parse(text).usage;
     return { input: usage.prompt_tokens, output: usage.completion_tokens };
   }
   const usage = stream
-    ? events(text).find((event) => event.type === 'response.completed')!.response.usage
+    ? sseData(text).find((event) => event.type === 'response.completed')!.response.usage
     : JSON.parse(text).usage;
   return { input: usage.input_tokens, output: usage.output_tokens };
 }

@@ -8,7 +8,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { STACK_CATALOG } from './stack.ts';
-import { bodyFor, type FundedKey, type Reply, uniqueTag, useStack } from './support.ts';
+import {
+  bodyFor,
+  type FundedKey,
+  type Json,
+  type Reply,
+  sseData,
+  uniqueTag,
+  usageOf,
+  useStack,
+} from './support.ts';
 
 const GEMINI_MODEL = 'upstream-gemini-z3';
 
@@ -35,49 +44,6 @@ aliases:
 });
 const CREDITS = 10_000_000n;
 const PATHS = ['/v1/messages', '/v1/chat/completions', '/v1/responses'] as const;
-
-type Json = Record<string, unknown>;
-
-function sseData(text: string): Json[] {
-  return text
-    .split('\n\n')
-    .map((block) =>
-      block
-        .split('\n')
-        .find((line) => line.startsWith('data: '))
-        ?.slice(6),
-    )
-    .filter((data): data is string => data !== undefined && data !== '[DONE]')
-    .map((data) => JSON.parse(data) as Json);
-}
-
-/** Total input and output the caller was told, as its protocol defines them. */
-function told(path: string, reply: Reply, stream: boolean): { input: number; output: number } {
-  let usage: Record<string, number>;
-  if (!stream) usage = (JSON.parse(reply.text) as { usage: Record<string, number> }).usage;
-  else {
-    const events = sseData(reply.text);
-    if (path === '/v1/messages')
-      usage = events.find((event) => event.type === 'message_delta')!.usage as Record<string, number>;
-    else if (path === '/v1/chat/completions')
-      usage = events.find((event) => event.usage && (event.choices as unknown[]).length === 0)!
-        .usage as Record<string, number>;
-    else
-      usage = (events.find((event) => event.type === 'response.completed')!.response as Json).usage as Record<
-        string,
-        number
-      >;
-  }
-  if (path === '/v1/messages')
-    return {
-      input:
-        usage.input_tokens! + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0),
-      output: usage.output_tokens!,
-    };
-  if (path === '/v1/chat/completions')
-    return { input: usage.prompt_tokens!, output: usage.completion_tokens! };
-  return { input: usage.input_tokens!, output: usage.output_tokens! };
-}
 
 function streamExtra(path: string): Json {
   return path === '/v1/chat/completions'
@@ -117,7 +83,7 @@ describe('a Gemini alias on every surface', () => {
         expect(body).not.toHaveProperty('model');
         expect(reply.text).not.toContain(GEMINI_MODEL);
         // 120 prompt tokens (20 cached, counted once), 3 candidates + 11 thoughts as output.
-        const usage = told(path, reply, stream);
+        const usage = usageOf(path, reply, stream);
         expect(usage).toEqual({ input: 120, output: 14 });
         await t.stack.settled();
         expect(await t.stack.balances(key.accountId)).toMatchObject({

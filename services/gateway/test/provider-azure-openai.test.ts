@@ -9,7 +9,7 @@
 import { AZURE_MODEL } from '@tollgate/mock-upstream';
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_KEY } from './stack.ts';
-import { bodyFor, uniqueTag, useStack } from './support.ts';
+import { bodyFor, type Json, sseData, uniqueTag, useStack } from './support.ts';
 
 const DEPLOYMENT = 'upstream-gpt-deploy-1';
 
@@ -33,22 +33,6 @@ aliases:
 
 const CREDITS = 10_000_000n;
 const cost = (input: number, output: number) => BigInt(input) * 2n + BigInt(output) * 8n;
-
-// biome-ignore lint/suspicious/noExplicitAny: provider JSON read in assertions
-type Json = Record<string, any>;
-
-function sseData(text: string): Json[] {
-  return text
-    .split('\n\n')
-    .map((block) =>
-      block
-        .split('\n')
-        .find((line) => line.startsWith('data: '))
-        ?.slice(6),
-    )
-    .filter((data): data is string => data !== undefined && data !== '[DONE]')
-    .map((data) => JSON.parse(data) as Json);
-}
 
 async function expectCharged(accountId: string, credits: bigint): Promise<void> {
   await t.stack.settled();

@@ -37,6 +37,48 @@ export function uniqueTag(prefix = 't'): string {
   return `${prefix}${tagCounter}x${Date.now().toString(36)}`;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: protocol JSON read in assertions
+export type Json = Record<string, any>;
+
+/** The JSON payloads of an event stream's `data:` lines, `[DONE]` left out. */
+export function sseData(text: string): Json[] {
+  return text
+    .split('\n\n')
+    .map((block) =>
+      block
+        .split('\n')
+        .find((line) => line.startsWith('data: '))
+        ?.slice(6),
+    )
+    .filter((data): data is string => data !== undefined && data !== '[DONE]')
+    .map((data) => JSON.parse(data) as Json);
+}
+
+/** Input and output tokens as the caller's protocol reports them (Anthropic's input excludes cache). */
+export function toldUsage(path: string, usage: Record<string, number>): { input: number; output: number } {
+  if (path === '/v1/messages') {
+    return {
+      input:
+        usage.input_tokens! + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0),
+      output: usage.output_tokens!,
+    };
+  }
+  if (path === '/v1/chat/completions')
+    return { input: usage.prompt_tokens!, output: usage.completion_tokens! };
+  return { input: usage.input_tokens!, output: usage.output_tokens! };
+}
+
+/** What a reply told its caller of input and output: its body's usage, or its stream's final usage event. */
+export function usageOf(path: string, reply: Reply, stream: boolean): { input: number; output: number } {
+  if (!stream) return toldUsage(path, (JSON.parse(reply.text) as { usage: Record<string, number> }).usage);
+  const events = sseData(reply.text);
+  if (path === '/v1/messages')
+    return toldUsage(path, events.find((event) => event.type === 'message_delta')!.usage);
+  if (path === '/v1/chat/completions')
+    return toldUsage(path, events.find((event) => event.usage && event.choices.length === 0)!.usage);
+  return toldUsage(path, events.find((event) => event.type === 'response.completed')!.response.usage);
+}
+
 /** A minimal valid body for a metered surface (or count_tokens) carrying mock directives. */
 export function bodyFor(
   path: string,

@@ -5,38 +5,11 @@
  * is exactly what the ledger charged.
  */
 import { describe, expect, it } from 'vitest';
-import { bodyFor, type Reply, uniqueTag, useStack } from './support.ts';
+import { bodyFor, type Reply, sseData, toldUsage, uniqueTag, useStack } from './support.ts';
 
 const t = useStack('gw-translation');
 const CREDITS = 10_000_000n;
 const PRICES: Record<string, [bigint, bigint]> = { 'claude-all': [3n, 15n], 'gpt-all': [2n, 8n] };
-
-/** Input and output tokens as the caller's protocol reports them (Anthropic's input excludes cache). */
-function toldUsage(path: string, usage: Record<string, number>): { input: number; output: number } {
-  if (path === '/v1/messages') {
-    return {
-      input:
-        usage.input_tokens! + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0),
-      output: usage.output_tokens!,
-    };
-  }
-  if (path === '/v1/chat/completions')
-    return { input: usage.prompt_tokens!, output: usage.completion_tokens! };
-  return { input: usage.input_tokens!, output: usage.output_tokens! };
-}
-
-function sseData(text: string): Array<Record<string, unknown>> {
-  return text
-    .split('\n\n')
-    .map((block) =>
-      block
-        .split('\n')
-        .find((line) => line.startsWith('data: '))
-        ?.slice(6),
-    )
-    .filter((data): data is string => data !== undefined && data !== '[DONE]')
-    .map((data) => JSON.parse(data) as Record<string, unknown>);
-}
 
 /** The usage a streamed answer told the caller, read the way each official client reads it. */
 function streamedUsage(path: string, text: string): Record<string, number> {

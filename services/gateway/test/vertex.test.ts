@@ -7,7 +7,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { STACK_CATALOG } from './stack.ts';
-import { bodyFor, type Reply, uniqueTag, useStack } from './support.ts';
+import { bodyFor, uniqueTag, usageOf, useStack } from './support.ts';
 
 const VERTEX_TOKEN = 'ya29.mock-vertex-access-token';
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -53,19 +53,6 @@ aliases:
 });
 const CREDITS = 10_000_000n;
 
-function told(path: string, reply: Reply): { input: number; output: number } {
-  const usage = (JSON.parse(reply.text) as { usage: Record<string, number> }).usage;
-  if (path === '/v1/messages')
-    return {
-      input:
-        usage.input_tokens! + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0),
-      output: usage.output_tokens!,
-    };
-  if (path === '/v1/chat/completions')
-    return { input: usage.prompt_tokens!, output: usage.completion_tokens! };
-  return { input: usage.input_tokens!, output: usage.output_tokens! };
-}
-
 const CASES = [
   ['/v1/messages', 'claude-vertex', 'anthropic/models/claude-sonnet-4-5%4020250929:rawPredict', 3n, 15n],
   [
@@ -98,7 +85,7 @@ describe('a Vertex alias', () => {
       expect(body).not.toHaveProperty('model');
       if (alias === 'claude-vertex') expect(body.anthropic_version).toBe('vertex-2023-10-16');
       expect(reply.text).not.toContain('claude-sonnet-4-5@');
-      const usage = told(path, reply);
+      const usage = usageOf(path, reply, false);
       expect(usage.output).toBe(3);
       await t.stack.settled();
       expect(await t.stack.balances(key.accountId)).toMatchObject({

@@ -4,6 +4,7 @@ import {
   LIMITS_LUA,
   type Logger,
   limiterKeys,
+  limitRefusal,
   type RedisConnection,
   type RedisTarget,
   redisReady,
@@ -165,21 +166,14 @@ export function createRedisLimiter(
         throw new AppError('rate_limiter_unavailable', { cause: error });
       }
       const [verdict, first = 1000, second = 0, third = 0] = answer;
-      if (verdict === 1 || verdict === 2) {
-        return {
-          allowed: false,
-          code: 'rate_limit_exceeded',
-          retryAfterSeconds: Math.max(1, Math.ceil(first / 1000)),
-          budget: { limit: second, remaining: 0, resetSeconds: Math.ceil(first / 1000) },
-        };
+      if (verdict !== 0) {
+        // Refused: {1|2, retry ms, limit} for a rate, {3|4} for concurrency.
+        const refusal = limitRefusal(verdict, first, settings.concurrencyRetryAfterSeconds);
+        if (refusal.code === 'concurrency_limit_exceeded') return { allowed: false, ...refusal };
+        const budget = { limit: second, remaining: 0, resetSeconds: Math.ceil(first / 1000) };
+        return { allowed: false, ...refusal, budget };
       }
-      if (verdict === 3 || verdict === 4) {
-        return {
-          allowed: false,
-          code: 'concurrency_limit_exceeded',
-          retryAfterSeconds: settings.concurrencyRetryAfterSeconds,
-        };
-      }
+      // Admitted: {0, limit, remaining, ms to the window's end}.
       return {
         allowed: true,
         lease: request.keyConcurrency === null ? null : hold(request),

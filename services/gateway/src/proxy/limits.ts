@@ -55,12 +55,12 @@ export async function takeLimits(
   options: { holdsSlot: boolean; leaseId?: string },
 ): Promise<{ lease: Lease | null; budget: RequestBudget }> {
   const decision = await deps.limiter.acquire(limitRequestOf(key, plan, options));
-  if (!decision.allowed) throw limitRefusal(decision);
+  if (!decision.allowed) throw limitError(decision);
   return decision;
 }
 
 /** A refusal by the limits, with its Retry-After and, for a rate, the exhausted budget's headers. */
-export function limitRefusal(refused: {
+export function limitError(refused: {
   code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded';
   retryAfterSeconds?: number;
   budget?: RequestBudget;
@@ -102,6 +102,6 @@ export async function countRefusal(
   } catch {
     throw error;
   }
-  if (!decision.allowed) throw limitRefusal(decision);
+  if (!decision.allowed) throw limitError(decision);
   throw error;
 }

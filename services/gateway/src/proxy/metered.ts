@@ -27,7 +27,7 @@ import { forwardToUpstream } from './forward.ts';
 import {
   budgetHeaders,
   countRefusal,
-  limitRefusal,
+  limitError,
   limitRequestOf,
   reserveLimitsOf,
   takeLimits,
@@ -224,7 +224,7 @@ async function reserve(
   const { reservationId, reservation } = attempt;
   if (!reservation.ok) {
     if (reservation.code === 'rate_limit_exceeded')
-      throw limitRefusal({ ...reservation, code: reservation.code });
+      throw limitError({ ...reservation, code: reservation.code });
     throw new AppError(reservation.code, {
       retryAfterSeconds:
         reservation.code === 'concurrency_limit_exceeded'

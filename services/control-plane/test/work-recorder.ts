@@ -23,7 +23,10 @@ export function recordWork(db: Kysely<Database>, address: string) {
   const mails: string[] = [];
   const recorder: KyselyPlugin = {
     transformQuery({ node }) {
-      statements.push(`${node.kind} ${JSON.stringify(tablesOf(node))}`);
+      const statement = `${node.kind} ${JSON.stringify(tablesOf(node))}`;
+      // The throttle prunes old buckets on one hit in N at random, whatever the address: not work
+      // the address caused, and recording it made two equal runs differ one time in N.
+      if (statement !== 'DeleteQueryNode ["throttle_buckets"]') statements.push(statement);
       return node;
     },
     async transformResult({ result }) {

@@ -5,15 +5,16 @@
  * events, usage from message_start and message_delta charged exactly, and a wrong signature, a
  * throttle, a mid-stream exception and a broken frame each ending with the spec's code.
  */
-import { BEDROCK_MODEL } from '@tollgate/mock-upstream';
+import { BEDROCK_MODEL, EXPIRED_SESSION_TOKEN_PREFIX } from '@tollgate/mock-upstream';
 import { describe, expect, it } from 'vitest';
 import { PROVIDER_KEY } from './stack.ts';
 import { bodyFor, type Json, sseData, uniqueTag, useStack } from './support.ts';
 
 const MODEL_ID = 'anthropic.upstream-claude-bedrock-v1:0';
 const ANTHROPIC_MODEL = 'upstream-claude-direct-1';
-const keyPair = (secretAccessKey: string) =>
-  JSON.stringify({ accessKeyId: 'AKIDTOLLGATETEST', secretAccessKey, region: 'us-east-1' });
+const keyPair = (secretAccessKey: string, sessionToken?: string) =>
+  JSON.stringify({ accessKeyId: 'AKIDTOLLGATETEST', secretAccessKey, sessionToken, region: 'us-east-1' });
+const EXPIRED_TOKEN = `${EXPIRED_SESSION_TOKEN_PREFIX}sts-token-of-yesterday`;
 
 const t = useStack('gw-bedrock', {
   catalog: (mockUrl) => `
@@ -21,6 +22,7 @@ providers:
   - { id: mock-bedrock, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_BEDROCK_KEYS }
   - { id: mock-bedrock-key, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
   - { id: mock-bedrock-wrong, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_BEDROCK_WRONG }
+  - { id: mock-bedrock-expired, kind: bedrock, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_BEDROCK_EXPIRED }
   - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
   - { id: anthropic-down, kind: anthropic, base_url: "http://127.0.0.1:1", credential: TOLLGATE_PROVIDER_MOCK_KEY }
 aliases:
@@ -48,12 +50,16 @@ aliases:
   - { alias: claude-bedrock-wrong, provider: mock-bedrock-wrong, upstream_model: "${MODEL_ID}",
       protocols: [messages, chat_completions], price: { input: 3, output: 15 }, default_max_output_tokens: 256,
       max_output_tokens: 4096 }
+  - { alias: claude-bedrock-expired, provider: mock-bedrock-expired, upstream_model: "${MODEL_ID}",
+      protocols: [messages, chat_completions], price: { input: 3, output: 15 }, default_max_output_tokens: 256,
+      max_output_tokens: 4096 }
 `,
   gatewayEnv: {
     // Each failover test starts from the alias's own order.
     ROUTING_COOLDOWN_MS: '0',
     TOLLGATE_PROVIDER_BEDROCK_KEYS: keyPair(PROVIDER_KEY),
     TOLLGATE_PROVIDER_BEDROCK_WRONG: keyPair('not-the-secret-0123456789'),
+    TOLLGATE_PROVIDER_BEDROCK_EXPIRED: keyPair(PROVIDER_KEY, EXPIRED_TOKEN),
   },
 });
 
@@ -271,6 +277,30 @@ describe('bedrock: failures', () => {
       (entry) => entry.includes('mock-bedrock-wrong') && entry.includes('credential_refused'),
     );
     expect(line).toContain('"upstreamStatus":403');
+  });
+
+  it('a session token past its expiry is upstream_unavailable, free, logged as the credential and never shown', async () => {
+    const key = await t.key({ credits: CREDITS });
+    for (const [path, stream] of [
+      ['/v1/messages', false],
+      ['/v1/messages', true],
+      ['/v1/chat/completions', true],
+    ] as const) {
+      const reply = await t.post(
+        path,
+        key.secret,
+        bodyFor(path, 'claude-bedrock-expired', '', stream ? { stream } : {}),
+      );
+      t.expectError(reply, 503, 'upstream_unavailable');
+      expectNoBedrockTrace(reply.text);
+      expect(reply.text).not.toContain(EXPIRED_TOKEN);
+    }
+    await expectReleased(key.accountId);
+    const line = await t.waitForLog(
+      (entry) => entry.includes('mock-bedrock-expired') && entry.includes('credential_refused'),
+    );
+    expect(line).toContain('"upstreamStatus":403');
+    expect(line).not.toContain(EXPIRED_TOKEN);
   });
 
   it('a ThrottlingException (429) is upstream_unavailable, nothing charged', async () => {

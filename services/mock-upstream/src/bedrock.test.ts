@@ -2,7 +2,7 @@ import { EventStreamCodec } from '@smithy/core/event-streams';
 import { fromUtf8, Hash, toUtf8 } from '@smithy/core/serde';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BEDROCK_MODEL } from './protocols/bedrock.ts';
+import { BEDROCK_MODEL, EXPIRED_SESSION_TOKEN_PREFIX } from './protocols/bedrock.ts';
 import { type RunningMockUpstream, startMockUpstream } from './server.ts';
 
 const SECRET = 'bedrock-secret-key';
@@ -14,26 +14,38 @@ afterAll(() => mock.close());
 
 const MODEL_PATH = '/model/anthropic.claude-mock-v1%3A0';
 
-async function signedPost(path: string, body: unknown, secret = SECRET): Promise<Response> {
+async function signedPost(
+  path: string,
+  body: unknown,
+  secret = SECRET,
+  signing: { sessionToken?: string; signingDate?: Date } = {},
+): Promise<Response> {
   const url = new URL(`${mock.url}${path}`);
   const text = JSON.stringify(body);
   const signer = new SignatureV4({
     service: 'bedrock',
     region: 'us-east-1',
-    credentials: { accessKeyId: 'AKIDMOCK', secretAccessKey: secret },
+    credentials: {
+      accessKeyId: 'AKIDMOCK',
+      secretAccessKey: secret,
+      ...(signing.sessionToken ? { sessionToken: signing.sessionToken } : {}),
+    },
     sha256: Hash.bind(null, 'sha256'),
     applyChecksum: false,
   });
-  const signed = await signer.sign({
-    method: 'POST',
-    protocol: 'http:',
-    hostname: url.hostname,
-    port: Number(url.port),
-    path: url.pathname,
-    query: {},
-    headers: { host: url.host, 'content-type': 'application/json' },
-    body: text,
-  });
+  const signed = await signer.sign(
+    {
+      method: 'POST',
+      protocol: 'http:',
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: url.pathname,
+      query: {},
+      headers: { host: url.host, 'content-type': 'application/json' },
+      body: text,
+    },
+    signing.signingDate ? { signingDate: signing.signingDate } : {},
+  );
   const { host: _host, ...headers } = signed.headers;
   return fetch(url, { method: 'POST', headers, body: text });
 }
@@ -90,6 +102,26 @@ describe('Bedrock InvokeModel', () => {
       body: JSON.stringify(messages('Hi')),
     });
     expect(bearer.status).toBe(200);
+  });
+
+  it('refuses a right signature made with an expired session token or dated over 5 minutes away', async () => {
+    const path = `${MODEL_PATH}/invoke`;
+    const live = await signedPost(path, messages('Hi'), SECRET, { sessionToken: 'sts-token' });
+    expect(live.status).toBe(200);
+    const expired = await signedPost(path, messages('Hi'), SECRET, {
+      sessionToken: `${EXPIRED_SESSION_TOKEN_PREFIX}sts-token`,
+    });
+    expect(expired.status).toBe(403);
+    expect(((await expired.json()) as { message: string }).message).toMatch(/security token .* expired/);
+    const late = await signedPost(path, messages('Hi'), SECRET, {
+      signingDate: new Date(Date.now() - 6 * 60_000),
+    });
+    expect(late.status).toBe(403);
+    expect(((await late.json()) as { message: string }).message).toMatch(/^Signature expired/);
+    const slightlyOff = await signedPost(path, messages('Hi'), SECRET, {
+      signingDate: new Date(Date.now() - 4 * 60_000),
+    });
+    expect(slightlyOff.status).toBe(200);
   });
 
   it('refuses a body with model or stream, or without its anthropic_version', async () => {

@@ -15,7 +15,7 @@ import { renderFrames, sendBody, sendJson, sendStream, wait } from './transport.
 
 export type { Directives } from './directives.ts';
 export { AZURE_MODEL } from './protocols/azure-openai.ts';
-export { BEDROCK_MODEL } from './protocols/bedrock.ts';
+export { BEDROCK_MODEL, EXPIRED_SESSION_TOKEN_PREFIX } from './protocols/bedrock.ts';
 export type { MockStats, RecordedRequest } from './recorder.ts';
 export { DEFAULT_WORDS, estimateInputTokens, MOCK_MODEL, sampleArguments } from './reply-plan.ts';
 

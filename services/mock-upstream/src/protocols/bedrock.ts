@@ -13,7 +13,8 @@ import type { Protocol, StreamEvent } from './protocol.ts';
  *   `model` or `stream` (refused as a ValidationException, 400 `{message}`);
  * - requests are signed with SigV4, which the mock checks by signing the request it received again
  *   with the expected secret (`@smithy/signature-v4`, the AWS SDK's signer); a Bedrock API key as
- *   `Authorization: Bearer` is taken too. A wrong signature is 403;
+ *   `Authorization: Bearer` is taken too. A wrong signature is 403, and so is a right one made
+ *   with an expired session token (one starting `expired-`) or dated over 5 minutes away;
  * - answers are Anthropic's, naming Anthropic's model (`BEDROCK_MODEL`), not the id called;
  * - streams are AWS event-stream frames (`@smithy/core`'s codec writes the CRCs), each `chunk`
  *   event holding one Anthropic event in base64; the last carries
@@ -128,12 +129,31 @@ export async function verifySigV4(
   return signed.headers.authorization === authorization;
 }
 
+/** Session tokens the mock treats as past their expiry, as STS tokens become after their hour. */
+export const EXPIRED_SESSION_TOKEN_PREFIX = 'expired-';
+/** How far a signing date may be from the receiver's clock before AWS calls the signature expired. */
+const SIGNATURE_SKEW_MS = 5 * 60_000;
+
+/** What AWS answers for a signature that is right but no longer valid: 403, `{message}`. */
+function expiry(request: { headers: IncomingHttpHeaders }): string | null {
+  const token = request.headers['x-amz-security-token'];
+  if (typeof token === 'string' && token.startsWith(EXPIRED_SESSION_TOKEN_PREFIX))
+    return 'The security token included in the request is expired';
+  const signed = dateOf(request.headers['x-amz-date'] as string | undefined);
+  if (signed && Math.abs(Date.now() - signed.getTime()) > SIGNATURE_SKEW_MS)
+    return `Signature expired: ${request.headers['x-amz-date']} is now earlier than the allowed time.`;
+  return null;
+}
+
 async function authorize(
   request: { method: string; url: string; headers: IncomingHttpHeaders; body: string },
   expectedApiKey: string,
 ) {
   if (request.headers.authorization === `Bearer ${expectedApiKey}`) return null;
-  if (await verifySigV4(request, expectedApiKey)) return null;
+  if (await verifySigV4(request, expectedApiKey)) {
+    const expired = expiry(request);
+    return expired ? { status: 403, body: { message: expired } } : null;
+  }
   return {
     status: 403,
     body: {

@@ -20,6 +20,7 @@ import {
   setTopLevelFields,
   withIncludeUsage,
 } from '../request/index.ts';
+import { READY, type Standing } from '../routing/upstream-order.ts';
 import { upstreamsFor } from '../routing/upstreams-for.ts';
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
@@ -105,7 +106,7 @@ export async function handleMetered(
         surface,
         translation,
         maxAttempts: deps.config.routing.maxAttempts,
-        isCooling: deps.cooldowns.isCooling,
+        standingOf: (target) => (deps.cooldowns.isCooling(target) ? COOLING : READY),
       }),
       body: translation
         ? null
@@ -177,6 +178,8 @@ function releaseOf(error: unknown): Decision {
   const limited = appError.code === 'rate_limit_exceeded' || appError.code === 'concurrency_limit_exceeded';
   return decide.release(limited ? 'rate_limited' : 'gateway_error', appError.status);
 }
+
+const COOLING: Standing = { kind: 'cooling' };
 
 type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
 

@@ -11,18 +11,30 @@ export function upstreamKey(target: UpstreamTarget): string {
 }
 
 /**
- * The order in which a call tries an alias's upstreams (docs/routing.md): priorities ascending;
- * within a priority, a weighted draw without replacement (an upstream of weight 3 comes first
- * three times as often as one of weight 1); upstreams cooling down after a failure go last, in
- * the same order, so that an alias whose upstreams all failed lately still tries them.
+ * Where an upstream stands for the next call (docs/routing.md): `ready`; `cooling` (failed lately
+ * in this process: tried after the ready ones); `out` (its breaker is open, the provider benched it
+ * with Retry-After, or it is at its own capacity: not tried while any other upstream is ready or
+ * cooling). `until` orders the out ones: the soonest back first.
  */
-export function orderUpstreams(
-  upstreams: readonly GatewayUpstream[],
-  isCooling: (upstream: GatewayUpstream) => boolean,
+export type Standing = { kind: 'ready' } | { kind: 'cooling' } | { kind: 'out'; until: number };
+
+export const READY: Standing = { kind: 'ready' };
+
+/**
+ * The order in which a call tries an alias's upstreams, from each one's standing; pure, so the
+ * routing rules are tested without a clock or Redis. Priorities ascending; within a priority, a
+ * weighted draw without replacement (an upstream of weight 3 comes first three times as often as
+ * one of weight 1); cooling upstreams after the ready ones, in the same order. Out upstreams only
+ * when nothing else is left (the soonest back first): the breaker never turns a call that an
+ * upstream might answer into a refusal.
+ */
+export function orderUpstreams<U extends GatewayUpstream>(
+  upstreams: readonly U[],
+  standingOf: (upstream: U) => Standing,
   random: () => number = Math.random,
-): GatewayUpstream[] {
+): U[] {
   const priorities = [...new Set(upstreams.map((upstream) => upstream.priority))].sort((a, b) => a - b);
-  const ordered: GatewayUpstream[] = [];
+  const ordered: U[] = [];
   for (const priority of priorities) {
     const tier = upstreams.filter((upstream) => upstream.priority === priority);
     while (tier.length > 0) {
@@ -36,8 +48,14 @@ export function orderUpstreams(
       ordered.push(...tier.splice(index, 1));
     }
   }
-  return [
-    ...ordered.filter((upstream) => !isCooling(upstream)),
-    ...ordered.filter((upstream) => isCooling(upstream)),
-  ];
+  const standings = new Map(ordered.map((upstream) => [upstream, standingOf(upstream)]));
+  const of = (kind: Standing['kind']) => ordered.filter((upstream) => standings.get(upstream)!.kind === kind);
+  const usable = [...of('ready'), ...of('cooling')];
+  if (usable.length > 0) return usable;
+  const until = (upstream: U) => {
+    const standing = standings.get(upstream)!;
+    return standing.kind === 'out' ? standing.until : 0;
+  };
+  // A stable sort: equal instants keep the priority and weight order.
+  return of('out').sort((a, b) => until(a) - until(b));
 }

@@ -2,7 +2,7 @@ import type { GatewayAlias, MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { Translation } from '../translation/translate.ts';
 import { getAdapter } from '../upstream/index.ts';
-import { orderUpstreams, type UpstreamTarget, upstreamKey } from './upstream-order.ts';
+import { orderUpstreams, READY, type Standing, type UpstreamTarget, upstreamKey } from './upstream-order.ts';
 
 /**
  * The upstreams a reserved call may try, in order, at most `maxAttempts` (docs/routing.md).
@@ -20,7 +20,8 @@ export function upstreamsFor(
     surface: MeteredSurface;
     translation: Translation | null;
     maxAttempts: number;
-    isCooling?: (target: UpstreamTarget) => boolean;
+    /** Each upstream's standing (cooldowns, breakers, capacity); ready when not given. */
+    standingOf?: (target: UpstreamTarget) => Standing;
   },
 ): UpstreamTarget[] {
   const { alias, first } = call;
@@ -35,7 +36,7 @@ export function upstreamsFor(
       ? adapter.wireProtocol === call.translation.upstream
       : adapter.surfaces.includes(call.surface);
   });
-  return orderUpstreams(fits, call.isCooling ?? (() => false))
+  return orderUpstreams(fits, call.standingOf ?? (() => READY))
     .slice(0, call.maxAttempts)
     .map(({ providerId, upstreamModel }) => ({ providerId, upstreamModel }));
 }

@@ -165,6 +165,14 @@ export interface RunningGatewayProcess {
   service: Service;
 }
 
+/** A mock provider process of its own (e.g. an alias's second upstream). */
+export interface RunningMock {
+  url: string;
+  service: Service;
+  /** `kill -9`: no drain, open connections reset; resolves once the process is gone. */
+  kill(): Promise<void>;
+}
+
 export interface E2EStack {
   gatewayUrl: string;
   controlPlaneUrl: string;
@@ -176,6 +184,8 @@ export interface E2EStack {
   admin(...args: string[]): Promise<any>;
   /** Another gateway process on the same control plane and Redis, with extra environment. */
   startGateway(name: string, env?: Record<string, string>): Promise<RunningGatewayProcess>;
+  /** Another mock provider on its own port, requiring the same provider key as the first. */
+  startMock(name: string): Promise<RunningMock>;
   stopControlPlane(): Promise<void>;
   /** `kill -9` of the control plane: no drain, no goodbye; resolves once the process is gone. */
   killControlPlane(): Promise<void>;
@@ -316,6 +326,25 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     return { url, service };
   }
 
+  async function startMock(name: string): Promise<RunningMock> {
+    const port = await findFreePort();
+    const service = startService(
+      `mock-upstream-${name}`,
+      'services/mock-upstream',
+      {
+        MOCK_UPSTREAM_HOST: '127.0.0.1',
+        MOCK_UPSTREAM_PORT: String(port),
+        MOCK_UPSTREAM_API_KEY: PROVIDER_KEY,
+        LOG_LEVEL: 'warn',
+      },
+      folder,
+    );
+    running.push(service);
+    const url = `http://127.0.0.1:${port}`;
+    await waitHealthy(`${url}/health`, 30_000, service);
+    return { url, service, kill: () => killService(service) };
+  }
+
   const redis = shared.REDIS_URL ? new Redis(shared.REDIS_URL, { lazyConnect: true }) : null;
   redis?.on('error', () => {});
 
@@ -360,15 +389,14 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         return JSON.parse(output);
       },
       startGateway: (name, env) => startGateway(name, env),
+      startMock,
       async stopControlPlane() {
         await controlPlane?.stop();
       },
       async killControlPlane() {
+        // Assigned by startControlPlane: typed wider than the `null` it starts as.
         const service: Service | null = controlPlane;
-        if (!service || service.exited) return;
-        const ended = once(service.child, 'exit');
-        service.child.kill('SIGKILL');
-        await ended;
+        if (service) await killService(service);
       },
       startControlPlane,
       callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
@@ -379,6 +407,14 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     await close().catch(() => {});
     throw error;
   }
+}
+
+/** `kill -9` of a service: resolves once the process is gone. */
+async function killService(service: Service): Promise<void> {
+  if (service.exited) return;
+  const ended = once(service.child, 'exit');
+  service.child.kill('SIGKILL');
+  await ended;
 }
 
 const hotCallsKey = (prefix: string, accountId: string) => `${prefix}hot:{a:${accountId}}:calls`;
@@ -537,6 +573,7 @@ async function startContainerStack(
         return JSON.parse(result.stdout);
       },
       startGateway: processOnly('startGateway'),
+      startMock: processOnly('startMock'),
       stopControlPlane: processOnly('stopControlPlane'),
       killControlPlane: processOnly('killControlPlane'),
       startControlPlane: processOnly('startControlPlane'),

@@ -147,8 +147,48 @@ export type KeyStatus = z.infer<typeof KeyStatus>;
 // ---------------------------------------------------------------------------------------------
 // Reservations.
 
-export const Usage = z.object({ inputTokens: QuantityString, outputTokens: QuantityString });
+/** What a call is expected to use, before it runs: input (a local count) and maximum output. */
+export const Estimate = z.object({ inputTokens: QuantityString, outputTokens: QuantityString });
+export type Estimate = z.infer<typeof Estimate>;
+
+/**
+ * What a call used, in the parts that are priced apart (docs/pricing.md). Every token is in
+ * exactly one part: `inputTokens` is input neither read from nor written to a cache (OpenAI's
+ * cached tokens are taken out of its prompt count; Anthropic reports cache tokens beside its
+ * input), `outputTokens` includes reasoning. An absent part is zero.
+ */
+export const Usage = z.object({
+  inputTokens: QuantityString,
+  outputTokens: QuantityString,
+  /** Input read from the provider's prompt cache. */
+  cacheReadTokens: QuantityString.optional(),
+  /** Input written to the cache for five minutes (Anthropic's default), or of a length not reported. */
+  cacheWriteTokens: QuantityString.optional(),
+  /** Input written to the cache for an hour (Anthropic's `ephemeral_1h_input_tokens`). */
+  cacheWrite1hTokens: QuantityString.optional(),
+});
 export type Usage = z.infer<typeof Usage>;
+
+/** The usage parts in the order a package's tokens cover them (docs/billing/rules.md R9). */
+export const USAGE_PARTS = ['input', 'cacheWrite', 'cacheWrite1h', 'cacheRead', 'output'] as const;
+export type UsagePart = (typeof USAGE_PARTS)[number];
+
+/** The usage as bigint parts, an absent part zero. */
+export function usageParts(usage: Usage): Record<UsagePart, bigint> {
+  return {
+    input: BigInt(usage.inputTokens),
+    cacheWrite: BigInt(usage.cacheWriteTokens ?? '0'),
+    cacheWrite1h: BigInt(usage.cacheWrite1hTokens ?? '0'),
+    cacheRead: BigInt(usage.cacheReadTokens ?? '0'),
+    output: BigInt(usage.outputTokens),
+  };
+}
+
+/** Every input token of a usage, whichever part: what a package of raw tokens counts as input. */
+export function totalInputTokens(usage: Usage): bigint {
+  const parts = usageParts(usage);
+  return parts.input + parts.cacheWrite + parts.cacheWrite1h + parts.cacheRead;
+}
 
 /**
  * The request-rate and concurrency ceilings of a call, when the gateway leaves their check to the
@@ -179,7 +219,7 @@ export const ReserveItem = z.object({
   alias: Alias,
   surface: MeteredSurface,
   /** input = local count of the request's tokens; output = the clamped maximum output. */
-  estimate: Usage,
+  estimate: Estimate,
   limits: ReserveLimits.optional(),
 });
 export type ReserveItem = z.infer<typeof ReserveItem>;

@@ -64,7 +64,7 @@ describe('a Gemini alias on every surface', () => {
           bodyFor(
             path,
             'gemini-all',
-            `tag=${tag},words=3,input_tokens=120,cache_read=20,reasoning_tokens=11`,
+            `tag=${tag},words=3,input_tokens=100,cache_read=20,reasoning_tokens=11`,
             stream ? streamExtra(path) : {},
           ),
         );
@@ -82,7 +82,7 @@ describe('a Gemini alias on every surface', () => {
         });
         expect(body).not.toHaveProperty('model');
         expect(reply.text).not.toContain(GEMINI_MODEL);
-        // 120 prompt tokens (20 cached, counted once), 3 candidates + 11 thoughts as output.
+        // 120 prompt tokens (100 + 20 cached, counted once), 3 candidates + 11 thoughts as output.
         const usage = usageOf(path, reply, stream);
         expect(usage).toEqual({ input: 120, output: 14 });
         await t.stack.settled();

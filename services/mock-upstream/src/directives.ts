@@ -26,6 +26,7 @@ export interface Directives {
   outputTokens?: number;
   cacheRead?: number;
   cacheWrite?: number;
+  cacheWrite1h?: number;
   reasoningTokens?: number;
   /** Reply with this many words. */
   words?: number;
@@ -111,6 +112,9 @@ const SETTERS: Record<string, Setter> = {
   },
   cache_write: (target, value, key) => {
     target.cacheWrite = readCount(value, key);
+  },
+  cache_write_1h: (target, value, key) => {
+    target.cacheWrite1h = readCount(value, key);
   },
   reasoning_tokens: (target, value, key) => {
     target.reasoningTokens = readCount(value, key);

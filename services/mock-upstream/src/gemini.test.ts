@@ -49,11 +49,12 @@ describe('Gemini generateContent', () => {
         },
       ],
       usageMetadata: {
-        promptTokenCount: 40,
+        // The prompt count includes the cached tokens (40 uncached + 16 read from the cache).
+        promptTokenCount: 56,
         candidatesTokenCount: 5,
         thoughtsTokenCount: 9,
         cachedContentTokenCount: 16,
-        totalTokenCount: 54,
+        totalTokenCount: 70,
       },
       modelVersion: 'gemini-mock-2',
     });

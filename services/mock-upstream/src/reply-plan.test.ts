@@ -61,6 +61,7 @@ describe('planReply', () => {
       outputTokens: 77,
       cacheRead: 5,
       cacheWrite: 0,
+      cacheWrite1h: 0,
       reasoningTokens: 0,
     });
     expect(plan.pieces).toHaveLength(77);

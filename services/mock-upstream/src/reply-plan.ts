@@ -35,12 +35,29 @@ export interface ProtocolRequest {
   afterToolResult?: boolean;
 }
 
+/**
+ * What the reply used. `inputTokens` is input neither read from nor written to a cache; each
+ * protocol reports the cache parts its own way (promptInputTokens for those that count them
+ * inside the prompt).
+ */
 export interface PlannedUsage {
   inputTokens: number;
   outputTokens: number;
   cacheRead: number;
+  /** Five-minute cache writes. */
   cacheWrite: number;
+  /** One-hour cache writes (Anthropic tells them apart). */
+  cacheWrite1h: number;
   reasoningTokens: number;
+}
+
+/**
+ * The prompt count of the protocols that count cached tokens inside it (OpenAI's prompt and input
+ * tokens, Gemini's promptTokenCount): every input token. Neither reports cache writes, which they
+ * bill as ordinary input.
+ */
+export function promptInputTokens(usage: PlannedUsage): number {
+  return usage.inputTokens + usage.cacheRead + usage.cacheWrite + usage.cacheWrite1h;
 }
 
 export interface PlannedToolCall {
@@ -204,6 +221,7 @@ export function planReply(request: ProtocolRequest, directives: Directives, body
         outputTokens: directives.outputTokens ?? countedOutput,
         cacheRead: directives.cacheRead ?? 0,
         cacheWrite: directives.cacheWrite ?? 0,
+        cacheWrite1h: directives.cacheWrite1h ?? 0,
         reasoningTokens: directives.reasoningTokens ?? 0,
       };
   return {

@@ -55,15 +55,17 @@ describe('no_usage', () => {
 });
 
 describe('explicit usage figures', () => {
+  // input_tokens is the input neither read from nor written to a cache, on every protocol.
   const directive =
-    '@mock(input_tokens=1234,output_tokens=56,cache_read=100,cache_write=20,reasoning_tokens=7)';
+    '@mock(input_tokens=1234,output_tokens=56,cache_read=100,cache_write=20,cache_write_1h=30,reasoning_tokens=7)';
 
-  it('reports them on Messages, streamed and not', async () => {
+  it('reports them on Messages beside the input, writes by lifetime, streamed and not', async () => {
     const expected = {
       input_tokens: 1234,
       output_tokens: 56,
       cache_read_input_tokens: 100,
-      cache_creation_input_tokens: 20,
+      cache_creation_input_tokens: 50,
+      cache_creation: { ephemeral_5m_input_tokens: 20, ephemeral_1h_input_tokens: 30 },
     };
     const answer = await (
       await postJson(mock.url, '/v1/messages', PROTOCOL_CASES[0].request(directive))
@@ -77,11 +79,12 @@ describe('explicit usage figures', () => {
     expect(events.at(-2)).toHaveProperty('usage', { output_tokens: 56 });
   });
 
-  it('reports them on chat completions, streamed and not', async () => {
+  // OpenAI counts cached tokens inside the prompt and reports no writes (it bills them as input).
+  it('reports them on chat completions inside the prompt count, streamed and not', async () => {
     const expected = {
-      prompt_tokens: 1234,
+      prompt_tokens: 1384,
       completion_tokens: 56,
-      total_tokens: 1290,
+      total_tokens: 1440,
       prompt_tokens_details: { cached_tokens: 100, audio_tokens: 0 },
       completion_tokens_details: {
         reasoning_tokens: 7,
@@ -101,13 +104,13 @@ describe('explicit usage figures', () => {
     expect(events.flatMap(usagesIn)).toEqual([expected]);
   });
 
-  it('reports them on responses, streamed and not', async () => {
+  it('reports them on responses inside the input count, streamed and not', async () => {
     const expected = {
-      input_tokens: 1234,
+      input_tokens: 1384,
       input_tokens_details: { cached_tokens: 100 },
       output_tokens: 56,
       output_tokens_details: { reasoning_tokens: 7 },
-      total_tokens: 1290,
+      total_tokens: 1440,
     };
     const answer = await (
       await postJson(mock.url, '/v1/responses', PROTOCOL_CASES[2].request(directive))

@@ -109,6 +109,9 @@ export function finishItemOf(
       usage: {
         inputTokens: String(decision.usage.inputTokens),
         outputTokens: String(decision.usage.outputTokens),
+        cacheReadTokens: String(decision.usage.cacheReadTokens),
+        cacheWriteTokens: String(decision.usage.cacheWriteTokens),
+        cacheWrite1hTokens: String(decision.usage.cacheWrite1hTokens),
       },
     };
   }

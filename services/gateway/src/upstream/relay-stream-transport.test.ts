@@ -7,6 +7,7 @@ import { relayStream } from './relay-stream.ts';
 import { type FakeHandler, startFakeUpstream } from './testing/fake-upstream.ts';
 import { readAll } from './testing/responses.ts';
 import type { MeteredSurface, UpstreamAdapter } from './types.ts';
+import { plainUsage } from './types.ts';
 import { checkUpstreamResponse } from './upstream-status.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -84,7 +85,7 @@ describe('relayStream over a real connection', () => {
     expect(rest).toBe(REST.join(''));
     expect(await relayed.outcome).toEqual({
       kind: 'completed',
-      usage: { inputTokens: 25n, outputTokens: 15n },
+      usage: plainUsage(25n, 15n),
     });
   });
 

@@ -4,14 +4,14 @@ import { readFixture } from './fixtures/read-fixture.ts';
 import { relayStream } from './relay-stream.ts';
 import { SseParser } from './sse.ts';
 import { memoryResponse, piecesOf, readAll, SSE_HEADERS } from './testing/responses.ts';
-import type { MeteredSurface, UpstreamAdapter } from './types.ts';
+import { type MeteredSurface, plainUsage, type UpstreamAdapter, type UsageFigures } from './types.ts';
 
 interface StreamCase {
   surface: MeteredSurface;
   adapter: UpstreamAdapter;
   fixture: string;
   upstream: string;
-  usage: { inputTokens: bigint; outputTokens: bigint };
+  usage: UsageFigures;
 }
 
 const CASES: StreamCase[] = [
@@ -20,21 +20,21 @@ const CASES: StreamCase[] = [
     adapter: anthropicAdapter,
     fixture: 'anthropic-stream-tool-use.sse',
     upstream: 'claude-sonnet-4-5-20250929',
-    usage: { inputTokens: 2620n, outputTokens: 89n },
+    usage: { ...plainUsage(472n, 89n), cacheWriteTokens: 100n, cacheReadTokens: 2048n },
   },
   {
     surface: 'chat_completions',
     adapter: openaiAdapter,
     fixture: 'openai-chat-stream-tool-calls.sse',
     upstream: 'gpt-4o-mini',
-    usage: { inputTokens: 68n, outputTokens: 16n },
+    usage: plainUsage(68n, 16n),
   },
   {
     surface: 'responses',
     adapter: openaiAdapter,
     fixture: 'openai-responses-stream-function-call.sse',
     upstream: 'gpt-4.1',
-    usage: { inputTokens: 312n, outputTokens: 41n },
+    usage: plainUsage(312n, 41n),
   },
 ];
 
@@ -92,7 +92,7 @@ describe('relayStream: complete streams', () => {
     expect(events.some((event) => event.data.includes('"prompt_tokens"'))).toBe(false);
     expect(await relayed.outcome).toEqual({
       kind: 'completed',
-      usage: { inputTokens: 9n, outputTokens: 12n },
+      usage: plainUsage(9n, 12n),
     });
   });
 
@@ -125,7 +125,7 @@ describe('relayStream: complete streams', () => {
     expect(output).not.toContain('event: error');
     expect(await relayed.outcome).toEqual({
       kind: 'completed',
-      usage: { inputTokens: 25n, outputTokens: 15n },
+      usage: plainUsage(25n, 15n),
     });
   });
 });
@@ -319,7 +319,7 @@ describe('relayStream: the client leaving', () => {
     await reader.cancel();
     expect(await relayed.outcome).toEqual({
       kind: 'completed',
-      usage: { inputTokens: 9n, outputTokens: 12n },
+      usage: plainUsage(9n, 12n),
     });
     expect(aborts).toBe(0);
   });

@@ -15,10 +15,22 @@ export interface UpstreamTarget {
   alias: string;
 }
 
-/** Usage figures as the provider reported them, cache tokens folded into input. */
+/**
+ * Usage figures as the provider reported them, split into the parts priced apart; each token is
+ * in exactly one part (`inputTokens` excludes cache reads and writes; output includes reasoning).
+ */
 export interface UsageFigures {
   inputTokens: bigint;
   outputTokens: bigint;
+  cacheReadTokens: bigint;
+  /** Cache writes of five minutes, or of a length the provider did not report. */
+  cacheWriteTokens: bigint;
+  cacheWrite1hTokens: bigint;
+}
+
+/** Usage without cache parts (providers that report none). */
+export function plainUsage(inputTokens: bigint, outputTokens: bigint): UsageFigures {
+  return { inputTokens, outputTokens, cacheReadTokens: 0n, cacheWriteTokens: 0n, cacheWrite1hTokens: 0n };
 }
 
 export interface UpstreamRequest {

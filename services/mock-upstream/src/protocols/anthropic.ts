@@ -33,8 +33,13 @@ function errorType(status: number): string {
 function usageOf(usage: PlannedUsage, outputTokens: number) {
   return {
     input_tokens: usage.inputTokens,
-    cache_creation_input_tokens: usage.cacheWrite,
+    // Cache tokens beside input_tokens; writes in total and by lifetime, as the API reports them.
+    cache_creation_input_tokens: usage.cacheWrite + usage.cacheWrite1h,
     cache_read_input_tokens: usage.cacheRead,
+    cache_creation: {
+      ephemeral_5m_input_tokens: usage.cacheWrite,
+      ephemeral_1h_input_tokens: usage.cacheWrite1h,
+    },
     output_tokens: outputTokens,
   };
 }

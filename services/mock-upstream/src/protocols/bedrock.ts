@@ -191,7 +191,7 @@ function bedrockProtocol(stream: boolean): Protocol {
                   invocationLatency: 120,
                   firstByteLatency: 40,
                   cacheReadInputTokenCount: usage.cacheRead,
-                  cacheWriteInputTokenCount: usage.cacheWrite,
+                  cacheWriteInputTokenCount: usage.cacheWrite + usage.cacheWrite1h,
                 },
               },
             }

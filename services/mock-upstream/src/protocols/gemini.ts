@@ -1,5 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { type DeclaredTool, type PlannedUsage, type ReplyPlan, THINKING_TEXT } from '../reply-plan.ts';
+import {
+  type DeclaredTool,
+  type PlannedUsage,
+  promptInputTokens,
+  type ReplyPlan,
+  THINKING_TEXT,
+} from '../reply-plan.ts';
 import { chooseTool, type RequestedChoice } from '../tool-choice.ts';
 import { type Protocol, readNumber, type StreamEvent } from './protocol.ts';
 
@@ -106,14 +112,15 @@ function afterToolResult(body: Json): boolean {
 /** A usageMetadata with `share` of the output produced; zero counts left out. */
 function usageMetadata(usage: PlannedUsage, share: number): Json {
   const candidates = Math.round(usage.outputTokens * share);
-  const metadata: Json = { promptTokenCount: usage.inputTokens };
+  const prompt = promptInputTokens(usage);
+  const metadata: Json = { promptTokenCount: prompt };
   if (candidates > 0) metadata.candidatesTokenCount = candidates;
-  metadata.totalTokenCount = usage.inputTokens + candidates + usage.reasoningTokens;
+  metadata.totalTokenCount = prompt + candidates + usage.reasoningTokens;
   if (usage.cacheRead > 0) {
     metadata.cachedContentTokenCount = usage.cacheRead;
     metadata.cacheTokensDetails = [{ modality: 'TEXT', tokenCount: usage.cacheRead }];
   }
-  metadata.promptTokensDetails = [{ modality: 'TEXT', tokenCount: usage.inputTokens }];
+  metadata.promptTokensDetails = [{ modality: 'TEXT', tokenCount: prompt }];
   if (usage.reasoningTokens > 0) metadata.thoughtsTokenCount = usage.reasoningTokens;
   return metadata;
 }

@@ -3,6 +3,7 @@ import {
   type DeclaredTool,
   MOCK_MODEL,
   type PlannedUsage,
+  promptInputTokens,
   type ReplyPlan,
   splitFragments,
 } from '../reply-plan.ts';
@@ -16,9 +17,9 @@ const FINISH_REASONS = { end: 'stop', max: 'length', tool: 'tool_calls' } as con
 
 function usageOf(usage: PlannedUsage) {
   return {
-    prompt_tokens: usage.inputTokens,
+    prompt_tokens: promptInputTokens(usage),
     completion_tokens: usage.outputTokens,
-    total_tokens: usage.inputTokens + usage.outputTokens,
+    total_tokens: promptInputTokens(usage) + usage.outputTokens,
     prompt_tokens_details: { cached_tokens: usage.cacheRead, audio_tokens: 0 },
     completion_tokens_details: {
       reasoning_tokens: usage.reasoningTokens,

@@ -4,6 +4,7 @@ import {
   MOCK_MODEL,
   type PlannedUsage,
   type ProtocolRequest,
+  promptInputTokens,
   type ReplyPlan,
   splitFragments,
 } from '../reply-plan.ts';
@@ -15,11 +16,11 @@ import { type Protocol, readModel, readNumber, type StreamEvent } from './protoc
 
 function usageOf(usage: PlannedUsage) {
   return {
-    input_tokens: usage.inputTokens,
+    input_tokens: promptInputTokens(usage),
     input_tokens_details: { cached_tokens: usage.cacheRead },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
-    total_tokens: usage.inputTokens + usage.outputTokens,
+    total_tokens: promptInputTokens(usage) + usage.outputTokens,
   };
 }
 

@@ -1,5 +1,11 @@
 import { ERROR_CATALOG } from '@tollgate/errors';
-import type { FinishItem, FinishResult, ReserveItem, ReserveResult } from '@tollgate/schemas';
+import {
+  type FinishItem,
+  type FinishResult,
+  type ReserveItem,
+  type ReserveResult,
+  totalInputTokens,
+} from '@tollgate/schemas';
 import { lookupHashOf } from '../api-keys/key-crypto.ts';
 import type { FinishRow, FinishRowResult, ReserveRow, ReserveRowResult } from './billing.repository.ts';
 
@@ -53,7 +59,7 @@ export function finishRowOfItem(item: FinishItem): FinishRow {
     http_status: item.httpStatus,
     occurred_at: item.occurredAt,
     ...(item.action === 'settle'
-      ? { input_tokens: item.usage.inputTokens, output_tokens: item.usage.outputTokens }
+      ? { input_tokens: String(totalInputTokens(item.usage)), output_tokens: item.usage.outputTokens }
       : {}),
   };
 }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { readFixture, readJsonFixture } from '../fixtures/read-fixture.ts';
 import { SseParser } from '../sse.ts';
 import type { StreamEventVerdict, UpstreamTarget } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { anthropicAdapter } from './anthropic-adapter.ts';
 import { getAdapter } from './index.ts';
 
@@ -89,21 +90,42 @@ describe('anthropic adapter: request', () => {
 });
 
 describe('anthropic adapter: usage', () => {
-  it('sums input, cache writes and cache reads of a non-streamed tool-use answer', () => {
+  it('reports input, cache writes and cache reads of a non-streamed answer apart, each once', () => {
     const usage = anthropicAdapter.extractUsage(
       'messages',
       readJsonFixture('anthropic-message-tool-use.json'),
     );
-    expect(usage).toEqual({ inputTokens: 472n + 100n + 2048n, outputTokens: 91n });
+    expect(usage).toEqual({ ...plainUsage(472n, 91n), cacheWriteTokens: 100n, cacheReadTokens: 2048n });
+  });
+
+  it('tells one-hour cache writes from five-minute ones when the split is reported', () => {
+    const usage = {
+      input_tokens: 10,
+      cache_creation_input_tokens: 300,
+      cache_read_input_tokens: 40,
+      cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: 200 },
+      output_tokens: 5,
+    };
+    expect(anthropicAdapter.extractUsage('messages', { usage })).toEqual({
+      ...plainUsage(10n, 5n),
+      cacheReadTokens: 40n,
+      cacheWriteTokens: 100n,
+      cacheWrite1hTokens: 200n,
+    });
+    // Without the split every write is a five-minute one; a split beyond the total is not believed.
+    const { cache_creation: _split, ...unsplit } = usage;
+    expect(anthropicAdapter.extractUsage('messages', { usage: unsplit })?.cacheWriteTokens).toBe(300n);
+    const overclaimed = { ...usage, cache_creation: { ephemeral_1h_input_tokens: 301 } };
+    expect(anthropicAdapter.extractUsage('messages', { usage: overclaimed })).toMatchObject({
+      cacheWriteTokens: 300n,
+      cacheWrite1hTokens: 0n,
+    });
   });
 
   it('treats missing cache figures as zero but missing or broken counts as no usage', () => {
     expect(
       anthropicAdapter.extractUsage('messages', { usage: { input_tokens: 3, output_tokens: 4 } }),
-    ).toEqual({
-      inputTokens: 3n,
-      outputTokens: 4n,
-    });
+    ).toEqual(plainUsage(3n, 4n));
     for (const usage of [
       { output_tokens: 4 },
       { input_tokens: 3 },
@@ -120,7 +142,7 @@ describe('anthropic adapter: usage', () => {
 
   it('reads a streamed text answer: input from message_start, output from message_delta', () => {
     const { verdicts, usage } = feed('anthropic-stream-text.sse');
-    expect(usage).toEqual({ inputTokens: 25n, outputTokens: 15n });
+    expect(usage).toEqual(plainUsage(25n, 15n));
     expect(verdicts.at(-1)).toBe('terminal');
     expect(verdicts.slice(0, -1).every((verdict) => verdict === 'pass')).toBe(true);
   });
@@ -128,8 +150,9 @@ describe('anthropic adapter: usage', () => {
   it('takes the latest cache figures from message_delta of a streamed tool call, in any chunking', () => {
     for (const split of [0, 1, 7, 64]) {
       expect(feed('anthropic-stream-tool-use.sse', split).usage).toEqual({
-        inputTokens: 472n + 100n + 2048n,
-        outputTokens: 89n,
+        ...plainUsage(472n, 89n),
+        cacheWriteTokens: 100n,
+        cacheReadTokens: 2048n,
       });
     }
   });

@@ -41,7 +41,22 @@ function buildRequest(input: {
   return { url: messagesUrl(input.target.provider.baseUrl), headers };
 }
 
-/** Input is every input token the provider counted: uncached, cache writes and cache reads. */
+/**
+ * Anthropic reports cache tokens beside `input_tokens` (which is uncached input only):
+ * `cache_read_input_tokens`, and `cache_creation_input_tokens` with, on recent API versions, its
+ * split by lifetime in `cache_creation` (`ephemeral_5m_input_tokens`, `ephemeral_1h_input_tokens`).
+ * Writes of a lifetime not reported are five-minute writes, Anthropic's default.
+ */
+export function cacheWrites(
+  usage: Record<string, unknown>,
+  total: bigint,
+): { fiveMinutes: bigint; oneHour: bigint } {
+  const split = usage.cache_creation;
+  const oneHour = isRecord(split) ? (readCount(split.ephemeral_1h_input_tokens) ?? 0n) : 0n;
+  // A split that claims more than the total is not believed: the total is billed as 5-minute writes.
+  return oneHour <= total ? { fiveMinutes: total - oneHour, oneHour } : { fiveMinutes: total, oneHour: 0n };
+}
+
 function readMessagesUsage(usage: unknown): UsageFigures | null {
   if (!isRecord(usage)) return null;
   const input = readCount(usage.input_tokens);
@@ -49,7 +64,14 @@ function readMessagesUsage(usage: unknown): UsageFigures | null {
   const cacheRead = readOptionalCount(usage.cache_read_input_tokens);
   const output = readCount(usage.output_tokens);
   if (input === null || cacheCreation === null || cacheRead === null || output === null) return null;
-  return { inputTokens: input + cacheCreation + cacheRead, outputTokens: output };
+  const writes = cacheWrites(usage, cacheCreation);
+  return {
+    inputTokens: input,
+    outputTokens: output,
+    cacheReadTokens: cacheRead,
+    cacheWriteTokens: writes.fiveMinutes,
+    cacheWrite1hTokens: writes.oneHour,
+  };
 }
 
 function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null {
@@ -65,6 +87,7 @@ function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | nu
 export class MessagesUsageTracker implements StreamUsageTracker {
   #input: bigint | null = null;
   #cacheCreation = 0n;
+  #cacheCreation1h = 0n;
   #cacheRead = 0n;
   #output: bigint | null = null;
   #finalOutputSeen = false;
@@ -86,7 +109,13 @@ export class MessagesUsageTracker implements StreamUsageTracker {
 
   usage(): UsageFigures | null {
     if (this.#input === null || this.#output === null || !this.#finalOutputSeen) return null;
-    return { inputTokens: this.#input + this.#cacheCreation + this.#cacheRead, outputTokens: this.#output };
+    return {
+      inputTokens: this.#input,
+      outputTokens: this.#output,
+      cacheReadTokens: this.#cacheRead,
+      cacheWriteTokens: this.#cacheCreation - this.#cacheCreation1h,
+      cacheWrite1hTokens: this.#cacheCreation1h,
+    };
   }
 
   #readEvent(data: string, isDelta: boolean): StreamEventVerdict {
@@ -95,7 +124,11 @@ export class MessagesUsageTracker implements StreamUsageTracker {
     const usage = isDelta ? parsed.usage : isRecord(parsed.message) ? parsed.message.usage : undefined;
     if (!isRecord(usage)) return 'pass';
     this.#input = readCount(usage.input_tokens) ?? this.#input;
-    this.#cacheCreation = readCount(usage.cache_creation_input_tokens) ?? this.#cacheCreation;
+    const cacheCreation = readCount(usage.cache_creation_input_tokens);
+    if (cacheCreation !== null) {
+      this.#cacheCreation = cacheCreation;
+      this.#cacheCreation1h = cacheWrites(usage, cacheCreation).oneHour;
+    }
     this.#cacheRead = readCount(usage.cache_read_input_tokens) ?? this.#cacheRead;
     const output = readCount(usage.output_tokens);
     if (output !== null) {

@@ -3,6 +3,7 @@ import { fromUtf8, toUtf8 } from '@smithy/core/serde';
 import type { GatewayProvider } from '@tollgate/schemas';
 import { describe, expect, it } from 'vitest';
 import type { StreamEventVerdict, UpstreamTarget } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { BEDROCK_ANTHROPIC_VERSION, bedrockAdapter, regionOf, signRequest } from './bedrock-adapter.ts';
 import { getAdapter } from './index.ts';
 
@@ -217,7 +218,7 @@ describe('bedrock adapter: event stream', () => {
         'message_stop',
       ]);
       expect(verdicts.at(-1)).toBe('terminal');
-      expect(usage).toEqual({ inputTokens: 35n, outputTokens: 9n });
+      expect(usage).toEqual({ ...plainUsage(30n, 9n), cacheReadTokens: 5n });
     }
   });
 
@@ -232,7 +233,7 @@ describe('bedrock adapter: event stream', () => {
   it('falls back to the invocation metrics when message_delta carried no usage', () => {
     const frames = [...STREAM];
     frames[4] = chunk({ type: 'message_delta', delta: { stop_reason: 'end_turn' } });
-    expect(feed(frames, 64).usage).toEqual({ inputTokens: 35n, outputTokens: 9n });
+    expect(feed(frames, 64).usage).toEqual({ ...plainUsage(30n, 9n), cacheReadTokens: 5n });
   });
 
   it('turns a modelStreamErrorException into a provider error, and a bad CRC into an invalid event', () => {

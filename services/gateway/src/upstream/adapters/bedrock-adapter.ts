@@ -14,6 +14,7 @@ import type {
   UpstreamTarget,
   UsageFigures,
 } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { anthropicAdapter, MessagesUsageTracker } from './anthropic-adapter.ts';
 import { assertSurface, trimBaseUrl } from './surface.ts';
 
@@ -292,7 +293,8 @@ function readMetrics(event: unknown): UsageFigures | null {
   const cacheRead = readOptionalCount(metrics.cacheReadInputTokenCount);
   const cacheWrite = readOptionalCount(metrics.cacheWriteInputTokenCount);
   if (input === null || output === null || cacheRead === null || cacheWrite === null) return null;
-  return { inputTokens: input + cacheRead + cacheWrite, outputTokens: output };
+  // Bedrock's metrics, like Anthropic's usage, count cache reads and writes beside the input.
+  return { ...plainUsage(input, output), cacheReadTokens: cacheRead, cacheWriteTokens: cacheWrite };
 }
 
 export const bedrockAdapter: UpstreamAdapter = {

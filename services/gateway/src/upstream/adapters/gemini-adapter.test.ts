@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { readFixture, readJsonFixture } from '../fixtures/read-fixture.ts';
 import { SseParser } from '../sse.ts';
 import type { StreamEventVerdict, UpstreamTarget } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { geminiAdapter } from './gemini-adapter.ts';
 import { getAdapter } from './index.ts';
 
@@ -103,13 +104,13 @@ describe('gemini adapter: request', () => {
 });
 
 describe('gemini adapter: usage', () => {
-  it('bills thoughts as output and counts cached tokens inside the input of a whole answer', () => {
+  it('bills thoughts as output and takes the cached tokens out of the input of a whole answer', () => {
     const usage = geminiAdapter.extractUsage(
       'gemini',
       readJsonFixture('gemini-generate-content-thinking-tool.json'),
     );
     // promptTokenCount 412 (256 of them cached), candidates 18 + thoughts 128.
-    expect(usage).toEqual({ inputTokens: 412n, outputTokens: 18n + 128n });
+    expect(usage).toEqual({ ...plainUsage(412n - 256n, 18n + 128n), cacheReadTokens: 256n });
   });
 
   it('adds tool-use prompt tokens to the input; zero counts may be left out, broken ones may not', () => {
@@ -117,11 +118,10 @@ describe('gemini adapter: usage', () => {
       geminiAdapter.extractUsage('gemini', {
         usageMetadata: { promptTokenCount: 10, toolUsePromptTokenCount: 5, candidatesTokenCount: 2 },
       }),
-    ).toEqual({ inputTokens: 15n, outputTokens: 2n });
-    expect(geminiAdapter.extractUsage('gemini', { usageMetadata: { promptTokenCount: 7 } })).toEqual({
-      inputTokens: 7n,
-      outputTokens: 0n,
-    });
+    ).toEqual(plainUsage(15n, 2n));
+    expect(geminiAdapter.extractUsage('gemini', { usageMetadata: { promptTokenCount: 7 } })).toEqual(
+      plainUsage(7n, 0n),
+    );
     for (const usageMetadata of [
       {},
       { candidatesTokenCount: 3 },
@@ -136,7 +136,7 @@ describe('gemini adapter: usage', () => {
   it('takes the last cumulative usageMetadata of a stream, never their sum, in any chunking', () => {
     for (const split of [0, 1, 9, 100]) {
       const { verdicts, usage } = feed(readFixture('gemini-stream-thinking-tool.sse'), split);
-      expect(usage).toEqual({ inputTokens: 98n, outputTokens: 24n + 52n });
+      expect(usage).toEqual(plainUsage(98n, 24n + 52n));
       expect(verdicts).toEqual(['pass', 'pass', 'pass', 'terminal']);
     }
   });
@@ -153,7 +153,7 @@ describe('gemini adapter: usage', () => {
       'data: {"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":12,"totalTokenCount":12}}\r\n\r\n',
     );
     expect(verdicts).toEqual(['terminal']);
-    expect(usage).toEqual({ inputTokens: 12n, outputTokens: 0n });
+    expect(usage).toEqual(plainUsage(12n, 0n));
   });
 
   it('flags an error chunk and a chunk that is not JSON', () => {

@@ -12,6 +12,7 @@ import type {
   UpstreamTarget,
   UsageFigures,
 } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { trimBaseUrl } from './surface.ts';
 
 /**
@@ -44,7 +45,12 @@ function buildRequest(input: { target: UpstreamTarget; surface: string; stream?:
 
 function figures(usageMetadata: unknown): UsageFigures | null {
   const usage = decodeGeminiUsage(usageMetadata);
-  return usage === null ? null : { inputTokens: BigInt(usage.input), outputTokens: BigInt(usage.output) };
+  if (usage === null) return null;
+  // The representation's input includes cache reads (as Gemini's prompt count does); billing
+  // takes them out so each is charged once, at its own price (a cached count above the prompt's
+  // is not believed).
+  const read = usage.cacheRead <= usage.input ? usage.cacheRead : 0;
+  return { ...plainUsage(BigInt(usage.input - read), BigInt(usage.output)), cacheReadTokens: BigInt(read) };
 }
 
 function extractUsage(surface: string, body: unknown): UsageFigures | null {

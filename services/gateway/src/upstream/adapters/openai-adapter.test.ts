@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { readFixture, readJsonFixture } from '../fixtures/read-fixture.ts';
 import { SseParser } from '../sse.ts';
 import type { MeteredSurface, StreamEventVerdict, UpstreamTarget } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { getAdapter } from './index.ts';
 import { openaiAdapter } from './openai-adapter.ts';
 
@@ -77,15 +78,31 @@ describe('openai adapter: request', () => {
 describe('openai adapter: non-streamed usage', () => {
   it('reads prompt and completion tokens of a chat answer with tool calls', () => {
     const body = readJsonFixture('openai-chat-tool-calls.json');
-    expect(openaiAdapter.extractUsage('chat_completions', body)).toEqual({
-      inputTokens: 82n,
-      outputTokens: 17n,
+    expect(openaiAdapter.extractUsage('chat_completions', body)).toEqual(plainUsage(82n, 17n));
+  });
+
+  it('reads a responses answer with a function call, its cached tokens taken out of the input', () => {
+    const body = readJsonFixture('openai-responses-function-call.json');
+    expect(openaiAdapter.extractUsage('responses', body)).toEqual({
+      ...plainUsage(291n - 128n, 23n),
+      cacheReadTokens: 128n,
     });
   });
 
-  it('reads input and output tokens of a responses answer with a function call', () => {
-    const body = readJsonFixture('openai-responses-function-call.json');
-    expect(openaiAdapter.extractUsage('responses', body)).toEqual({ inputTokens: 291n, outputTokens: 23n });
+  it('reports cached prompt tokens of a chat answer as cache reads, counted once', () => {
+    const usage = {
+      prompt_tokens: 1000,
+      completion_tokens: 7,
+      prompt_tokens_details: { cached_tokens: 900 },
+    };
+    expect(openaiAdapter.extractUsage('chat_completions', { usage })).toEqual({
+      ...plainUsage(100n, 7n),
+      cacheReadTokens: 900n,
+    });
+    const overclaimed = { ...usage, prompt_tokens_details: { cached_tokens: 1001 } };
+    expect(openaiAdapter.extractUsage('chat_completions', { usage: overclaimed })).toEqual(
+      plainUsage(1000n, 7n),
+    );
   });
 
   it('has no usage when the figures are missing or of the other protocol', () => {
@@ -100,7 +117,7 @@ describe('openai adapter: non-streamed usage', () => {
 describe('openai adapter: chat streams', () => {
   it('takes usage from the final usage chunk and marks it as usage-only', () => {
     const { verdicts, usage } = feed('chat_completions', readFixture('openai-chat-stream-text.sse'));
-    expect(usage).toEqual({ inputTokens: 9n, outputTokens: 12n });
+    expect(usage).toEqual(plainUsage(9n, 12n));
     expect(verdicts).toEqual(['pass', 'pass', 'pass', 'pass', 'usage_only', 'terminal']);
   });
 
@@ -111,7 +128,7 @@ describe('openai adapter: chat streams', () => {
         readFixture('openai-chat-stream-tool-calls.sse'),
         split,
       );
-      expect(usage).toEqual({ inputTokens: 68n, outputTokens: 16n });
+      expect(usage).toEqual(plainUsage(68n, 16n));
       expect(verdicts.slice(-2)).toEqual(['usage_only', 'terminal']);
     }
   });
@@ -130,7 +147,7 @@ describe('openai adapter: chat streams', () => {
     const chunk = (completion: number) =>
       `data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":${completion},"total_tokens":${5 + completion}}}\n\n`;
     const { verdicts, usage } = feed('chat_completions', `${chunk(1)}${chunk(2)}${chunk(3)}data: [DONE]\n\n`);
-    expect(usage).toEqual({ inputTokens: 5n, outputTokens: 3n });
+    expect(usage).toEqual(plainUsage(5n, 3n));
     expect(verdicts).toEqual(['pass', 'pass', 'pass', 'terminal']);
   });
 
@@ -148,7 +165,7 @@ describe('openai adapter: responses streams', () => {
     for (const split of [0, 1, 50]) {
       const text = readFixture('openai-responses-stream-function-call.sse');
       const { verdicts, usage } = feed('responses', text, split);
-      expect(usage).toEqual({ inputTokens: 312n, outputTokens: 41n });
+      expect(usage).toEqual(plainUsage(312n, 41n));
       expect(verdicts.at(-1)).toBe('terminal');
       expect(verdicts.filter((verdict) => verdict !== 'pass')).toEqual(['terminal']);
     }
@@ -160,7 +177,7 @@ describe('openai adapter: responses streams', () => {
       'event: response.incomplete\ndata: {"type":"response.incomplete","sequence_number":9,"response":{"status":"incomplete","usage":{"input_tokens":10,"output_tokens":16}}}\n\n',
     );
     expect(verdicts).toEqual(['terminal']);
-    expect(usage).toEqual({ inputTokens: 10n, outputTokens: 16n });
+    expect(usage).toEqual(plainUsage(10n, 16n));
   });
 
   it('finds the event type in the data when a server sends no event names', () => {
@@ -169,7 +186,7 @@ describe('openai adapter: responses streams', () => {
       'data: {"type":"response.completed","sequence_number":3,"response":{"usage":{"input_tokens":1,"output_tokens":2}}}\n\n',
     );
     expect(verdicts).toEqual(['terminal']);
-    expect(usage).toEqual({ inputTokens: 1n, outputTokens: 2n });
+    expect(usage).toEqual(plainUsage(1n, 2n));
   });
 
   it('flags error and response.failed events', () => {

@@ -19,6 +19,7 @@ import type {
   UpstreamTarget,
   UsageFigures,
 } from '../types.ts';
+import { plainUsage } from '../types.ts';
 import { assertSurface, trimBaseUrl } from './surface.ts';
 
 /**
@@ -42,12 +43,23 @@ function buildRequest(input: {
   return { url: trimBaseUrl(input.target.provider.baseUrl) + PATHS[input.surface], headers };
 }
 
+/**
+ * OpenAI counts cached input inside the prompt count (`*_tokens_details.cached_tokens`): it is
+ * taken out of input and reported as cache reads, so no token is counted twice. OpenAI reports no
+ * cache writes (it charges none). A cached count above the prompt's is not believed (zero).
+ */
+function splitCached(input: bigint, output: bigint, details: unknown): UsageFigures {
+  const cached = isRecord(details) ? (readCount(details.cached_tokens) ?? 0n) : 0n;
+  const read = cached <= input ? cached : 0n;
+  return { ...plainUsage(input - read, output), cacheReadTokens: read };
+}
+
 /** Chat: prompt_tokens (cached included) and completion_tokens (reasoning included). */
 function readChatUsage(usage: unknown): UsageFigures | null {
   if (!isRecord(usage)) return null;
   const input = readCount(usage.prompt_tokens);
   const output = readCount(usage.completion_tokens);
-  return input === null || output === null ? null : { inputTokens: input, outputTokens: output };
+  return input === null || output === null ? null : splitCached(input, output, usage.prompt_tokens_details);
 }
 
 /** Responses: input_tokens (cached included) and output_tokens (reasoning included). */
@@ -55,7 +67,7 @@ function readResponsesUsage(usage: unknown): UsageFigures | null {
   if (!isRecord(usage)) return null;
   const input = readCount(usage.input_tokens);
   const output = readCount(usage.output_tokens);
-  return input === null || output === null ? null : { inputTokens: input, outputTokens: output };
+  return input === null || output === null ? null : splitCached(input, output, usage.input_tokens_details);
 }
 
 export function extractUsage(surface: MeteredSurface, body: unknown): UsageFigures | null {

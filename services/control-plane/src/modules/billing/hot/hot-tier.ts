@@ -11,6 +11,7 @@ import type {
   ReserveRefusalCode,
   ReserveResult,
 } from '@tollgate/schemas';
+import { totalInputTokens } from '@tollgate/schemas';
 import { type Logger, limiterKeys } from '@tollgate/service-kit';
 import { type Kysely, sql } from 'kysely';
 import type { ControlPlaneConfig } from '../../../config.ts';
@@ -379,7 +380,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
           return [
             item.reservationId,
             item.action,
-            item.action === 'settle' ? item.usage.inputTokens : '0',
+            item.action === 'settle' ? String(totalInputTokens(item.usage)) : '0',
             item.action === 'settle' ? item.usage.outputTokens : '0',
             item.outcome,
             item.httpStatus,

@@ -173,6 +173,35 @@ describe('admin area', () => {
     );
     expect(onTarget.body.data.items).toHaveLength(1);
     expect(onTarget.body.data.items[0].actor.accountId).toBe(admin.id);
+    // Readable: the actor's and the target account's emails, and the management key's name.
+    expect(onTarget.body.data.items[0]).toMatchObject({
+      actor: { email: admin.email },
+      target: { type: 'account', id: reseller.id, email: reseller.email },
+    });
+    expect(bySoftware.actor.managementKeyName).toBeTruthy();
+    // The email filter finds the actions by or on an account, from part of its address.
+    const byEmail = await admin.request(
+      'GET',
+      `/admin/audit?email=${encodeURIComponent(reseller.email.slice(0, 12).toUpperCase())}`,
+    );
+    const emailActions = byEmail.body.data.items.map((item: { action: string }) => item.action);
+    expect(emailActions).toEqual(
+      expect.arrayContaining(['admin.account.suspend', 'reseller.api_key.create']),
+    );
+    // A commerce action written to the key-reveal table before it moved to the audit log reads as
+    // itself, not as a key reveal.
+    await sql`
+      insert into key_reveal_audit (key_id, account_id, session_id, outcome, ip, user_agent, target_type, target_id, details)
+      values (null, ${admin.id}::uuid, null, 'promotion.create', '127.0.0.1', null, 'promotion', 'old-promotion',
+              '{"code":"OLD10"}'::jsonb)
+    `.execute(context.deps.db);
+    const old = await admin.request('GET', '/admin/audit?targetId=old-promotion');
+    expect(old.body.data.items).toHaveLength(1);
+    expect(old.body.data.items[0]).toMatchObject({
+      action: 'promotion.create',
+      target: { type: 'promotion', id: 'old-promotion' },
+      detail: { code: 'OLD10' },
+    });
 
     const seen: string[] = [];
     let cursor: string | null = null;

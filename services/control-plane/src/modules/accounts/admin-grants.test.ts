@@ -78,3 +78,38 @@ describe('admin credit grants with Idempotency-Key', () => {
     expect((await balancesOf(context.deps, other.id)).credits).toBe(0n);
   });
 });
+
+describe('admin credit adjustments with Idempotency-Key', () => {
+  const adjust = (accountId: string, amount: string, key?: string) =>
+    admin.request('POST', `/admin/accounts/${accountId}/credit-adjustments`, {
+      body: { amount, note: 'correction' },
+      ...(key ? { headers: { 'idempotency-key': key } } : {}),
+    });
+
+  it('a form sent five times at once adjusts once and is audited once with amount and reason', async () => {
+    const customer = await member(context, 'adjusted');
+    expect((await grant(customer.id, { credits: '1000' })).status).toBe(201);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => adjust(customer.id, '-300', 'form-1')));
+    expect(answers.map((answer) => answer.status)).toEqual(Array(5).fill(201));
+    expect(answers.filter((answer) => answer.body.data.replay === false)).toHaveLength(1);
+    expect((await balancesOf(context.deps, customer.id)).credits).toBe(700n);
+    const audit = await admin.request(
+      'GET',
+      `/admin/audit?action=admin.credit_adjustment&targetId=${customer.id}`,
+    );
+    expect(audit.body.data.items).toHaveLength(1);
+    expect(audit.body.data.items[0]).toMatchObject({
+      actor: { accountId: admin.id },
+      target: { type: 'account', id: customer.id },
+      detail: { amount: '-300', note: 'correction' },
+    });
+    // The key reused for another amount is refused; a grant form's key is its own.
+    expect((await adjust(customer.id, '-301', 'form-1')).status).toBe(422);
+    expect((await grant(customer.id, { credits: '300' }, 'form-1')).status).toBe(201);
+    expect((await balancesOf(context.deps, customer.id)).credits).toBe(1000n);
+    // Without a key each send is an adjustment of its own.
+    await adjust(customer.id, '-100');
+    await adjust(customer.id, '-100');
+    expect((await balancesOf(context.deps, customer.id)).credits).toBe(800n);
+  });
+});

@@ -37,8 +37,17 @@ const AuditEventView = z
   .object({
     id: z.string(),
     action: z.string().openapi({ example: 'reseller.grant' }),
-    actor: z.object({ accountId: z.string().nullable(), managementKeyId: z.string().nullable() }),
-    target: z.object({ type: z.string().nullable(), id: z.string().nullable() }),
+    actor: z.object({
+      accountId: z.string().nullable(),
+      managementKeyId: z.string().nullable(),
+      email: z.string().nullable().openapi({ description: 'The acting account; null for the service.' }),
+      managementKeyName: z.string().nullable(),
+    }),
+    target: z.object({
+      type: z.string().nullable(),
+      id: z.string().nullable(),
+      email: z.string().nullable().openapi({ description: 'The target account’s email, when it is one.' }),
+    }),
     detail: z.record(z.string(), z.unknown()),
     ip: z.string().nullable(),
     userAgent: z.string().nullable(),
@@ -113,6 +122,11 @@ const auditRoute = createRoute({
   request: {
     query: z.object({
       actorAccountId: z.string().uuid().optional(),
+      email: z
+        .string()
+        .max(254)
+        .optional()
+        .openapi({ description: 'Part of the actor’s or the target account’s email, any letter case.' }),
       targetId: z.string().max(100).optional(),
       action: z.string().max(100).optional(),
       since: z.iso.datetime({ offset: true }).optional(),

@@ -170,12 +170,17 @@ const adjustRoute = createRoute({
   path: '/admin/accounts/{id}/credit-adjustments',
   tags: ['admin'],
   summary: 'Correct an account’s credit by a signed amount, with a required note (admin)',
-  description: 'Never below zero (validation_failed).',
+  description:
+    'Never below zero (validation_failed). With Idempotency-Key the adjustment is made once: a repeat ' +
+    'answers replay: true and changes nothing; the key reused for another amount or account is 422.',
   security: SESSION_AND_CSRF,
   middleware: [requireSession(), requireRole('admin')] as const,
-  request: { params: AccountIdParam, body: json(CreditAdjustmentRequest) },
+  request: { params: AccountIdParam, headers: IdempotencyHeaders, body: json(CreditAdjustmentRequest) },
   responses: {
-    201: jsonContent(dataOf(z.object({ adjusted: z.string() }).openapi('CreditAdjustment')), 'Adjusted.'),
+    201: jsonContent(
+      dataOf(z.object({ adjusted: z.string(), replay: z.boolean() }).openapi('CreditAdjustment')),
+      'Adjusted.',
+    ),
     ...errorResponses(401, 403, 404, 422),
   },
 });
@@ -238,14 +243,15 @@ export function adminRoutes() {
   });
   app.openapi(adjustRoute, async (c) => {
     const body = c.req.valid('json');
-    await adjustAccountCredit(
+    const { replay } = await adjustAccountCredit(
       c.get('deps'),
       sessionActor(c),
       c.req.valid('param').id,
       BigInt(body.amount),
       body.note,
+      c.req.valid('header')['idempotency-key'] ?? null,
     );
-    return c.json({ data: { adjusted: body.amount } }, 201);
+    return c.json({ data: { adjusted: body.amount, replay } }, 201);
   });
   return app;
 }

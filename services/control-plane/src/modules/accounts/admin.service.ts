@@ -122,26 +122,35 @@ export async function grantToAccount(
   return outcome;
 }
 
-/** Corrects credit by a signed amount (never below zero), with a required note. */
+/**
+ * Corrects credit by a signed amount (never below zero), with a required note. With an
+ * Idempotency-Key it is made once: a repeat answers `replay: true`.
+ */
 export async function adjustAccountCredit(
   deps: Dependencies,
   actor: Actor,
   accountId: string,
   amount: bigint,
   note: string,
-): Promise<void> {
+  idempotencyKey: string | null = null,
+): Promise<{ replay: boolean }> {
   const account = await readAccount(deps, accountId);
   if (amount === 0n) throw AppError.validation({ amount: ['Use a non-zero amount.'] });
-  await changeCredit(deps, {
+  const { replay } = await changeCredit(deps, {
     accountId: account.id,
     amount,
     kind: 'adjustment',
     cause: `admin ${actor.accountId}: ${note}`,
+    // Its own namespace: a grant form and an adjustment form never replay each other.
+    ...(idempotencyKey ? { idempotencyKey: `admin-adjust:${idempotencyKey}` } : {}),
   });
-  await recordAudit(deps.db, actor, {
-    action: 'admin.credit_adjustment',
-    targetType: 'account',
-    targetId: account.id,
-    detail: { amount: String(amount), note },
-  });
+  if (!replay) {
+    await recordAudit(deps.db, actor, {
+      action: 'admin.credit_adjustment',
+      targetType: 'account',
+      targetId: account.id,
+      detail: { amount: String(amount), note },
+    });
+  }
+  return { replay };
 }

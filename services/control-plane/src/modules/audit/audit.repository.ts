@@ -25,8 +25,18 @@ export async function insertAuditRow(
     .execute();
 }
 
+export type AuditReadRow = AuditRow & {
+  source: 'a' | 'r';
+  micros: string;
+  actor_email: string | null;
+  actor_management_key_name: string | null;
+  target_email: string | null;
+};
+
 export interface AuditFilter {
   actorAccountId?: string;
+  /** Part of the actor's or the target account's email, any letter case. */
+  email?: string;
   targetId?: string;
   action?: string;
   since?: Date;
@@ -43,29 +53,45 @@ export interface AuditFilter {
 export async function selectAuditRows(
   db: Kysely<Database>,
   filter: AuditFilter,
-): Promise<Array<AuditRow & { source: 'a' | 'r'; micros: string }>> {
+): Promise<Array<AuditReadRow>> {
   const before = filter.before ?? null;
-  const result = await sql<AuditRow & { source: 'a' | 'r'; micros: string }>`
+  const email = filter.email ? `%${filter.email.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+  // Rows of key_reveal_audit with no key are the commerce admin actions written there before they
+  // moved to audit_log: their action is in outcome (order.refund, promotion.create, ...).
+  const result = await sql<AuditReadRow>`
     with events as (
       select 'a' as source, id, actor_account_id, actor_management_key_id, action, target_type, target_id,
              detail, ip, user_agent, created_at
       from audit_log
       union all
-      select 'r', id, account_id, null, 'api_key.reveal', 'api_key', key_id::text,
-             jsonb_build_object('outcome', outcome, 'sessionId', session_id), ip, user_agent, created_at
+      select 'r', id, account_id, null,
+             case when key_id is null and target_type is not null then outcome else 'api_key.reveal' end,
+             case when key_id is null and target_type is not null then target_type else 'api_key' end,
+             coalesce(key_id::text, target_id),
+             case when key_id is null and target_type is not null
+                  then coalesce(details, '{}'::jsonb) || jsonb_build_object('sessionId', session_id)
+                  else jsonb_build_object('outcome', outcome, 'sessionId', session_id) end,
+             ip, user_agent, created_at
       from key_reveal_audit
     )
-    select source, id::text as id, actor_account_id, actor_management_key_id, action, target_type, target_id,
-           detail, ip, user_agent, created_at, micros::text as micros
+    select source, timed.id::text as id, actor_account_id, actor_management_key_id, action, target_type, target_id,
+           detail, ip, user_agent, timed.created_at, micros::text as micros,
+           actor.email as actor_email, management_key.name as actor_management_key_name,
+           target_account.email as target_email
     from (select *, (extract(epoch from created_at) * 1000000)::bigint as micros from events) as timed
+    left join accounts actor on actor.id = timed.actor_account_id
+    left join management_keys management_key on management_key.id = timed.actor_management_key_id
+    left join accounts target_account
+      on target_type = 'account' and target_account.id::text = timed.target_id
     where (${filter.actorAccountId ?? null}::uuid is null or actor_account_id = ${filter.actorAccountId ?? null}::uuid)
+      and (${email}::text is null or actor.email ilike ${email}::text or target_account.email ilike ${email}::text)
       and (${filter.targetId ?? null}::text is null or target_id = ${filter.targetId ?? null}::text)
       and (${filter.action ?? null}::text is null or action = ${filter.action ?? null}::text)
-      and (${filter.since ?? null}::timestamptz is null or created_at >= ${filter.since ?? null}::timestamptz)
-      and (${filter.until ?? null}::timestamptz is null or created_at < ${filter.until ?? null}::timestamptz)
+      and (${filter.since ?? null}::timestamptz is null or timed.created_at >= ${filter.since ?? null}::timestamptz)
+      and (${filter.until ?? null}::timestamptz is null or timed.created_at < ${filter.until ?? null}::timestamptz)
       and (${before?.micros ?? null}::bigint is null
-           or (micros, source, id) < (${before?.micros ?? null}::bigint, ${before?.source ?? null}::text, ${before?.id ?? null}::bigint))
-    order by micros desc, source desc, id desc
+           or (micros, source, timed.id) < (${before?.micros ?? null}::bigint, ${before?.source ?? null}::text, ${before?.id ?? null}::bigint))
+    order by micros desc, source desc, timed.id desc
     limit ${filter.limit}
   `.execute(db);
   return result.rows;

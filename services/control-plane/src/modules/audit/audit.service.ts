@@ -49,6 +49,7 @@ export async function recordServiceAudit(db: Kysely<Database>, entry: AuditEntry
 
 export interface AuditQuery {
   actorAccountId?: string;
+  email?: string;
   targetId?: string;
   action?: string;
   since?: string;
@@ -60,8 +61,15 @@ export interface AuditQuery {
 export interface AuditEvent {
   id: string;
   action: string;
-  actor: { accountId: string | null; managementKeyId: string | null };
-  target: { type: string | null; id: string | null };
+  actor: {
+    accountId: string | null;
+    managementKeyId: string | null;
+    /** The acting account's email; null for the service itself. */
+    email: string | null;
+    managementKeyName: string | null;
+  };
+  /** email: the target account's, when the target is an account. */
+  target: { type: string | null; id: string | null; email: string | null };
   detail: Record<string, unknown>;
   ip: string | null;
   userAgent: string | null;
@@ -89,6 +97,7 @@ export async function listAudit(
   const rows = await selectAuditRows(db, {
     limit: query.limit + 1,
     ...(query.actorAccountId ? { actorAccountId: query.actorAccountId } : {}),
+    ...(query.email ? { email: query.email } : {}),
     ...(query.targetId ? { targetId: query.targetId } : {}),
     ...(query.action ? { action: query.action } : {}),
     ...(query.since ? { since: new Date(query.since) } : {}),
@@ -101,8 +110,13 @@ export async function listAudit(
     items: page.map((row) => ({
       id: `${row.source}${row.id}`,
       action: row.action,
-      actor: { accountId: row.actor_account_id, managementKeyId: row.actor_management_key_id },
-      target: { type: row.target_type, id: row.target_id },
+      actor: {
+        accountId: row.actor_account_id,
+        managementKeyId: row.actor_management_key_id,
+        email: row.actor_email,
+        managementKeyName: row.actor_management_key_name,
+      },
+      target: { type: row.target_type, id: row.target_id, email: row.target_email },
       detail: row.detail,
       ip: row.ip,
       userAgent: row.user_agent,

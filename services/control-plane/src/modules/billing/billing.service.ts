@@ -133,7 +133,7 @@ export async function changeCredit(
   const field = input.kind === 'grant' ? 'credits' : 'amount';
   if (input.kind === 'grant' && input.amount <= 0n)
     throw AppError.validation({ [field]: ['Must be positive.'] });
-  const key = input.kind === 'grant' ? input.idempotencyKey : undefined;
+  const key = input.idempotencyKey;
   const replay = await deps.db
     .transaction()
     .execute(async (trx) => {

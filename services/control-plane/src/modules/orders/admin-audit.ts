@@ -1,7 +1,8 @@
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { insertAuditRow } from '../audit/audit.repository.ts';
 
-/** Who acted: an admin's session, as the key-reveal audit records it. */
+/** Who acted: an admin's session. */
 export interface AdminCaller {
   accountId: string;
   sessionId: string;
@@ -10,8 +11,8 @@ export interface AdminCaller {
 }
 
 /**
- * One audit row per admin action of the commerce area, in the key-reveal audit table (migration
- * 0005 added target and details to it). Written in the action's own transaction when it has one.
+ * One audit row per admin action of the commerce area (order.refund, promotion.create, ...), in the
+ * audit log under its own action name. Written in the action's own transaction when it has one.
  */
 export async function writeAdminAudit(
   db: Kysely<Database> | Transaction<Database>,
@@ -20,9 +21,14 @@ export async function writeAdminAudit(
   target: { type: 'order' | 'promotion'; id: string },
   details: Record<string, unknown> = {},
 ): Promise<void> {
-  await sql`
-    insert into key_reveal_audit (key_id, account_id, session_id, outcome, ip, user_agent, target_type, target_id, details)
-    values (null, ${caller.accountId}::uuid, ${caller.sessionId}::uuid, ${action}, ${caller.ip}, ${caller.userAgent},
-            ${target.type}, ${target.id}, ${JSON.stringify(details)}::jsonb)
-  `.execute(db);
+  await insertAuditRow(db, {
+    actor_account_id: caller.accountId,
+    actor_management_key_id: null,
+    action,
+    target_type: target.type,
+    target_id: target.id,
+    detail: { ...details, sessionId: caller.sessionId },
+    ip: caller.ip,
+    user_agent: caller.userAgent,
+  });
 }

@@ -53,13 +53,16 @@ describe('manual payments and admin actions', () => {
       'paid',
     );
 
-    const audit = await context.deps.db
-      .selectFrom('key_reveal_audit')
-      .select(['account_id', 'outcome'])
-      .where('account_id', '=', admin.accountId)
-      .where('outcome', '=', 'order.confirm_payment')
-      .execute();
-    expect(audit.length).toBe(1);
+    const audit = await admin.client.request(
+      'GET',
+      `/admin/audit?action=order.confirm_payment&targetId=${id}`,
+    );
+    expect(audit.body.data.items).toHaveLength(1);
+    expect(audit.body.data.items[0]).toMatchObject({
+      action: 'order.confirm_payment',
+      actor: { accountId: admin.accountId },
+      target: { type: 'order', id },
+    });
 
     const other = await buyer.client.request('POST', '/orders', {
       body: { packageId: 'usd', provider: 'manual' },
@@ -153,18 +156,42 @@ describe('manual payments and admin actions', () => {
         })
         .execute();
     });
-    const refunded = await admin.client.request('POST', `/admin/orders/${id}/refund`, {
-      body: { note: 'customer asked' },
+    // A refund without a reason is refused, and nothing moves.
+    const reasonless = await admin.client.request('POST', `/admin/orders/${id}/refund`, {
+      body: { note: ' ' },
     });
-    expect(refunded.status).toBe(200);
+    expect(reasonless.status).toBe(422);
+    expect(reasonless.body.errors.note[0]).toMatch(/reason is required/);
+    // The dashboard's form sent twice at once (one Idempotency-Key): refunded once, both answered.
+    const sends = await Promise.all(
+      [1, 2, 3].map(() =>
+        admin.client.request('POST', `/admin/orders/${id}/refund`, {
+          body: { note: 'customer asked' },
+          headers: { 'idempotency-key': 'refund-form-1' },
+        }),
+      ),
+    );
+    expect(sends.map((send) => send.status)).toEqual([200, 200, 200]);
+    const refunded = sends[0]!;
     expect(refunded.body.data).toMatchObject({
       status: 'refunded',
       refunded: { tokens: '700', credits: '0' },
     });
     const balance = await buyer.client.request('GET', '/me/balance');
     expect(balance.body.data.remaining.tokens).toBe('0');
-    const again = await admin.client.request('POST', `/admin/orders/${id}/refund`);
+    const again = await admin.client.request('POST', `/admin/orders/${id}/refund`, {
+      body: { note: 'again' },
+      headers: { 'idempotency-key': 'another-form' },
+    });
     expect(again.status).toBe(422);
+    const audit = await admin.client.request('GET', `/admin/audit?action=order.refund&targetId=${id}`);
+    expect(audit.body.data.items).toHaveLength(1);
+    expect(audit.body.data.items[0]).toMatchObject({
+      action: 'order.refund',
+      actor: { accountId: admin.accountId },
+      target: { type: 'order', id },
+      detail: { note: 'customer asked', accountId: buyer.accountId, tokensTakenBack: '700' },
+    });
     await expectLedgerConsistent(context);
   });
 });

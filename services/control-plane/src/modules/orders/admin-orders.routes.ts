@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { AppError } from '@tollgate/errors';
 import type { Context } from 'hono';
 import { clientAddressOf, userAgentOf } from '../../http/client-address.ts';
@@ -11,6 +11,7 @@ import { confirmManualPayment, refundOrder, rejectManualPayment } from './admin-
 import {
   AdminNoteRequest,
   AdminOrdersQuery,
+  AdminRefundRequest,
   OrderIdParam,
   OrderPage,
   OrderView,
@@ -80,10 +81,31 @@ const rejectRoute = action(
   '/admin/orders/{id}/payment/reject',
   'Reject a manual payment: the order fails (admin, audited)',
 );
-const refundRoute = action(
-  '/admin/orders/{id}/refund',
-  'Refund a paid order through its provider and take back the unused rest of its grant (admin, audited)',
-);
+const refundRoute = createRoute({
+  ...base,
+  security: SESSION_AND_CSRF,
+  method: 'post',
+  path: '/admin/orders/{id}/refund',
+  summary:
+    'Refund a paid order through its provider and take back the unused rest of its grant (admin, audited)',
+  description:
+    'A reason (note) is required and kept in the audit row. An order is refunded once: with ' +
+    'Idempotency-Key a repeat of the same refund answers the refunded order again (replay); without ' +
+    'one, or with another key, a second refund is 422.',
+  request: {
+    params: OrderIdParam,
+    headers: z.object({
+      'idempotency-key': z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .openapi({ param: { name: 'idempotency-key', in: 'header' } }),
+    }),
+    body: { required: true, content: { 'application/json': { schema: AdminRefundRequest } } },
+  },
+  responses: { 200: jsonContent(dataOf(OrderView), 'The order.'), ...errorResponses(401, 403, 404, 422) },
+});
 
 async function noteOf(c: Context): Promise<string | undefined> {
   // The note is optional and so is the body.
@@ -131,7 +153,13 @@ export function adminOrderRoutes() {
   });
   app.openapi(refundRoute, async (c) => {
     const deps = c.get('deps');
-    const order = await refundOrder(deps, adminCallerOf(c), c.req.valid('param').id, await noteOf(c));
+    const order = await refundOrder(
+      deps,
+      adminCallerOf(c),
+      c.req.valid('param').id,
+      c.req.valid('json').note,
+      c.req.valid('header')['idempotency-key'] ?? null,
+    );
     return c.json({ data: toOrderView(deps, order) }, 200);
   });
   return app;

@@ -1,4 +1,6 @@
 import { AppError } from '@tollgate/errors';
+import { sql, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { clawBackOrderGrant } from '../billing/order-grants.ts';
@@ -68,7 +70,8 @@ export async function refundOrder(
   deps: Dependencies,
   caller: AdminCaller,
   id: string,
-  note: string | undefined,
+  note: string,
+  idempotencyKey: string | null = null,
 ): Promise<OrderWithPayment> {
   // Order ids are uuids: anything else names no order (and must not reach a uuid column).
   if (!isUuid(id)) throw new AppError('not_found');
@@ -76,6 +79,9 @@ export async function refundOrder(
   const accountId = await deps.db.transaction().execute(async (trx) => {
     const order = await repository.lockOrder(trx, id);
     if (!order) throw new AppError('not_found');
+    // The same form sent twice: the first refund's answer again, nothing refunded twice.
+    if (order.status === 'refunded' && idempotencyKey && (await refundedWithKey(trx, id, idempotencyKey)))
+      return null;
     if (order.status !== 'paid')
       throw AppError.validation({ status: [`An order that is ${order.status} cannot be refunded.`] });
     const payment = await findPaymentOfOrder(trx, id);
@@ -109,7 +115,12 @@ export async function refundOrder(
       'order.refund',
       { type: 'order', id },
       {
-        note: note ?? null,
+        note,
+        accountId: order.account_id,
+        packageId: order.package_id,
+        amount: String(order.amount),
+        currency: order.currency,
+        idempotencyKey,
         tokensTakenBack: String(taken.tokens),
         creditsTakenBack: String(taken.credits),
         refundReference: refund.reference,
@@ -117,7 +128,19 @@ export async function refundOrder(
     );
     return order.account_id;
   });
+  if (accountId === null) return readAnyOrder(deps, id);
   await deps.events.publish({ type: 'account.changed', accountId });
   deps.logger.info({ orderId: id }, 'order refunded');
   return readAnyOrder(deps, id);
+}
+
+async function refundedWithKey(trx: Transaction<Database>, orderId: string, key: string): Promise<boolean> {
+  const row = await trx
+    .selectFrom('audit_log')
+    .select('id')
+    .where('action', '=', 'order.refund')
+    .where('target_id', '=', orderId)
+    .where(sql<string>`detail->>'idempotencyKey'`, '=', key)
+    .executeTakeFirst();
+  return row !== undefined;
 }

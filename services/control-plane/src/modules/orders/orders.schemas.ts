@@ -103,6 +103,17 @@ export const AdminNoteRequest = z
   .object({ note: z.string().max(500).optional() })
   .openapi('AdminNoteRequest');
 
+/** A refund moves money back: the admin must say why, and the reason is kept in the audit row. */
+export const AdminRefundRequest = z
+  .object({
+    note: z
+      .string('Say why the order is refunded (a reason is required).')
+      .trim()
+      .min(1, 'Say why the order is refunded (a reason is required).')
+      .max(500, 'Use at most 500 characters.'),
+  })
+  .openapi('AdminRefundRequest');
+
 const money = (amount: bigint, currency: string, exponent: number) => ({
   amount: amount.toString(),
   currency,

@@ -185,7 +185,9 @@ describe('Stripe Checkout', () => {
     const { buyer, id, session } = await openCheckout();
     fake.pay(session.id);
     expect((await buyer.client.request('POST', `/orders/${id}/payment/verify`)).status).toBe(200);
-    const refunded = await admin.client.request('POST', `/admin/orders/${id}/refund`);
+    const refunded = await admin.client.request('POST', `/admin/orders/${id}/refund`, {
+      body: { note: 'customer asked' },
+    });
     expect(refunded.status).toBe(200);
     expect(refunded.body.data).toMatchObject({ status: 'refunded', refunded: { tokens: '1000' } });
     expect(

@@ -156,14 +156,18 @@ describe('promotions', () => {
     expect(preview.status).toBe(422);
     expect(preview.body.errors.code[0]).toMatch(/no longer active/);
 
-    const audit = await context.deps.db
-      .selectFrom('key_reveal_audit')
-      .select('outcome')
-      .where('account_id', '=', admin.accountId)
-      .where('outcome', 'in', ['promotion.create', 'promotion.update'])
-      .execute();
-    expect(audit.map((row) => row.outcome)).toEqual(
-      expect.arrayContaining(['promotion.create', 'promotion.update']),
+    // Each change under its own action on the promotion, never as a key reveal.
+    const audit = await admin.client.request('GET', `/admin/audit?actorAccountId=${admin.accountId}`);
+    const actions = audit.body.data.items.map((item: { action: string; target: { type: string } }) => [
+      item.action,
+      item.target.type,
+    ]);
+    expect(actions).toEqual(
+      expect.arrayContaining([
+        ['promotion.create', 'promotion'],
+        ['promotion.update', 'promotion'],
+      ]),
     );
+    expect(actions.map(([action]: string[]) => action)).not.toContain('api_key.reveal');
   });
 });

@@ -75,7 +75,7 @@ function fromSql<T extends z.ZodType>(schema: T, value: unknown, fn: string): z.
   return parsed.data;
 }
 
-/** One round trip: every reservation of the batch (see migration 0003). */
+/** One round trip: every reservation of the batch (db/functions/reserve.sql). */
 export async function reserveBatch(
   prepared: PreparedQueries,
   rows: ReserveRow[],
@@ -99,7 +99,7 @@ export async function reserveBatchIn(
   return fromSql(z.array(ReserveRowResult).length(rows.length), result.rows[0]?.results, 'tollgate_reserve');
 }
 
-/** What tollgate_hot_persist returns per call (migration 0012): a result, or stale (not written). */
+/** What tollgate_hot_persist returns per call (db/functions/hot-tier.sql): a result, or stale (not written). */
 const PersistRowResult = z.union([
   FinishRowResult,
   z.object({ reservation_id: z.string().uuid(), stale: z.literal(true) }),
@@ -273,7 +273,7 @@ export function listEntitlements(db: Db, accountId: string) {
 
 /**
  * Usable entitlements, in the order reservations draw from them. "Usable" is the database's own
- * rule (tollgate_entitlement_usable, migration 0004), the one reservations apply, on its clock.
+ * rule (tollgate_entitlement_usable, db/functions/draw.sql), the one reservations apply, on its clock.
  */
 export function listUsableEntitlements(db: Db, accountId: string) {
   return (

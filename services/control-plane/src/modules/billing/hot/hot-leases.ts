@@ -12,7 +12,7 @@ export const LEASE_CAP = 2n ** 50n;
 /** How long a control plane opening a lease keeps the account to itself. */
 const CLAIM_TTL_MS = 5_000;
 
-/** The state tollgate_hot_open / tollgate_hot_topup return (migration 0012). */
+/** The state tollgate_hot_open / tollgate_hot_topup return (db/functions/hot-tier.sql). */
 interface LeaseState {
   lease: string;
   version: string;

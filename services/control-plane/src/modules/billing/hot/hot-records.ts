@@ -210,7 +210,7 @@ export function persistItemOf(accountId: string, record: FinishedRecord): Persis
   };
 }
 
-/** The call of tollgate_hot_persist (migration 0012): one array per column. */
+/** The call of tollgate_hot_persist (db/functions/hot-tier.sql): one array per column. */
 export const PERSIST_SQL = `select tollgate_hot_persist($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[],
   $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[],
   $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[],

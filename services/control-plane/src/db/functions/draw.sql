@@ -1,0 +1,49 @@
+-- What an account may draw and in which order (R3, R4, R16), and its lock (R18).
+-- The functions in force: see README.md before changing one.
+
+-- R18: the account's lock is its credit_balances row, created on first use.
+create or replace function tollgate_lock_account(p_account uuid)
+  returns void language plpgsql as $fn$
+begin
+  perform 1 from credit_balances where account_id = p_account for update;
+  if not found then
+    insert into credit_balances (account_id) values (p_account) on conflict do nothing;
+    perform 1 from credit_balances where account_id = p_account for update;
+  end if;
+end
+$fn$;
+
+-- R6: a refused reservation's answer.
+create or replace function tollgate_refusal(p_id uuid, p_code text)
+  returns jsonb language sql immutable as $fn$
+select jsonb_build_object('reservation_id', p_id, 'ok', false, 'code', p_code)
+$fn$;
+
+-- R3, R16: usable means tokens left, unexpired by Postgres now(), and covering the alias.
+create or replace function tollgate_entitlement_usable(p_remaining bigint, p_expires_at timestamp with time zone, p_aliases text[], p_alias text)
+  returns boolean language sql stable as $fn$
+select p_remaining > 0 and (p_expires_at is null or p_expires_at > now())
+  and (p_alias is null or p_aliases is null or p_alias = any(p_aliases))
+$fn$;
+
+-- R4: the usable entitlements in draw order (soonest expiry, no expiry last, oldest grant, id).
+create or replace function tollgate_usable_entitlements(p_account uuid, p_alias text)
+  returns table(id uuid, remaining bigint, draw_order bigint) language sql stable as $fn$
+select e.id, e.remaining,
+       row_number() over (order by e.expires_at asc nulls last, e.created_at, e.id)
+from entitlements e
+where e.account_id = p_account and tollgate_entitlement_usable(e.remaining, e.expires_at, e.aliases, p_alias)
+$fn$;
+
+-- R4, R10: what each entitlement gives, in draw order, towards p_need tokens.
+create or replace function tollgate_draw_plan(p_account uuid, p_alias text, p_need bigint)
+  returns table(entitlement_id uuid, take bigint) language sql stable as $fn$
+select id, take from (
+  select u.id, u.draw_order,
+         least(u.remaining, p_need - coalesce(sum(u.remaining) over (order by u.draw_order
+           rows between unbounded preceding and 1 preceding), 0)) as take
+  from tollgate_usable_entitlements(p_account, p_alias) u
+) plan
+where take > 0
+order by draw_order
+$fn$;

@@ -92,6 +92,9 @@ export const GatewayEnv = z.object({
   FINISH_FLUSH_MS: withDefault(positiveInt, 20).describe(
     'Settlements, releases and holds wait at most this long to leave together in one batch.',
   ),
+  RECEIPT_WAIT_MS: withDefault(positiveInt, 1_000).describe(
+    "Longest the end of an answer waits for its settlement's charge (the receipt); past it the answer ends with its cost marked `unconfirmed` and the settlement lands later, unchanged.",
+  ),
   FINISH_MAX_QUEUED: withDefault(positiveInt, 200_000).describe(
     'Settlements held in memory while the control plane is unreachable; beyond it they are kept in Redis and `GATEWAY_DATA_DIR`.',
   ),
@@ -189,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       reserveMaxInFlight: parsed.RESERVE_MAX_IN_FLIGHT,
       finishFlushMs: parsed.FINISH_FLUSH_MS,
       finishMaxQueued: parsed.FINISH_MAX_QUEUED,
+      receiptWaitMs: parsed.RECEIPT_WAIT_MS,
       shutdownDrainMs: parsed.SHUTDOWN_DRAIN_MS,
     },
     dataDir: parsed.GATEWAY_DATA_DIR,

@@ -1,4 +1,4 @@
-import type { FinishItem, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
+import type { FinishItem, FinishResult, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
 import type { Logger, Tracing } from '@tollgate/service-kit';
 import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
@@ -13,8 +13,12 @@ import type { CredentialStore, UpstreamClient } from './upstream/index.ts';
 /** What the gateway asks of the control plane (batched and queued behind this interface). */
 export interface BillingPort {
   reserve(item: ReserveItem): Promise<ReserveResult>;
-  /** Queues a settle/release/hold; it leaves the response path and is retried until it lands. */
-  finish(item: FinishItem): void;
+  /**
+   * Queues a settle/release/hold; it leaves the response path and is retried until it lands.
+   * `onResult` is told what the control plane answered for it (a receipt's charge), or null if it
+   * left this gateway's queue unanswered; it leaves promptly rather than after the flush interval.
+   */
+  finish(item: FinishItem, onResult?: (result: FinishResult | null) => void): void;
   /**
    * Sends this account's queued finishes now; true once the control plane has them all, false
    * when there were none or the deadline passed.

@@ -140,9 +140,9 @@ export async function startGateway(
     limiter,
     billing: {
       reserve: timedReserve(metrics, reserver.reserve),
-      finish: (item) => {
+      finish: (item, onResult) => {
         heartbeat.record(item);
-        finishes.enqueue(item);
+        finishes.enqueue(item, onResult);
       },
       settledFor: finishes.settledFor,
       keyStatus: controlPlane.keyStatus,

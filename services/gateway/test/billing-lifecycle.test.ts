@@ -223,10 +223,11 @@ describe('a settlement the gateway cannot deliver before it stops', () => {
         SHUTDOWN_DRAIN_MS: '300',
       });
       const key = await t.key({ credits: CREDITS });
+      // A stream that shows no usage: no receipt waits for its settlement, which stays queued.
       const reply = await t.post(
         '/v1/chat/completions',
         key.secret,
-        bodyFor('/v1/chat/completions', 'gpt-test', 'input_tokens=30,output_tokens=7'),
+        { ...bodyFor('/v1/chat/completions', 'gpt-test', 'input_tokens=30,output_tokens=7'), stream: true },
         { baseUrl: first.server.url },
       );
       expect(reply.status, reply.text).toBe(200);

@@ -54,6 +54,36 @@ describe('finish queue', () => {
     queue.stop();
   });
 
+  it("tells a waiter its item's result, sends such an item at once with those queued, and null on stop", async () => {
+    const sent: FinishItem[][] = [];
+    let failing = false;
+    const send = async (items: FinishItem[]) => {
+      sent.push(items);
+      if (failing) throw new Error('control plane unreachable');
+      return accepted(items);
+    };
+    const queue = createFinishQueue(send, {
+      flushIntervalMs: 60_000,
+      maxBatch: 100,
+      maxInFlight: 1,
+      maxQueued: 1000,
+      logger,
+    });
+    const quiet = item('a');
+    const watched = item('a');
+    queue.enqueue(quiet);
+    const result = new Promise((resolve) => queue.enqueue(watched, resolve));
+    expect(await result).toMatchObject({ reservationId: watched.reservationId, status: 'released' });
+    expect(sent).toEqual([[quiet, watched]]);
+
+    failing = true;
+    const unanswered = item('a');
+    const never = new Promise((resolve) => queue.enqueue(unanswered, resolve));
+    while (sent.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(queue.stop()).toContainEqual(unanswered);
+    expect(await never).toBeNull();
+  });
+
   it('hands back every unacknowledged item on stop, sent or still queued, and spills past its bound', async () => {
     const spilled: FinishItem[] = [];
     let firstSent!: () => void;

@@ -1,4 +1,4 @@
-import type { FinishBatchResponse, FinishItem } from '@tollgate/schemas';
+import type { FinishBatchResponse, FinishItem, FinishResult } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
 
 export interface FinishQueueOptions {
@@ -41,6 +41,18 @@ export function createFinishQueue(
   /** Unacknowledged items per account, and who waits for an account to have none. */
   const byAccount = new Map<string, number>();
   const accountWaiters = new Map<string, Array<() => void>>();
+  /**
+   * Who waits for an item's result (a receipt: what the control plane charged), by reservation
+   * id; told null when the item leaves this queue unanswered (spilled or stopped).
+   */
+  const resultWaiters = new Map<string, (result: FinishResult | null) => void>();
+
+  function tell(reservationId: string, result: FinishResult | null): void {
+    const waiter = resultWaiters.get(reservationId);
+    if (!waiter) return;
+    resultWaiters.delete(reservationId);
+    waiter(result);
+  }
 
   function acknowledged(batch: FinishItem[]): void {
     for (const item of batch) {
@@ -64,6 +76,15 @@ export function createFinishQueue(
     }, delay);
   }
 
+  /** Sends on the next turn of the event loop, so items queued in this one share the batch. */
+  function soon(): void {
+    if (timer) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    schedule(0);
+  }
+
   function settleWaiters(): void {
     if (queue.length === 0 && inFlight === 0) {
       const waiters = idleWaiters;
@@ -80,9 +101,11 @@ export function createFinishQueue(
       sending.add(batch);
       send(batch)
         .then(
-          () => {
+          (response) => {
             retryDelay = 0;
             acknowledged(batch);
+            if (resultWaiters.size > 0)
+              for (const result of response.results) tell(result.reservationId, result);
           },
           (error: unknown) => {
             if (stopped) return;
@@ -97,9 +120,11 @@ export function createFinishQueue(
         .finally(() => {
           inFlight -= 1;
           sending.delete(batch);
-          // Someone waits for an account's items (settledFor): the rest leave at once.
+          // Someone waits for an account's items (settledFor) or for a receipt: the rest leave at once.
           if (queue.length > 0 && !stopped)
-            schedule(retryDelay || (accountWaiters.size > 0 ? 0 : options.flushIntervalMs));
+            schedule(
+              retryDelay || (accountWaiters.size > 0 || resultWaiters.size > 0 ? 0 : options.flushIntervalMs),
+            );
           settleWaiters();
         });
       if (retryDelay > 0) break;
@@ -107,12 +132,19 @@ export function createFinishQueue(
   }
 
   return {
-    enqueue(item: FinishItem): void {
+    /**
+     * Queues a finish. With `onResult`, the control plane's answer for it (what it charged) is
+     * passed on when it lands, or null if the item leaves this queue unanswered; such an item
+     * leaves at once with whatever is queued, rather than after the flush interval.
+     */
+    enqueue(item: FinishItem, onResult?: (result: FinishResult | null) => void): void {
       queue.push(item);
+      if (onResult) resultWaiters.set(item.reservationId, onResult);
       byAccount.set(item.accountId, (byAccount.get(item.accountId) ?? 0) + 1);
       if (queue.length > options.maxQueued) {
         const spilled = queue.splice(0, queue.length - options.maxQueued);
         acknowledged(spilled);
+        for (const spilledItem of spilled) tell(spilledItem.reservationId, null);
         const kept = options.spill ? options.spill(spilled) : Promise.reject(new Error('no pending store'));
         kept.then(
           () =>
@@ -129,6 +161,7 @@ export function createFinishQueue(
         );
       }
       if (queue.length >= options.maxBatch && retryDelay === 0) flush();
+      else if (onResult && retryDelay === 0) soon();
       else schedule(retryDelay || options.flushIntervalMs);
     },
     /**
@@ -168,6 +201,7 @@ export function createFinishQueue(
       }
       const left = [...[...sending].flat(), ...queue];
       queue = [];
+      for (const reservationId of [...resultWaiters.keys()]) tell(reservationId, null);
       return left;
     },
     /** Items not yet acknowledged by the control plane. */

@@ -42,6 +42,8 @@ export interface ForwardInput {
   /** Set when the surface is not the upstream's protocol (translation/). */
   translation: Translation | null;
   clientAskedForUsage: boolean;
+  /** Streams whose caller reads usage: the receipt that completes their end (relayStream). */
+  closing?: Promise<((end: string) => string) | null>;
   log: RequestLog;
 }
 
@@ -192,6 +194,7 @@ async function forward(
       abortUpstream: abort(controller),
       signal: controller.signal,
       drainTimeoutMs: deps.config.upstream.bodyTimeoutMs,
+      ...(input.closing ? { closing: input.closing } : {}),
     });
     const started = performance.now();
     const decision = relayed.outcome.then((outcome) => {

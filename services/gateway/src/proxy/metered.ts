@@ -1,5 +1,6 @@
 import { AppError, toAppError } from '@tollgate/errors';
 import type {
+  FinishItem,
   MeteredSurface,
   PlanCeilings,
   RequestBudget,
@@ -33,6 +34,7 @@ import {
   reserveLimitsOf,
   takeLimits,
 } from './limits.ts';
+import { costMembers, type Receipt, UNCONFIRMED, withCostInBody, withCostInStreamEnd } from './receipt.ts';
 import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
 import type { RequestLog } from './request-log.ts';
@@ -91,10 +93,19 @@ export async function handleMetered(
       ...(deferred ? { limits: reserveLimitsOf(key, plan) } : {}),
     });
     log.reservationId = reservationId;
+    // The request id the caller gets (x-request-id) names the call's receipt (GET /v1/key/usage/{id}).
+    log.requestId = reservationId;
     context = { reservationId, keyId: key.keyId, accountId: key.accountId, alias: alias.alias, surface };
     if (deferred) ({ lease, budget } = await leaseOf(deps, key, plan, reservationId, reservation));
 
     const clientAskedForUsage = isIncludeUsage(body.stream_options);
+    // A settled answer that shows usage shows its cost too (docs/receipts.md): the settlement's
+    // answer is awaited (bounded) before the end of the answer is written.
+    const showsUsage = surface !== 'chat_completions' || !stream || clientAskedForUsage;
+    let toldReceipt: (receipt: Promise<Receipt> | null) => void = () => {};
+    const receipt = new Promise<Promise<Receipt> | null>((resolve) => {
+      toldReceipt = resolve;
+    });
     const forwarded = await forwardToUpstream(deps, {
       request,
       surface,
@@ -113,6 +124,15 @@ export async function handleMetered(
         : (upstreamModel) => nativeBody(text, surface, stream, upstreamModel, maxOutput.edits),
       translation,
       clientAskedForUsage,
+      ...(stream && showsUsage
+        ? {
+            closing: receipt.then(async (pending) => {
+              if (pending === null) return null;
+              const members = costMembers(await pending, reservationId);
+              return (end: string) => withCostInStreamEnd(surface, end, members);
+            }),
+          }
+        : {}),
       log,
     });
     // The one place a reservation is finished: one decision, then the slot is freed.
@@ -120,20 +140,31 @@ export async function handleMetered(
     ended = forwarded.decision
       .then((decision: Decision) => {
         // Which upstream served is recorded only where there was a choice (docs/routing.md).
-        deps.billing.finish(
-          finishItemOf(finished, decision, alias.upstreams.length > 1 ? forwarded.route : null),
-        );
+        const item = finishItemOf(finished, decision, alias.upstreams.length > 1 ? forwarded.route : null);
+        if (showsUsage && decision.action === 'settle' && decision.outcome === 'ok') {
+          toldReceipt(receiptOf(deps, item));
+        } else {
+          deps.billing.finish(item);
+          toldReceipt(null);
+        }
         return lease?.release();
       })
       .catch((error: unknown) => {
         // Never expected (enqueue and release do not throw); never an unhandled rejection either.
         deps.logger.error({ err: error, reservationId }, 'finishing a call failed');
+        toldReceipt(null);
       });
     // A non-streamed answer leaves only once its slot is free, so the client's next call cannot
     // find this one in flight.
     if (!forwarded.streaming) await ended;
     if ('error' in forwarded.reply) throw forwarded.reply.error;
-    const answer = forwarded.reply.answer;
+    let answer = forwarded.reply.answer;
+    if (!forwarded.streaming && typeof answer.body === 'string') {
+      const pending = await receipt;
+      if (pending !== null) {
+        answer = { ...answer, body: withCostInBody(answer.body, costMembers(await pending, reservationId)) };
+      }
+    }
     return budget ? { ...answer, headers: { ...answer.headers, ...budgetHeaders(budget) } } : answer;
   } catch (error) {
     // Failed after the reservation and before the upstream call (a refused slot, a fault): nothing
@@ -170,6 +201,20 @@ async function checkRequest(
     aliasDefault: alias.defaultMaxOutputTokens,
   });
   return { text, body, alias, plan, maxOutput, cost, native };
+}
+
+/**
+ * Queues a settlement and resolves with the control plane's answer for it (what the ledger
+ * charged), or unconfirmed past the receipt wait; the settlement itself is unaffected either way.
+ */
+function receiptOf(deps: GatewayDependencies, item: FinishItem): Promise<Receipt> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(UNCONFIRMED), deps.config.billing.receiptWaitMs);
+    deps.billing.finish(item, (result) => {
+      clearTimeout(timer);
+      resolve(result === null ? UNCONFIRMED : { confirmed: true, result });
+    });
+  });
 }
 
 /** The release of a reservation whose call failed before reaching the upstream. */

@@ -51,6 +51,12 @@ export interface RelayStreamInput {
    * own timeouts, which bound each silence, not the total). Past it the upstream is aborted.
    */
   drainTimeoutMs?: number;
+  /**
+   * Receipts (docs/receipts.md): from the event that carries the final usage (or the end event) on,
+   * the text is kept back until the stream has ended and this resolves, then passed through the
+   * function it gives (null: unchanged). The caller bounds its wait.
+   */
+  closing?: Promise<((end: string) => string) | null>;
 }
 
 export interface RelayedStream {
@@ -126,6 +132,9 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
   let reading: Promise<void> | null = null;
   /** Upstream events seen; the next responses sequence number, since the provider counts from 0. */
   let eventCount = 0;
+  /** The stream's end, kept back for the receipt once its usage or end event arrived (`closing`). */
+  let holding = false;
+  let held = '';
 
   function finish(result: StreamOutcome): boolean {
     if (finished) return false;
@@ -154,14 +163,31 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
       if (verdict === 'drop') continue;
       eventCount++;
       if (verdict === 'terminal') terminalSeen = true;
-      if (translator) {
-        text += translator.push(event);
-        continue;
-      }
-      if (verdict === 'usage_only' && dropUsageOnly) continue;
-      text += rewrite(event.raw);
+      if (!holding && input.closing)
+        holding = verdict === 'usage_only' || verdict === 'terminal' || event.event === 'message_delta';
+      let piece: string;
+      if (translator) piece = translator.push(event);
+      else if (verdict === 'usage_only' && dropUsageOnly) continue;
+      else piece = rewrite(event.raw);
+      if (holding) held += piece;
+      else text += piece;
     }
     return { text, failure: null };
+  }
+
+  /** This chunk's text and all that was kept back, in order. */
+  function withHeld(text: string): string {
+    if (held.length === 0) return text;
+    const all = text + held;
+    held = '';
+    return all;
+  }
+
+  /** The end of the answer, with the receipt in it once known. */
+  async function closed(text: string): Promise<string> {
+    const close = await input.closing;
+    const end = withHeld('');
+    return text + (close ? close(end) : end);
   }
 
   function fail(
@@ -246,14 +272,21 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
         return fail(controller, '', new AppError('upstream_unavailable', { cause: error }));
       }
       if (finished) return;
-      const { text, failure } = relayEvents(next.done ? parser.flush() : parser.push(next.value));
+      const relayed = relayEvents(next.done ? parser.flush() : parser.push(next.value));
+      const failure = relayed.failure;
+      let text = relayed.text;
       // The client left while this read was under way: its events count, the drain reads on.
       if (draining) return;
-      if (failure) return fail(controller, text, failure);
+      if (failure) return fail(controller, withHeld(text), failure);
       // The end event decides the outcome before the client can read it, so the settlement is
       // on its way before the client's next call (the promise keeps this first resolution).
-      if (terminalSeen) announceEnd();
+      if (terminalSeen) {
+        announceEnd();
+        if (holding) text = await closed(text);
+        if (finished || draining) return;
+      }
       if (next.done) {
+        text = withHeld(text);
         if (text.length > 0) controller.enqueue(toBytes(text));
         // A stream that stops without its protocol's end event was cut short.
         if (!terminalSeen) return fail(controller, '', new AppError('upstream_invalid_response'));

@@ -40,6 +40,82 @@ const Alias = z.string().min(1).max(128);
 const IsoTime = z.string().datetime({ offset: true });
 
 // ---------------------------------------------------------------------------------------------
+// Prices.
+
+/**
+ * An alias's credit prices (docs/pricing.md): credits per token of each usage part, and per call.
+ * Integer strings. Reasoning tokens are output.
+ */
+export const AliasPrice = z.object({
+  input: QuantityString,
+  output: QuantityString,
+  /** Per token read from the prompt cache. */
+  cacheRead: QuantityString,
+  /** Per token written to the cache for five minutes (or for a lifetime not reported). */
+  cacheWrite: QuantityString,
+  /** Per token written to the cache for an hour. */
+  cacheWrite1h: QuantityString,
+  /** Per call paid from credit. */
+  request: QuantityString,
+});
+export type AliasPrice = z.infer<typeof AliasPrice>;
+
+/** The prices an operator writes: input and output, the rest optional. */
+export interface AliasPriceInput {
+  input: string | number | bigint;
+  output: string | number | bigint;
+  cacheRead?: string | number | bigint | null | undefined;
+  cacheWrite?: string | number | bigint | null | undefined;
+  cacheWrite1h?: string | number | bigint | null | undefined;
+  request?: string | number | bigint | null | undefined;
+}
+
+/**
+ * Every price of an alias, the ones not given filled in so that an alias priced only per input and
+ * output token charges what it did before cache tokens were priced apart: cache reads and writes
+ * at the input price, one-hour writes at the five-minute write price, nothing per call.
+ */
+export function completePrice(price: AliasPriceInput): AliasPrice {
+  const text = (value: string | number | bigint) => String(value);
+  const given = (value: string | number | bigint | null | undefined) =>
+    value === null || value === undefined ? undefined : text(value);
+  const cacheWrite = given(price.cacheWrite) ?? text(price.input);
+  return {
+    input: text(price.input),
+    output: text(price.output),
+    cacheRead: given(price.cacheRead) ?? text(price.input),
+    cacheWrite,
+    cacheWrite1h: given(price.cacheWrite1h) ?? cacheWrite,
+    request: given(price.request) ?? '0',
+  };
+}
+
+/**
+ * The highest price an input token of a call may be charged (R5): the estimate's input is reserved
+ * at it, since which part each input token falls in is known only from the answer.
+ */
+export function highestInputPrice(price: AliasPrice): bigint {
+  let highest = 0n;
+  for (const value of [price.input, price.cacheRead, price.cacheWrite, price.cacheWrite1h]) {
+    if (BigInt(value) > highest) highest = BigInt(value);
+  }
+  return highest;
+}
+
+/** What a usage costs in credits at these prices (every part at its price, plus the call's price). */
+export function costOf(usage: Usage, price: AliasPrice): bigint {
+  const parts = usageParts(usage);
+  return (
+    parts.input * BigInt(price.input) +
+    parts.output * BigInt(price.output) +
+    parts.cacheRead * BigInt(price.cacheRead) +
+    parts.cacheWrite * BigInt(price.cacheWrite) +
+    parts.cacheWrite1h * BigInt(price.cacheWrite1h) +
+    BigInt(price.request)
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Catalogue as the gateway needs it (upstream details included; never shown publicly).
 
 export const GatewayProvider = z.object({
@@ -78,6 +154,8 @@ export const GatewayAlias = z.object({
   upstreams: z.array(GatewayUpstream).min(1).max(UPSTREAMS_MAX),
   defaultMaxOutputTokens: z.number().int().positive(),
   maxOutputTokens: z.number().int().positive(),
+  /** Credit prices, shown in /v1/models; null when only packages pay. Absent from older control planes. */
+  price: AliasPrice.nullable().optional(),
 });
 export type GatewayAlias = z.infer<typeof GatewayAlias>;
 

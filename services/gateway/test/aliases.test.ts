@@ -185,7 +185,19 @@ describe('GET /v1/models', () => {
       owned_by: 'tollgate',
       protocols: ['messages', 'count_tokens', 'chat_completions', 'responses'],
       max_output_tokens: 4096,
+      // Written as input 3 and output 15: cache reads and writes default to the input price.
+      pricing: {
+        unit: 'credits',
+        input: '3',
+        output: '15',
+        cache_read: '3',
+        cache_write: '3',
+        cache_write_1h: '3',
+        request: '0',
+      },
     });
+    // Only packages pay for tokens-test.
+    expect(list.data.at(-1)).toMatchObject({ id: 'tokens-test', pricing: null });
     t.expectNothingLeaked(reply.text);
     // Listing costs nothing.
     await t.expectUntouched(key, {});
@@ -205,6 +217,15 @@ describe('GET /v1/models', () => {
       created_at: '1970-01-01T00:00:00Z',
       protocols: ['messages', 'count_tokens', 'chat_completions', 'responses'],
       max_output_tokens: 4096,
+      pricing: {
+        unit: 'credits',
+        input: '2',
+        output: '8',
+        cache_read: '2',
+        cache_write: '2',
+        cache_write_1h: '2',
+        request: '0',
+      },
     });
     t.expectNothingLeaked(reply.text);
     await t.expectUntouched(key, {});

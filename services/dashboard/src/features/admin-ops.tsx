@@ -1,7 +1,8 @@
+import { useState } from 'react';
 import { api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
-import { Button, Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
+import { Button, Card, Empty, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
 
 interface Held {
   id: string;
@@ -21,15 +22,110 @@ interface AuditEvent {
   createdAt: string;
 }
 
+const PRICE_PARTS = [
+  ['input', 'Input token'],
+  ['output', 'Output token (reasoning included)'],
+  ['cacheRead', 'Cache read token'],
+  ['cacheWrite', 'Cache write token (5 minutes)'],
+  ['cacheWrite1h', 'Cache write token (1 hour)'],
+  ['request', 'Call'],
+] as const;
+type PricePart = (typeof PRICE_PARTS)[number][0];
+type AliasPrice = Record<PricePart, string>;
+
+interface AdminAlias {
+  alias: string;
+  protocols: string[];
+  providerId: string;
+  upstreamModel: string;
+  upstreams: { providerId: string; upstreamModel: string; priority: number; weight: number }[];
+  published: boolean;
+  price: AliasPrice | null;
+  maxOutputTokens: number;
+  defaultMaxOutputTokens: number;
+}
+
 interface AdminCatalog {
   providers: { id: string; kind: string }[];
-  aliases: {
-    alias: string;
-    providerId: string;
-    published: boolean;
-    price: { input: string; output: string } | null;
-  }[];
+  aliases: AdminAlias[];
   packages: { id: string; name: string; tokens: string; published: boolean }[];
+}
+
+/** The alias as PUT takes it, with new prices (null: only packages pay). */
+function aliasBody(alias: AdminAlias, price: AliasPrice | null) {
+  const [only] = alias.upstreams;
+  const single = alias.upstreams.length === 1 && only && only.priority === 0 && only.weight === 1;
+  return {
+    ...(single
+      ? { providerId: alias.providerId, upstreamModel: alias.upstreamModel }
+      : { upstreams: alias.upstreams }),
+    protocols: alias.protocols,
+    published: alias.published,
+    price,
+    defaultMaxOutputTokens: alias.defaultMaxOutputTokens,
+    maxOutputTokens: alias.maxOutputTokens,
+  };
+}
+
+/** Credits per token of each usage part and per call; empty input and output: packages only. */
+function AliasPriceForm(props: { alias: AdminAlias; onSaved: () => Promise<void> }) {
+  const [price, setPrice] = useState<AliasPrice>(
+    props.alias.price ?? {
+      input: '',
+      output: '',
+      cacheRead: '',
+      cacheWrite: '',
+      cacheWrite1h: '',
+      request: '',
+    },
+  );
+  const save = useAction(async () => {
+    const packagesOnly = price.input === '' && price.output === '';
+    // Parts left empty take their defaults (docs/pricing.md): the input price, or 0 per call.
+    const given = Object.fromEntries(Object.entries(price).filter(([, value]) => value !== ''));
+    await api(
+      'PUT',
+      `/admin/catalog/aliases/${encodeURIComponent(props.alias.alias)}`,
+      aliasBody(props.alias, packagesOnly ? null : (given as AliasPrice)),
+    );
+    await props.onSaved();
+  });
+  return (
+    <form
+      className="price-form"
+      aria-label={`Prices of ${props.alias.alias}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        void save.execute();
+      }}
+    >
+      <ErrorMessage error={save.error} fields={PRICE_PARTS.map(([part]) => `price.${part}`)} />
+      {PRICE_PARTS.map(([part, label]) => (
+        <Field
+          key={part}
+          label={`Credits per ${label.toLowerCase()}`}
+          name={`price.${part}`}
+          error={save.error}
+          inputMode="numeric"
+          value={price[part]}
+          onChange={(value) => setPrice({ ...price, [part]: value.trim() })}
+        />
+      ))}
+      <p className="hint">
+        Leave input and output empty for an alias only packages pay for. Empty cache prices are the input
+        price; an empty one-hour write price is the five-minute one.
+      </p>
+      <Button type="submit" kind="primary" pending={save.pending}>
+        Save prices
+      </Button>
+    </form>
+  );
+}
+
+function priceSummary(price: AliasPrice | null): string {
+  if (!price) return ' · packages only';
+  const request = price.request === '0' ? '' : `, ${groupDigits(price.request)} per call`;
+  return ` · credits per token: input ${groupDigits(price.input)}, output ${groupDigits(price.output)}, cache read ${groupDigits(price.cacheRead)}, cache write ${groupDigits(price.cacheWrite)} (1 h: ${groupDigits(price.cacheWrite1h)})${request}`;
 }
 
 /** Held reservations, the audit log and the catalogue, for operators. */
@@ -37,6 +133,7 @@ export function AdminOperationsScreen() {
   const held = useApi<Held[]>('/admin/reservations/held');
   const audit = useApi<{ items: AuditEvent[] }>('/admin/audit?limit=50');
   const catalog = useApi<AdminCatalog>('/admin/catalog');
+  const [editing, setEditing] = useState<string | null>(null);
   const release = useAction(async (id: string) => {
     await api('POST', `/admin/reservations/${id}/resolve`, { action: 'release' });
     await held.reload();
@@ -114,9 +211,22 @@ export function AdminOperationsScreen() {
               <li key={alias.alias}>
                 <code>{alias.alias}</code> → {alias.providerId}
                 {alias.published ? '' : ' (unpublished)'}
-                {alias.price
-                  ? ` · ${alias.price.input}/${alias.price.output} credits per token`
-                  : ' · packages only'}
+                {priceSummary(alias.price)}{' '}
+                <Button
+                  onClick={() => setEditing(editing === alias.alias ? null : alias.alias)}
+                  label={`Edit the prices of ${alias.alias}`}
+                >
+                  {editing === alias.alias ? 'Close' : 'Edit prices'}
+                </Button>
+                {editing === alias.alias ? (
+                  <AliasPriceForm
+                    alias={alias}
+                    onSaved={async () => {
+                      setEditing(null);
+                      await catalog.reload();
+                    }}
+                  />
+                ) : null}
               </li>
             ))}
             {catalog.data.packages.map((pack) => (

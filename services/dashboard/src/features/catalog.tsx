@@ -5,7 +5,14 @@ import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
 interface Model {
   alias: string;
   protocols: string[];
-  price: { input: string; output: string } | null;
+  price: {
+    input: string;
+    output: string;
+    cacheRead: string;
+    cacheWrite: string;
+    cacheWrite1h: string;
+    request: string;
+  } | null;
   maxOutputTokens: number;
   defaultMaxOutputTokens: number;
 }
@@ -41,6 +48,9 @@ export function CatalogScreen() {
                   <th scope="col">APIs</th>
                   <th scope="col">Credits per input token</th>
                   <th scope="col">Credits per output token</th>
+                  <th scope="col">Cache read</th>
+                  <th scope="col">Cache write (5 min / 1 h)</th>
+                  <th scope="col">Per call</th>
                   <th scope="col">Max output</th>
                 </tr>
               </thead>
@@ -53,6 +63,13 @@ export function CatalogScreen() {
                     <td>{model.protocols.join(', ')}</td>
                     <td>{model.price ? groupDigits(model.price.input) : 'packages only'}</td>
                     <td>{model.price ? groupDigits(model.price.output) : 'packages only'}</td>
+                    <td>{model.price ? groupDigits(model.price.cacheRead) : '–'}</td>
+                    <td>
+                      {model.price
+                        ? `${groupDigits(model.price.cacheWrite)} / ${groupDigits(model.price.cacheWrite1h)}`
+                        : '–'}
+                    </td>
+                    <td>{model.price ? groupDigits(model.price.request) : '–'}</td>
                     <td>{groupDigits(model.maxOutputTokens)}</td>
                   </tr>
                 ))}
@@ -60,6 +77,13 @@ export function CatalogScreen() {
             </table>
           </div>
         ) : null}
+      </Card>
+      <Card title="What a call costs">
+        <p>
+          A call paid from credit costs each part of its usage at the model's price: input tokens, output
+          tokens (reasoning included), tokens read from the provider's prompt cache, tokens written to it,
+          plus the price per call.
+        </p>
       </Card>
       <Card title="Token packages">
         <ErrorMessage error={packages.error} />

@@ -1,5 +1,5 @@
 import { AppError } from '@tollgate/errors';
-import type { ResolvedKey } from '@tollgate/schemas';
+import type { AliasPrice, ResolvedKey } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
 import { authenticate } from './authenticate.ts';
@@ -90,6 +90,7 @@ async function modelsOf(
       created_at: '1970-01-01T00:00:00Z',
       protocols: alias.protocols,
       max_output_tokens: alias.maxOutputTokens,
+      pricing: pricingOf(alias.price),
     }));
     return Response.json({
       data,
@@ -105,8 +106,27 @@ async function modelsOf(
     owned_by: 'tollgate',
     protocols: alias.protocols,
     max_output_tokens: alias.maxOutputTokens,
+    pricing: pricingOf(alias.price),
   }));
   return Response.json({ object: 'list', data });
+}
+
+/**
+ * An alias's prices as model lists show them (docs/api/gateway.md): credits, integer strings, per
+ * token of each usage part and per call, so a caller can work out what a call will cost; null when
+ * only token packages pay for the alias.
+ */
+function pricingOf(price: AliasPrice | null | undefined) {
+  if (!price) return null;
+  return {
+    unit: 'credits',
+    input: price.input,
+    output: price.output,
+    cache_read: price.cacheRead,
+    cache_write: price.cacheWrite,
+    cache_write_1h: price.cacheWrite1h,
+    request: price.request,
+  };
 }
 
 /** GET /v1/key/status: state, expiry, allowed aliases, ceilings and balances. Reserves nothing. */

@@ -16,6 +16,7 @@ import * as creditGrantKeys from './0014_credit_grant_keys.ts';
 import * as providerKinds from './0015_provider_kinds.ts';
 import * as aliasUpstreams from './0016_alias_upstreams.ts';
 import * as resellerInvitations from './0017_reseller_invitations.ts';
+import * as usageParts from './0018_usage_parts.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0015_provider_kinds': providerKinds,
   '0016_alias_upstreams': aliasUpstreams,
   '0017_reseller_invitations': resellerInvitations,
+  '0018_usage_parts': usageParts,
 };

@@ -285,7 +285,7 @@ describe('catalogue', () => {
     expect(models.body.data[0]).toEqual({
       alias: 'priced',
       protocols: ['chat_completions', 'responses'],
-      price: { input: '2', output: '5' },
+      price: { input: '2', output: '5', cacheRead: '2', cacheWrite: '2', cacheWrite1h: '2', request: '0' },
       maxOutputTokens: 1000,
       defaultMaxOutputTokens: 100,
     });

@@ -55,8 +55,12 @@ export interface ReservationsTable {
   legs: ColumnType<ReservationLeg[], string, string>;
   reserved_tokens: Generated<bigint>;
   reserved_credits: Generated<bigint>;
+  /** Input outside any cache (since migration 0018; before it, every input token). */
   input_tokens: bigint | null;
   output_tokens: bigint | null;
+  cache_read_tokens: bigint | null;
+  cache_write_tokens: bigint | null;
+  cache_write_1h_tokens: bigint | null;
   charged_tokens: Generated<bigint>;
   charged_credits: Generated<bigint>;
   written_off_tokens: Generated<bigint>;

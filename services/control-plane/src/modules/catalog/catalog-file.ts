@@ -77,8 +77,22 @@ export const CatalogFile = z
               .optional(),
             protocols: z.array(z.enum(PROTOCOLS)).min(1),
             published: z.boolean().default(true),
-            /** Credits per token; omit both to make the alias payable only from token packages. */
-            price: z.object({ input: Price, output: Price }).strict().nullable().default(null),
+            /**
+             * Credits per token of each usage part and per call; omit to make the alias payable only
+             * from token packages. Only input and output are required (docs/pricing.md).
+             */
+            price: z
+              .object({
+                input: Price,
+                output: Price,
+                cache_read: Price.optional(),
+                cache_write: Price.optional(),
+                cache_write_1h: Price.optional(),
+                request: Price.optional(),
+              })
+              .strict()
+              .nullable()
+              .default(null),
             default_max_output_tokens: Positive,
             max_output_tokens: Positive,
           })

@@ -112,8 +112,7 @@ export function adminCatalogRoutes() {
         priority: upstream.priority ?? 0,
         weight: upstream.weight ?? 1,
       })),
-      price:
-        body.price === null ? null : { input: BigInt(body.price.input), output: BigInt(body.price.output) },
+      price: body.price,
     });
     return c.json({ data: { updated: true as const } }, 200);
   });

@@ -16,14 +16,24 @@ const INT4_MAX = 2_147_483_647;
 const IntegerString = z.string().regex(INTEGER_STRING.unsigned).refine(fitsStoredQuantity, 'Too large.');
 const Int4 = z.number().int().positive().max(INT4_MAX);
 
+export const ModelPriceView = z
+  .object({
+    input: IntegerString.describe('Per input token read neither from nor into a cache.'),
+    output: IntegerString.describe('Per output token, reasoning included.'),
+    cacheRead: IntegerString.describe('Per input token read from the prompt cache.'),
+    cacheWrite: IntegerString.describe('Per input token written to the cache for five minutes.'),
+    cacheWrite1h: IntegerString.describe('Per input token written to the cache for an hour.'),
+    request: IntegerString.describe('Per call paid from credit.'),
+  })
+  .openapi('ModelPrice');
+
 export const PublicModelView = z
   .object({
     alias: z.string(),
     protocols: z.array(z.enum(PROTOCOLS)),
-    price: z
-      .object({ input: IntegerString, output: IntegerString })
-      .nullable()
-      .describe('Credits per token; null when only token packages pay for this model.'),
+    price: ModelPriceView.nullable().describe(
+      'Credits per token of each usage part, and per call; null when only token packages pay for this model.',
+    ),
     maxOutputTokens: z.number().int(),
     defaultMaxOutputTokens: z.number().int(),
   })
@@ -103,7 +113,18 @@ export const PutAliasRequest = z
       .describe('Several upstreams, tried by priority then weight (docs/routing.md).'),
     protocols: z.array(z.enum(PROTOCOLS)).min(1),
     published: z.boolean(),
-    price: z.object({ input: IntegerString, output: IntegerString }).nullable(),
+    price: z
+      .object({
+        input: IntegerString,
+        output: IntegerString,
+        cacheRead: IntegerString.optional().describe('Default: the input price.'),
+        cacheWrite: IntegerString.optional().describe('Five-minute cache writes. Default: the input price.'),
+        cacheWrite1h: IntegerString.optional().describe(
+          'One-hour cache writes. Default: the cacheWrite price.',
+        ),
+        request: IntegerString.optional().describe('Per call paid from credit. Default: 0.'),
+      })
+      .nullable(),
     defaultMaxOutputTokens: Int4,
     maxOutputTokens: Int4,
   })

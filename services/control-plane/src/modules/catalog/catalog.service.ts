@@ -1,5 +1,8 @@
 import { AppError } from '@tollgate/errors';
 import {
+  type AliasPrice,
+  type AliasPriceInput,
+  completePrice,
   type GatewayCatalog,
   type GatewayProvider,
   type GatewayUpstream,
@@ -16,8 +19,8 @@ import { type CatalogFile, fileUpstreams } from './catalog-file.ts';
 export interface PublicModel {
   alias: string;
   protocols: Protocol[];
-  /** Credits per token, integer strings; null when only token packages pay for it. */
-  price: { input: string; output: string } | null;
+  /** Credits per token of each usage part and per call; null when only token packages pay for it. */
+  price: AliasPrice | null;
   maxOutputTokens: number;
   defaultMaxOutputTokens: number;
 }
@@ -61,8 +64,18 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         upstream_model: first.upstreamModel,
         protocols: alias.protocols,
         published: alias.published,
-        input_price: alias.price === null ? null : BigInt(alias.price.input),
-        output_price: alias.price === null ? null : BigInt(alias.price.output),
+        ...priceColumns(
+          alias.price === null
+            ? null
+            : {
+                input: alias.price.input,
+                output: alias.price.output,
+                cacheRead: alias.price.cache_read,
+                cacheWrite: alias.price.cache_write,
+                cacheWrite1h: alias.price.cache_write_1h,
+                request: alias.price.request,
+              },
+        ),
         default_max_output_tokens: alias.default_max_output_tokens,
         max_output_tokens: alias.max_output_tokens,
       });
@@ -86,6 +99,42 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
     }
   });
   await deps.events.publish({ type: 'catalog.changed' });
+}
+
+/** The alias row's price columns for a price as written (the parts not given filled in). */
+export function priceColumns(price: AliasPriceInput | null) {
+  if (price === null) {
+    return {
+      input_price: null,
+      output_price: null,
+      cache_read_price: null,
+      cache_write_price: null,
+      cache_write_1h_price: null,
+      request_price: 0n,
+    };
+  }
+  const full = completePrice(price);
+  return {
+    input_price: BigInt(full.input),
+    output_price: BigInt(full.output),
+    cache_read_price: BigInt(full.cacheRead),
+    cache_write_price: BigInt(full.cacheWrite),
+    cache_write_1h_price: BigInt(full.cacheWrite1h),
+    request_price: BigInt(full.request),
+  };
+}
+
+/** An alias row's prices; null when it has no input or output price (only packages pay). */
+export function aliasPriceOf(alias: repository.AliasRow): AliasPrice | null {
+  if (alias.input_price === null || alias.output_price === null) return null;
+  return completePrice({
+    input: alias.input_price,
+    output: alias.output_price,
+    cacheRead: alias.cache_read_price,
+    cacheWrite: alias.cache_write_price,
+    cacheWrite1h: alias.cache_write_1h_price,
+    request: alias.request_price,
+  });
 }
 
 function toProviderView(provider: repository.ProviderRow): GatewayProvider {
@@ -161,6 +210,7 @@ export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCat
       upstreams: upstreams.get(alias.alias) ?? [],
       defaultMaxOutputTokens: alias.default_max_output_tokens,
       maxOutputTokens: alias.max_output_tokens,
+      price: aliasPriceOf(alias),
     })),
   };
 }
@@ -169,10 +219,7 @@ export function toPublicModel(alias: repository.AliasRow): PublicModel {
   return {
     alias: alias.alias,
     protocols: alias.protocols as Protocol[],
-    price:
-      alias.input_price === null || alias.output_price === null
-        ? null
-        : { input: String(alias.input_price), output: String(alias.output_price) },
+    price: aliasPriceOf(alias),
     maxOutputTokens: alias.max_output_tokens,
     defaultMaxOutputTokens: alias.default_max_output_tokens,
   };
@@ -247,7 +294,7 @@ export interface AliasChange {
   upstreams?: GatewayUpstream[] | undefined;
   protocols: Protocol[];
   published: boolean;
-  price: { input: bigint; output: bigint } | null;
+  price: AliasPriceInput | null;
   defaultMaxOutputTokens: number;
   maxOutputTokens: number;
 }
@@ -267,8 +314,7 @@ export async function putAlias(deps: Dependencies, alias: string, change: AliasC
       upstream_model: first.upstreamModel,
       protocols: change.protocols,
       published: change.published,
-      input_price: change.price?.input ?? null,
-      output_price: change.price?.output ?? null,
+      ...priceColumns(change.price),
       default_max_output_tokens: change.defaultMaxOutputTokens,
       max_output_tokens: change.maxOutputTokens,
     });

@@ -20,6 +20,12 @@ export interface ModelAliasesTable {
   /** Credits per input token; null = not payable with credit. */
   input_price: bigint | null;
   output_price: bigint | null;
+  /** Per usage part (migration 0018); null exactly when input_price is. */
+  cache_read_price: bigint | null;
+  cache_write_price: bigint | null;
+  cache_write_1h_price: bigint | null;
+  /** Credits per call paid from credit; 0 when none. */
+  request_price: ColumnType<bigint, bigint | undefined, bigint>;
   default_max_output_tokens: number;
   max_output_tokens: number;
   updated_at: Updated;

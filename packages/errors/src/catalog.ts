@@ -84,7 +84,7 @@ export const ERROR_CATALOG = {
     allowedStatuses: [404],
     retryable: false,
     type: 'not_found_error',
-    origin: 'control-plane',
+    origin: 'both',
     message: 'Not found.',
   },
   rate_limit_exceeded: {
@@ -320,7 +320,7 @@ export const ERROR_CATALOG = {
     type: 'not_found_error',
     origin: 'gateway',
     message:
-      'There is no such endpoint. The gateway serves /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, /v1/models and /v1/key/status.',
+      'There is no such endpoint. The gateway serves /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, /v1/models, /v1/key/status and /v1/key/usage/{request_id}.',
     extension: true,
   },
 

@@ -434,6 +434,45 @@ export const FinishBatchResponse = z.object({ results: z.array(FinishResult) });
 export type FinishBatchResponse = z.infer<typeof FinishBatchResponse>;
 
 // ---------------------------------------------------------------------------------------------
+// Receipts: one call as its key reads it (GET /v1/key/usage/{request_id}; docs/receipts.md).
+//   POST /internal/v1/keys/receipt           ReceiptRequest -> CallReceipt
+
+export const ReceiptRequest = z.object({ keyDigest: KeyDigest, requestId: z.string().uuid() });
+export type ReceiptRequest = z.infer<typeof ReceiptRequest>;
+
+/** One source a call was charged from: an entitlement (tokens) or the credit balance (credits). */
+export const ReceiptDraw = z.object({
+  source: z.enum(['entitlement', 'credit']),
+  entitlementId: z.string().nullable(),
+  packageId: z.string().nullable(),
+  /** Tokens for an entitlement, credits for the credit balance. */
+  amount: QuantityString,
+});
+export type ReceiptDraw = z.infer<typeof ReceiptDraw>;
+
+export const CallReceipt = z.object({
+  requestId: z.string().uuid(),
+  keyId: Id,
+  alias: Alias,
+  surface: MeteredSurface,
+  state: z.enum(['reserved', 'settled', 'released', 'held']),
+  outcome: z.string().nullable(),
+  httpStatus: z.number().int().nullable(),
+  holdReason: z.string().nullable(),
+  /** The token parts settled (e.g. inputTokens, outputTokens); null until settled. */
+  usage: z.record(z.string(), QuantityString).nullable(),
+  /** Credit prices per token fixed when the call was reserved; null when no credit was reserved. */
+  prices: z.record(z.string(), QuantityString).nullable(),
+  charged: Amounts,
+  writtenOff: Amounts,
+  /** What the charge was drawn from, as the ledger's settle rows record it. */
+  drawn: z.array(ReceiptDraw),
+  createdAt: IsoTime,
+  finishedAt: IsoTime.nullable(),
+});
+export type CallReceipt = z.infer<typeof CallReceipt>;
+
+// ---------------------------------------------------------------------------------------------
 // Invalidation events published on Redis so gateway caches drop stale entries at once.
 
 export const InvalidationEvent = z.discriminatedUnion('type', [

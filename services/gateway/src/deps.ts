@@ -1,4 +1,11 @@
-import type { FinishItem, FinishResult, KeyStatus, ReserveItem, ReserveResult } from '@tollgate/schemas';
+import type {
+  CallReceipt,
+  FinishItem,
+  FinishResult,
+  KeyStatus,
+  ReserveItem,
+  ReserveResult,
+} from '@tollgate/schemas';
 import type { Logger, Tracing } from '@tollgate/service-kit';
 import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
@@ -25,6 +32,8 @@ export interface BillingPort {
    */
   settledFor(accountId: string, deadlineMs: number): Promise<boolean>;
   keyStatus(keyDigest: string): Promise<KeyStatus>;
+  /** One call's receipt for the key that made it; not_found for any other. */
+  receipt(keyDigest: string, requestId: string): Promise<CallReceipt>;
 }
 
 /** Everything the gateway's routes use, built once in server.ts (or a test) and injected. */

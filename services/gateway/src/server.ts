@@ -146,6 +146,7 @@ export async function startGateway(
       },
       settledFor: finishes.settledFor,
       keyStatus: controlPlane.keyStatus,
+      receipt: controlPlane.receipt,
     },
     keys,
     unknownKeys: createUnknownKeyGuard({

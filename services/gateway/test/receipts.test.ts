@@ -227,3 +227,84 @@ describe('a settlement that does not answer in time', () => {
     ]);
   });
 });
+
+describe('GET /v1/key/usage/{request_id}', () => {
+  it("shows the key its call's receipt: alias, token parts, prices, what each source gave, state", async () => {
+    const key = await t.key({ credits: 1_000_000n, packages: ['pro'] });
+    const tag = uniqueTag();
+    const call = await t.post(
+      '/v1/chat/completions',
+      key.secret,
+      bodyFor('/v1/chat/completions', 'gpt-test', `tag=${tag},input_tokens=30,output_tokens=5`),
+    );
+    expect(call.status, call.text).toBe(200);
+    const requestId = call.headers.get('x-request-id')!;
+    const told = JSON.parse(call.text).usage;
+
+    const reply = await t.get(`/v1/key/usage/${requestId}`, key.secret);
+    expect(reply.status, reply.text).toBe(200);
+    expect(reply.headers.get('x-ratelimit-remaining-requests')).not.toBeNull();
+    const receipt = JSON.parse(reply.text);
+    const [entitlement] = await t.stack.controlPlane.deps.db
+      .selectFrom('entitlements')
+      .select('id')
+      .where('account_id', '=', key.accountId)
+      .execute();
+    // The package covers gpt-test: its tokens pay, no credit is drawn.
+    expect(receipt).toMatchObject({
+      requestId,
+      keyId: key.keyId,
+      alias: 'gpt-test',
+      surface: 'chat_completions',
+      state: 'settled',
+      outcome: 'ok',
+      httpStatus: 200,
+      usage: { inputTokens: '30', outputTokens: '5' },
+      charged: { tokens: '35', credits: '0' },
+      writtenOff: { tokens: '0', credits: '0' },
+      drawn: [{ source: 'entitlement', entitlementId: entitlement!.id, packageId: 'pro', amount: '35' }],
+    });
+    expect(told).toMatchObject({ cost: 0, cost_details: { entitlement_tokens: 35, request_id: requestId } });
+    t.expectNothingLeaked(reply.text);
+  });
+
+  it('shows a credit-paid call with the prices fixed when it was reserved', async () => {
+    const key = await t.key({ credits: 1_000_000n });
+    const call = await t.post(
+      '/v1/messages',
+      key.secret,
+      bodyFor('/v1/messages', 'claude-test', `tag=${uniqueTag()},input_tokens=11,output_tokens=7`),
+    );
+    const requestId = call.headers.get('x-request-id')!;
+    const receipt = JSON.parse((await t.get(`/v1/key/usage/${requestId}`, key.secret)).text);
+    expect(receipt).toMatchObject({
+      state: 'settled',
+      usage: { inputTokens: '11', outputTokens: '7' },
+      prices: { input: '3', output: '15' },
+      charged: { tokens: '0', credits: String(11 * 3 + 7 * 15) },
+      drawn: [{ source: 'credit', entitlementId: null, packageId: null, amount: String(11 * 3 + 7 * 15) }],
+    });
+    expect(JSON.parse(call.text).usage.cost).toBe(11 * 3 + 7 * 15);
+  });
+
+  it("is not_found for another key's call, an unknown id and a malformed one", async () => {
+    const owner = await t.key({ credits: 1_000_000n });
+    const call = await t.post(
+      '/v1/responses',
+      owner.secret,
+      bodyFor('/v1/responses', 'gpt-test', `tag=${uniqueTag()}`),
+    );
+    const requestId = call.headers.get('x-request-id')!;
+    const stranger = await t.key({ credits: 1_000_000n });
+    for (const [secret, id] of [
+      [stranger.secret, requestId],
+      [owner.secret, '0190a3b4-0000-7000-8000-000000000000'],
+      [owner.secret, 'not-a-request-id'],
+    ] as const) {
+      const reply = await t.get(`/v1/key/usage/${id}`, secret);
+      const message = t.expectError(reply, 404, 'not_found');
+      expect(message).toBe('This key made no call with that request id.');
+    }
+    t.expectError(await t.get(`/v1/key/usage/${requestId}`, null), 401, 'invalid_api_key');
+  });
+});

@@ -1,5 +1,6 @@
 import { AppError, isErrorCode, type ServerErrorCode } from '@tollgate/errors';
 import {
+  CallReceipt,
   FinishBatchResponse,
   type FinishItem,
   GatewayCatalog,
@@ -81,6 +82,8 @@ export function createControlPlaneClient(options: ControlPlaneClientOptions) {
     catalog: () => call('GET', '/catalog', GatewayCatalog),
     resolveKey: (keyDigest: string) => call('POST', '/keys/resolve', ResolvedKey, { keyDigest }),
     keyStatus: (keyDigest: string) => call('POST', '/keys/status', KeyStatus, { keyDigest }),
+    receipt: (keyDigest: string, requestId: string) =>
+      call('POST', '/keys/receipt', CallReceipt, { keyDigest, requestId }),
     /** `limiter`: where the items' limits are counted, when the control plane is to check them. */
     reserve: (items: ReserveItem[], limiter?: LimiterSettings | null) =>
       call('POST', '/reservations', ReserveBatchResponse, limiter ? { items, limiter } : { items }),
@@ -100,6 +103,8 @@ function refusalOf(payload: unknown): AppError {
     'api_key_disabled',
     'api_key_revoked',
     'api_key_expired',
+    // A receipt asked for that the key cannot see.
+    'not_found',
   ];
   if (isErrorCode(code) && gatewayCodes.includes(code as ServerErrorCode))
     return new AppError(code as ServerErrorCode);

@@ -3,22 +3,26 @@ import { AppError, renderMessagesError, renderOpenAIError } from '@tollgate/erro
 import { Hono } from 'hono';
 import type { GatewayDependencies } from '../deps.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
-import { countTokens, keyStatus, listModels } from '../proxy/unmetered.ts';
+import { countTokens, keyStatus, keyUsage, listModels } from '../proxy/unmetered.ts';
 import { fromWebRequest, type InboundRequest } from '../request/inbound.ts';
 import type { Readiness } from './readiness.ts';
 import { type ErrorStyle, startCycle } from './request-cycle.ts';
 
 type Handler = (deps: GatewayDependencies, request: InboundRequest, log: RequestLog) => Promise<Response>;
 
-/** Runs one handler served through Hono: its failure rendered in the body style of its surface. */
-function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler) {
+/**
+ * Runs one handler served through Hono: its failure rendered in the body style of its surface.
+ * `route` names a path with a parameter in logs and metrics (one label, not one per id).
+ */
+function run(deps: GatewayDependencies, style: ErrorStyle, handler: Handler, route?: string) {
   return async (c: {
     req: { raw: Request; path: string; method: string };
     env: unknown;
   }): Promise<Response> => {
     // @hono/node-server's bindings: the Node request, for the socket's peer address.
     const peer = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket.remoteAddress;
-    const cycle = startCycle(deps, c.req.method, c.req.path, c.req.raw.headers.get('traceparent'), style);
+    const path = route ?? c.req.path;
+    const cycle = startCycle(deps, c.req.method, path, c.req.raw.headers.get('traceparent'), style);
     let response: Response;
     let code: string | undefined;
     try {
@@ -59,6 +63,7 @@ export function createGatewayApp(deps: GatewayDependencies, options: { readiness
   app.post('/v1/messages/count_tokens', run(deps, 'messages', countTokens));
   app.get('/v1/models', run(deps, 'openai', listModels));
   app.get('/v1/key/status', run(deps, 'openai', keyStatus));
+  app.get('/v1/key/usage/:requestId', run(deps, 'openai', keyUsage, '/v1/key/usage/{request_id}'));
 
   // Codex opens a WebSocket on /v1/responses first when its provider allows it: 426 makes it
   // use HTTP at once (a 404 makes it retry first). Other GETs there are unknown routes.

@@ -146,3 +146,33 @@ export async function keyStatus(
     });
   });
 }
+
+const REQUEST_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * GET /v1/key/usage/{request_id}: the receipt of one call this key made (docs/receipts.md), named
+ * by the x-request-id its answer carried. Another key's call and an unknown id are both not_found.
+ */
+export async function keyUsage(
+  deps: GatewayDependencies,
+  request: InboundRequest,
+  log: RequestLog,
+): Promise<Response> {
+  const { digest, key } = await authenticate(deps, request, { fresh: true });
+  log.keyId = key.keyId;
+  return withinKeyLimits(deps, key, async () => {
+    const requestId = decodeURIComponent(
+      new URL(request.url, 'http://gateway').pathname.split('/').at(-1) ?? '',
+    );
+    if (!REQUEST_ID.test(requestId)) throw noSuchCall();
+    try {
+      return Response.json(await deps.billing.receipt(digest, requestId));
+    } catch (error) {
+      throw error instanceof AppError && error.code === 'not_found' ? noSuchCall() : error;
+    }
+  });
+}
+
+function noSuchCall(): AppError {
+  return new AppError('not_found', { message: 'This key made no call with that request id.' });
+}

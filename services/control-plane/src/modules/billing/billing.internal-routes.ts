@@ -1,8 +1,14 @@
-import { FinishBatchRequest, ReserveBatchRequest, ResolveKeyRequest } from '@tollgate/schemas';
+import {
+  FinishBatchRequest,
+  ReceiptRequest,
+  ReserveBatchRequest,
+  ResolveKeyRequest,
+} from '@tollgate/schemas';
 import { defineInternalRoute, type InternalRoute } from '../../http/internal-api.ts';
 import { readGatewayCatalog } from '../catalog/catalog.service.ts';
 import { finish, reserve } from './billing.service.ts';
 import { readKeyStatusForGateway, resolveKeyForGateway } from './gateway-keys.service.ts';
+import { readReceipt } from './receipts.service.ts';
 
 /** The internal billing API the gateway calls (paths under /internal/v1). */
 export function billingInternalRoutes(): InternalRoute[] {
@@ -19,6 +25,12 @@ export function billingInternalRoutes(): InternalRoute[] {
       path: '/keys/status',
       input: ResolveKeyRequest,
       handle: (deps, input) => readKeyStatusForGateway(deps, input.keyDigest),
+    }),
+    defineInternalRoute({
+      method: 'POST',
+      path: '/keys/receipt',
+      input: ReceiptRequest,
+      handle: (deps, input) => readReceipt(deps, input.keyDigest, input.requestId),
     }),
     defineInternalRoute({
       method: 'POST',

@@ -5,12 +5,14 @@
  * a stream that failed after its first bytes is never retried. Admins see which upstream served;
  * the customer never does.
  */
+import { readFile } from 'node:fs/promises';
+import { findFreePort } from '@tollgate/test-harness';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectOpenAIError, openaiClient, rejection } from '../src/clients.ts';
 import { type Customer, DashboardSession, signUpCustomer } from '../src/customer.ts';
 import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
-import { type E2EStack, startStack } from '../src/stack.ts';
+import { type E2EStack, PROVIDER_KEY, type RunningGatewayProcess, startStack } from '../src/stack.ts';
 
 let stack: E2EStack;
 let customer: Customer;
@@ -22,6 +24,10 @@ let openai: OpenAI;
 let impatient: OpenAI;
 /** A gateway that tries an upstream last for 5 s after it failed (or for its Retry-After). */
 let cooling: OpenAI;
+/** A gateway with metrics and a heartbeat every second, for the credential pool. */
+let pooledGateway: RunningGatewayProcess;
+let pooled: OpenAI;
+let pooledMetricsUrl: string;
 
 const PRICE = { input: 2n, output: 8n };
 const MAIN = 'upstream-routed-main';
@@ -40,6 +46,14 @@ beforeAll(async () => {
   });
   impatient = openaiClient(gateway.url, secret);
   cooling = openaiClient((await stack.startGateway('cooling', { ROUTING_COOLDOWN_MS: '5000' })).url, secret);
+  const metricsPort = await findFreePort();
+  pooledGateway = await stack.startGateway('pooled', {
+    STATUS_HEARTBEAT_SECONDS: '1',
+    METRICS_PORT: String(metricsPort),
+    METRICS_HOST: '127.0.0.1',
+  });
+  pooled = openaiClient(pooledGateway.url, secret);
+  pooledMetricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
 
   const email = `routing-admin-${Date.now()}@example.test`;
   const password = 'a long enough password for the admin';
@@ -54,6 +68,24 @@ beforeAll(async () => {
     credentialRef: 'TOLLGATE_PROVIDER_MOCK_KEY',
   });
   expect(dead.status).toBe(200);
+  // A pool whose first credential the mock refuses (401), its second it accepts.
+  const pool = await admin.request('PUT', '/admin/catalog/providers/mock-pooled', {
+    kind: 'openai',
+    baseUrl: `${stack.mockUrl}/v1`,
+    credentialRef: null,
+    credentialRefs: ['TOLLGATE_PROVIDER_WRONG_KEY', 'TOLLGATE_PROVIDER_MOCK_KEY'],
+  });
+  expect(pool.status).toBe(200);
+  const pooledAlias = await admin.request('PUT', '/admin/catalog/aliases/pooled-e2e', {
+    protocols: ['chat_completions', 'responses'],
+    published: true,
+    price: { input: String(PRICE.input), output: String(PRICE.output) },
+    defaultMaxOutputTokens: 256,
+    maxOutputTokens: 4096,
+    providerId: 'mock-pooled',
+    upstreamModel: MAIN,
+  });
+  expect(pooledAlias.status).toBe(200);
   const alias = {
     protocols: ['chat_completions', 'responses'],
     published: true,
@@ -72,10 +104,10 @@ beforeAll(async () => {
     expect(saved.status).toBe(200);
   }
   // Gateways reload the catalogue on the change event; wait until both list the new aliases.
-  for (const client of [openai, impatient, cooling]) {
+  for (const client of [openai, impatient, cooling, pooled]) {
     for (let tries = 0; ; tries++) {
       const models = (await client.models.list()).data.map((model) => model.id);
-      if (models.includes('dead-first-e2e')) break;
+      if (models.includes('dead-first-e2e') && models.includes('pooled-e2e')) break;
       if (tries > 200) throw new Error('the gateway never loaded the routed aliases');
       // A poll: the gateway's reload on the change event has no signal a test can wait on.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -274,5 +306,60 @@ describe('cooldown', () => {
     // The bench is a span of time (Retry-After: 1), there is no event to wait for.
     await new Promise((resolve) => setTimeout(resolve, 1_100 - (Date.now() - benched)));
     expect(await servedBy('')).toMatchObject({ upstreamModel: MAIN, attempts: 1 });
+  });
+});
+
+describe('a credential pool', () => {
+  it('a credential the provider refuses leaves the pool and is reported; the other keeps serving', async () => {
+    for (let call = 0; call < 4; call++) {
+      const request = chat('input_tokens=6,output_tokens=4', 'pooled-e2e');
+      if (call % 2 === 0) {
+        const answer = await pooled.chat.completions.create(request);
+        expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
+      } else {
+        let text = '';
+        const stream = await pooled.chat.completions.create({ ...request, stream: true });
+        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+        expect(text).toMatch(/^Hello/);
+      }
+    }
+    for (const row of await meter.finished(4)) expectSettledInCredits(row, PRICE, { input: 6, output: 4 });
+
+    // Refused once, then out of rotation: counted once, by name.
+    const metrics = await (await fetch(pooledMetricsUrl)).text();
+    expect(metrics).toMatch(
+      /tollgate_gateway_credential_refusals_total\{[^}]*provider="mock-pooled"[^}]*credential="TOLLGATE_PROVIDER_WRONG_KEY"[^}]*\} 1\n/,
+    );
+    expect(metrics).not.toContain('credential="TOLLGATE_PROVIDER_MOCK_KEY"');
+
+    // Admins see it once the gateway's next heartbeat (every second here) arrives.
+    let listed: unknown[] = [];
+    for (let tries = 0; listed.length === 0; tries++) {
+      if (tries > 100) throw new Error('the refused credential was never reported');
+      // A poll: the heartbeat is the gateway's, on its own timer.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const page = await admin.request('GET', '/admin/routing/credentials');
+      expect(page.status).toBe(200);
+      listed = page.body.data;
+    }
+    expect(listed).toEqual([
+      {
+        providerId: 'mock-pooled',
+        credential: 'TOLLGATE_PROVIDER_WRONG_KEY',
+        upstreamStatus: 401,
+        refusedAt: expect.any(String),
+        gateways: 1,
+      },
+    ]);
+    const customerView = await customer.dashboard.request('GET', '/admin/routing/credentials');
+    expect(customerView.status).toBe(403);
+
+    // Reported by name: no credential's value in the log, the metrics or the admin view.
+    const log = await readFile(pooledGateway.service.logFile, 'utf8');
+    expect(log).toContain('taken out of rotation');
+    for (const text of [log, metrics, JSON.stringify(listed)]) {
+      expect(text).not.toContain(PROVIDER_KEY);
+      expect(text).not.toContain('not-the-provider-key');
+    }
   });
 });

@@ -124,6 +124,11 @@ export const GatewayProvider = z.object({
   baseUrl: z.string().url(),
   /** Name of the secret (environment variable or secrets-file entry); null when none is needed. */
   credentialRef: z.string().nullable(),
+  /**
+   * Every credential name of the provider's pool, credentialRef first (docs/routing.md); empty
+   * when it needs none. Absent from an older control plane: credentialRef alone.
+   */
+  credentialRefs: z.array(z.string()).optional(),
 });
 export type GatewayProvider = z.infer<typeof GatewayProvider>;
 

@@ -21,6 +21,21 @@ export const GatewayHeartbeat = z.object({
   /** The gateway's Redis (limits, key events): reachable, failing, or not used (in-process limiter). */
   redis: z.enum(['ok', 'failing', 'not_configured']),
   providers: z.array(ProviderOutcomeCounts).max(1000),
+  /**
+   * Credentials this gateway took out of rotation because their provider refused them (names,
+   * never values); each beat replaces the gateway's list. Absent: none.
+   */
+  refusedCredentials: z
+    .array(
+      z.object({
+        providerId: z.string().min(1).max(64),
+        credential: z.string().min(1).max(256),
+        upstreamStatus: z.number().int().nullable(),
+        refusedAt: z.string().datetime({ offset: true }),
+      }),
+    )
+    .max(1000)
+    .optional(),
 });
 export type GatewayHeartbeat = z.infer<typeof GatewayHeartbeat>;
 

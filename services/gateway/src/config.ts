@@ -78,6 +78,9 @@ export const GatewayEnv = z.object({
   ROUTING_MAX_RETRY_AFTER_SECONDS: withDefault(positiveInt, 300).describe(
     "The longest a provider's Retry-After benches an upstream.",
   ),
+  ROUTING_CREDENTIAL_RECHECK_SECONDS: withDefault(positiveInt, 300).describe(
+    "How long a credential of a provider's pool that the provider refused (401/403) stays out of rotation before calls try it again.",
+  ),
   BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000).describe(
     "Deadline of one call to the control plane, time in the gateway's queue included; past it the call gets `billing_unavailable` and an unanswered reservation is released.",
   ),
@@ -185,6 +188,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxAttempts: parsed.ROUTING_MAX_ATTEMPTS,
       cooldownMs: parsed.ROUTING_COOLDOWN_MS,
       maxRetryAfterMs: parsed.ROUTING_MAX_RETRY_AFTER_SECONDS * 1000,
+      credentialRecheckMs: parsed.ROUTING_CREDENTIAL_RECHECK_SECONDS * 1000,
     },
     billing: {
       timeoutMs: parsed.BILLING_TIMEOUT_MS,

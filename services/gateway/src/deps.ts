@@ -14,6 +14,7 @@ import type { UnknownKeyGuard } from './keys/unknown-keys.ts';
 import type { Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
 import type { Cooldowns } from './routing/cooldowns.ts';
+import type { CredentialPools } from './routing/credential-pool.ts';
 import type { TokenCounter } from './tokens/token-counter.ts';
 import type { CredentialStore, UpstreamClient } from './upstream/index.ts';
 
@@ -48,6 +49,8 @@ export interface GatewayDependencies {
   catalog: CatalogCache;
   /** Upstreams that failed lately, tried last (routing/). */
   cooldowns: Cooldowns;
+  /** Each provider's credentials in turn, refused ones out of rotation (routing/). */
+  credentialPools: CredentialPools;
   /** Parses and counts count_tokens bodies off the event loop. */
   tokens: TokenCounter;
   credentials: CredentialStore;

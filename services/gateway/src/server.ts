@@ -30,6 +30,7 @@ import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
 import { createCooldowns } from './routing/cooldowns.ts';
+import { createCredentialPools } from './routing/credential-pool.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
 import { createTokenCounter } from './tokens/token-counter.ts';
 import { tracedUpstream } from './tracing/traced-upstream.ts';
@@ -126,9 +127,11 @@ export async function startGateway(
     ...(config.secretsFile ? { secretsFile: config.secretsFile } : {}),
   });
 
+  const credentialPools = createCredentialPools({ recheckMs: config.routing.credentialRecheckMs });
   const heartbeat = createHeartbeat({
     send: controlPlane.heartbeat,
     providerOf: (alias) => catalog.alias(alias)?.providerId,
+    refusedCredentials: () => credentialPools.refusals(),
     intervalMs: config.heartbeatIntervalMs,
     redisUrl: config.redisUrl,
     logger,
@@ -157,6 +160,7 @@ export async function startGateway(
     }),
     catalog,
     cooldowns: createCooldowns(config.routing),
+    credentialPools,
     tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,
     upstream,

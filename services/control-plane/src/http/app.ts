@@ -21,7 +21,7 @@ import { invitationRoutes } from '../modules/resellers/invitations.routes.ts';
 import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
 import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
-import { statusRoutes } from '../modules/status/status.routes.ts';
+import { routingAdminRoutes, statusRoutes } from '../modules/status/status.routes.ts';
 import { auditAdminWrites } from './audit-writes.ts';
 import { limitBodySize } from './body-limit.ts';
 import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
@@ -87,6 +87,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', billingRoutes());
   api.route('/', holdsRoutes());
   api.route('/', statusRoutes());
+  api.route('/', routingAdminRoutes());
   api.route('/', orderRoutes());
   api.route('/', adminOrderRoutes());
   api.route('/', promotionRoutes());

@@ -26,6 +26,8 @@ export interface GatewayMetrics {
   watchPending(read: () => number): void;
   /** One failed provider call, by provider id and cause (the reason of the warn log line). */
   upstreamFailure(providerId: string, cause: string): void;
+  /** A provider refused a credential of its pool, which left the rotation (its name, never its value). */
+  credentialRefused(providerId: string, credential: string): void;
   /** How long one request waited for its reservation (queue and control plane), by result. */
   reserve(ms: number, ok: boolean): void;
   /** From sending a provider call to its response headers, by result. */
@@ -93,6 +95,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['provider', 'cause'] as const,
     registers: [registry],
   });
+  const credentialRefusals = new Counter({
+    name: 'tollgate_gateway_credential_refusals_total',
+    help: 'Credentials of a provider pool taken out of rotation because the provider refused them, by provider and credential name',
+    labelNames: ['provider', 'credential'] as const,
+    registers: [registry],
+  });
   const reserveDuration = new Histogram({
     name: 'tollgate_gateway_reserve_duration_seconds',
     help: 'Time a request waits for its reservation (batch queue and control plane)',
@@ -117,6 +125,9 @@ export function createGatewayMetrics(): GatewayMetrics {
 
   return {
     registry,
+    credentialRefused(providerId, credential) {
+      credentialRefusals.inc({ provider: providerId, credential });
+    },
     upstreamFailure(providerId, cause) {
       upstreamFailures.inc({ provider: providerId, cause });
     },

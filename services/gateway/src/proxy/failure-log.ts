@@ -47,6 +47,11 @@ function upstreamFailureReason(error: AppError, upstreamStatus?: number): string
   return 'stream_failed';
 }
 
+/** The provider refused our credential (401/403/407, or a refusal its adapter recognised). */
+export function isCredentialRefusal(error: AppError, upstreamStatus?: number): boolean {
+  return upstreamFailureReason(error, upstreamStatus) === 'credential_refused';
+}
+
 /**
  * One warn line per failed provider call with the provider id and the reason (wrong provider
  * key, DNS, refused, TLS, timeout, 5xx...), counted by the same cause in the metrics. The

@@ -18,7 +18,7 @@ import {
   type UpstreamAdapter,
   type UpstreamResponse,
 } from '../upstream/index.ts';
-import { logUpstreamFailure } from './failure-log.ts';
+import { isCredentialRefusal, logUpstreamFailure } from './failure-log.ts';
 import { CLIENT_GONE_STATUS, type Decision, decide, decideStream, outcomeOf } from './finish.ts';
 import type { Reply } from './reply.ts';
 import type { RequestLog } from './request-log.ts';
@@ -68,6 +68,8 @@ interface Attempt {
   retryable: boolean;
   /** The provider's Retry-After, when it sent one. */
   retryAfter?: string | string[] | undefined;
+  /** The credential the attempt sent (its name), and the provider's status when it refused it. */
+  credential?: { name: string | null; refusedWith?: number | null };
 }
 
 function failed(error: AppError, decision: Decision): Omit<Forwarded, 'route'> {
@@ -90,12 +92,24 @@ function isRetryable(error: AppError): boolean {
  */
 export async function forwardToUpstream(deps: GatewayDependencies, input: ForwardInput): Promise<Forwarded> {
   let attempts = 0;
-  for (const target of input.upstreams) {
+  const upstreams = [...input.upstreams];
+  for (let index = 0; index < upstreams.length; index++) {
+    const target = upstreams[index]!;
     attempts++;
     const attempt = await attemptUpstream(deps, input, target);
+    const anotherCredential = poolAfter(deps, target, attempt);
+    // A refused credential with another one in its pool: the same upstream again, with that one.
+    if (anotherCredential && !input.request.signal.aborted) {
+      deps.logger.info(
+        { ...input.log, providerId: target.providerId, attempts },
+        'trying another credential',
+      );
+      upstreams.splice(index + 1, 0, target);
+      continue;
+    }
     if (attempt.retryable) deps.cooldowns.failed(target, retryAfterMs(attempt.retryAfter));
     else if ('answer' in attempt.forwarded.reply) deps.cooldowns.succeeded(target);
-    const more = attempts < input.upstreams.length && !input.request.signal.aborted;
+    const more = index + 1 < upstreams.length && !input.request.signal.aborted;
     if (attempt.retryable && more) {
       // Nothing was produced: the reservation stays for the next upstream, and this attempt's
       // failure (logged by the attempt) costs the customer nothing.
@@ -107,6 +121,35 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
   // No upstream to try (never expected: an alias has at least one).
   const error = new AppError('upstream_unavailable');
   return { ...failed(error, decide.failed(error, input.request.signal.aborted)), route: null };
+}
+
+/**
+ * Tells the provider's credential pool how the attempt went (a refused credential leaves the
+ * rotation, reported once; an answer brings a rechecked one back). True when the provider refused
+ * the credential and its pool has another one not refused: the caller tries that one.
+ */
+function poolAfter(deps: GatewayDependencies, target: UpstreamTarget, attempt: Attempt): boolean {
+  const name = attempt.credential?.name;
+  if (!name) return false;
+  const refusedWith = attempt.credential?.refusedWith;
+  if (refusedWith === undefined) {
+    if ('answer' in attempt.forwarded.reply && deps.credentialPools.accepted(target.providerId, name)) {
+      deps.logger.info(
+        { providerId: target.providerId, credential: name },
+        'provider credential accepted again',
+      );
+    }
+    return false;
+  }
+  if (deps.credentialPools.refused(target.providerId, name, refusedWith)) {
+    deps.metrics?.credentialRefused(target.providerId, name);
+    deps.logger.error(
+      { providerId: target.providerId, credential: name, upstreamStatus: refusedWith },
+      'provider refused a credential: taken out of rotation',
+    );
+  }
+  const provider = deps.catalog.provider(target.providerId);
+  return provider !== undefined && deps.credentialPools.hasAnother(provider, name);
 }
 
 /** One upstream's try, with its own abort wiring (a client that leaves aborts only what waits). */
@@ -143,7 +186,16 @@ async function forward(
 ): Promise<Attempt> {
   const clientSignal = input.request.signal;
   const { upstreamModel } = target;
-  const { adapter, providerId, url, headers, body, translation } = await prepare(deps, input, target);
+  const { adapter, providerId, url, headers, body, translation, credentialName } = await prepare(
+    deps,
+    input,
+    target,
+  );
+  /** What the pool learns from this attempt (a refusal names the status that refused). */
+  const credential = (error?: AppError, status?: number): NonNullable<Attempt['credential']> =>
+    error && isCredentialRefusal(error, status)
+      ? { name: credentialName, refusedWith: status ?? null }
+      : { name: credentialName };
   const upstreamSurface = translation ? translation.upstream : input.surface;
   let response: UpstreamResponse;
   try {
@@ -172,6 +224,7 @@ async function forward(
         forwarded: failed(checked.error, decide.failed(checked.error, clientSignal.aborted)),
         retryable: isRetryable(checked.error),
         retryAfter,
+        credential: credential(checked.error, response.status),
       };
     }
     const relayed = relayStream({
@@ -214,6 +267,7 @@ async function forward(
         streaming: true,
       },
       retryable: false,
+      credential: credential(),
     };
   }
 
@@ -243,6 +297,7 @@ async function forward(
       // A held answer may have been billed by the provider: never asked of another one.
       retryable: !gone && result.settle === 'release' && isRetryable(result.error),
       retryAfter,
+      credential: credential(result.error, response.status),
     };
   }
   if (gone) {
@@ -260,6 +315,7 @@ async function forward(
       streaming: false,
     },
     retryable: false,
+    credential: credential(),
   };
 }
 
@@ -283,6 +339,8 @@ async function prepare(
   headers: Record<string, string>;
   body: string;
   translation: Translation | null;
+  /** The name of the credential sent (one of the provider's pool), null when it needs none. */
+  credentialName: string | null;
 }> {
   let provider = deps.catalog.provider(upstream.providerId);
   if (!provider) {
@@ -297,10 +355,11 @@ async function prepare(
     );
     throw new AppError('upstream_unavailable');
   }
-  const credential = deps.credentials.get(provider.credentialRef);
-  if (provider.credentialRef !== null && credential === null) {
+  const credentialName = deps.credentialPools.pick(provider);
+  const credential = deps.credentials.get(credentialName);
+  if (credentialName !== null && credential === null) {
     deps.logger.error(
-      { providerId: provider.id, credential: provider.credentialRef },
+      { providerId: provider.id, credential: credentialName },
       'provider credential is not configured',
     );
     throw new AppError('upstream_unavailable');
@@ -340,5 +399,5 @@ async function prepare(
       throw new AppError('upstream_unavailable');
     }
   }
-  return { adapter, providerId: provider.id, ...request, translation };
+  return { adapter, providerId: provider.id, ...request, translation, credentialName };
 }

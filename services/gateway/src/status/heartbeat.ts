@@ -1,6 +1,7 @@
 import type { FinishItem, GatewayHeartbeat } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
 import { Redis } from 'ioredis';
+import type { CredentialRefusal } from '../routing/credential-pool.ts';
 
 /** The provider answered: its own refusal or an answer without usage still proves it is up. */
 const ANSWERED = new Set(['ok', 'upstream_rejected', 'billing_settlement_pending']);
@@ -13,6 +14,8 @@ export interface HeartbeatOptions {
   send(beat: GatewayHeartbeat): Promise<unknown>;
   /** Which provider serves an alias (from the catalogue cache); undefined when unknown. */
   providerOf(alias: string): string | undefined;
+  /** Credentials out of rotation because their provider refused them, reported with each beat. */
+  refusedCredentials?: () => CredentialRefusal[];
   intervalMs: number;
   redisUrl: string | undefined;
   logger: Logger;
@@ -55,7 +58,13 @@ export function createHeartbeat(options: HeartbeatOptions) {
     counts = new Map();
     const providers = [...sending].map(([providerId, count]) => ({ providerId, ...count }));
     try {
-      await options.send({ gatewayId, startedAt, redis: await redisState(), providers });
+      await options.send({
+        gatewayId,
+        startedAt,
+        redis: await redisState(),
+        providers,
+        refusedCredentials: options.refusedCredentials?.() ?? [],
+      });
       warned = false;
     } catch (error) {
       for (const [providerId, count] of sending) {

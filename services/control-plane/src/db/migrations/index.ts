@@ -17,6 +17,7 @@ import * as providerKinds from './0015_provider_kinds.ts';
 import * as aliasUpstreams from './0016_alias_upstreams.ts';
 import * as resellerInvitations from './0017_reseller_invitations.ts';
 import * as usageParts from './0018_usage_parts.ts';
+import * as credentialPools from './0019_credential_pools.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0016_alias_upstreams': aliasUpstreams,
   '0017_reseller_invitations': resellerInvitations,
   '0018_usage_parts': usageParts,
+  '0019_credential_pools': credentialPools,
 };

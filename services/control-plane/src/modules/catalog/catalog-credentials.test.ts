@@ -38,6 +38,20 @@ describe('catalogue file credentials', () => {
     },
   );
 
+  it('takes a pool of names, each inside the namespace, none twice', () => {
+    const pool = '[TOLLGATE_PROVIDER_A, TOLLGATE_PROVIDER_B]';
+    expect(parseCatalog(catalogWith(pool), 'c.yaml', {}).providers[0]?.credential).toEqual([
+      'TOLLGATE_PROVIDER_A',
+      'TOLLGATE_PROVIDER_B',
+    ]);
+    expect(() => parseCatalog(catalogWith('[TOLLGATE_PROVIDER_A, HOME]'), 'c.yaml', {})).toThrow(
+      /providers\.up\.credential: must start with TOLLGATE_PROVIDER_/,
+    );
+    expect(() =>
+      parseCatalog(catalogWith('[TOLLGATE_PROVIDER_A, TOLLGATE_PROVIDER_A]'), 'c.yaml', {}),
+    ).toThrow(/named twice/);
+  });
+
   it('follows a configured prefix', () => {
     expect(
       parseCatalog(catalogWith('ACME_KEY_OPENAI'), 'c.yaml', {}, 'ACME_KEY_').providers[0]?.credential,
@@ -75,5 +89,33 @@ describe('PUT /admin/catalog/providers/{id}', () => {
     expect(stored).toBeUndefined();
     expect((await put('TOLLGATE_PROVIDER_EVIL')).status).toBeLessThan(300);
     expect((await put(null)).status).toBeLessThan(300);
+
+    // A pool: every name checked, the admin view lists it whole, credentialRef its first.
+    const putPool = (credentialRefs: string[], credentialRef: string | null = null) =>
+      admin.request('PUT', '/admin/catalog/providers/pooled', {
+        body: { kind: 'openai', baseUrl: 'https://up.example/v1', credentialRef, credentialRefs },
+      });
+    const outside = await putPool(['TOLLGATE_PROVIDER_A', 'KEY_PEPPER']);
+    expect(outside.status).toBe(422);
+    expect(outside.body.errors['credentialRefs.1'][0]).toMatch(/must start with TOLLGATE_PROVIDER_/);
+    expect((await putPool(['TOLLGATE_PROVIDER_A', 'TOLLGATE_PROVIDER_A'])).status).toBe(422);
+    expect((await putPool(['TOLLGATE_PROVIDER_A'], 'TOLLGATE_PROVIDER_B')).status).toBe(422);
+    expect((await putPool(['TOLLGATE_PROVIDER_A', 'TOLLGATE_PROVIDER_B'])).status).toBe(200);
+    const catalog = await admin.request('GET', '/admin/catalog');
+    const pooled = catalog.body.data.providers.find((provider: { id: string }) => provider.id === 'pooled');
+    expect(pooled).toMatchObject({
+      credentialRef: 'TOLLGATE_PROVIDER_A',
+      credentialRefs: ['TOLLGATE_PROVIDER_A', 'TOLLGATE_PROVIDER_B'],
+    });
+    // Back to one credential: the pool is gone.
+    expect((await put('TOLLGATE_PROVIDER_EVIL')).status).toBe(200);
+    expect((await putPool(['TOLLGATE_PROVIDER_C'])).status).toBe(200);
+    const single = (await admin.request('GET', '/admin/catalog')).body.data.providers.find(
+      (provider: { id: string }) => provider.id === 'pooled',
+    );
+    expect(single).toMatchObject({
+      credentialRef: 'TOLLGATE_PROVIDER_C',
+      credentialRefs: ['TOLLGATE_PROVIDER_C'],
+    });
   }, 60_000);
 });

@@ -35,6 +35,8 @@ const Price = z.union([
 ]);
 const Positive = z.number().int().positive();
 
+const CredentialName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
+
 export const CatalogFile = z
   .object({
     providers: z
@@ -44,9 +46,9 @@ export const CatalogFile = z
             id: Id,
             kind: z.enum(PROVIDER_KINDS),
             base_url: z.string().url(),
+            /** One credential name, or a pool of them the gateway spreads calls over. */
             credential: z
-              .string()
-              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
+              .union([CredentialName, z.array(CredentialName).min(1).max(16)])
               .nullable()
               .default(null),
           })
@@ -169,12 +171,24 @@ export function fileUpstreams(alias: CatalogFile['aliases'][number]): FileUpstre
   return [{ provider: alias.provider, upstream_model: alias.upstream_model, priority: 0, weight: 1 }];
 }
 
+/** A provider's credential names as written: none, one, or a pool. */
+export function credentialNames(credential: string | string[] | null): string[] {
+  if (credential === null) return [];
+  return typeof credential === 'string' ? [credential] : credential;
+}
+
 /** Cross-references the schema alone cannot check, and credential names outside the namespace. */
 function checkReferences(catalog: CatalogFile, credentialPrefix: string): string[] {
   const problems: string[] = [];
   for (const provider of catalog.providers) {
-    const problem = provider.credential && providerCredentialProblem(provider.credential, credentialPrefix);
-    if (problem) problems.push(`providers.${provider.id}.credential: ${problem}`);
+    const names = credentialNames(provider.credential);
+    for (const name of names) {
+      const problem = providerCredentialProblem(name, credentialPrefix);
+      if (problem) problems.push(`providers.${provider.id}.credential: ${problem}`);
+    }
+    if (new Set(names).size !== names.length) {
+      problems.push(`providers.${provider.id}.credential: a credential is named twice`);
+    }
   }
   const providers = new Map(catalog.providers.map((provider) => [provider.id, provider]));
   const aliases = new Set<string>();

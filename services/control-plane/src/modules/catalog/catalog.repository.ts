@@ -27,6 +27,7 @@ export async function upsertProvider(db: Db, values: ProviderValues): Promise<vo
         kind: values.kind,
         base_url: values.base_url,
         credential_ref: values.credential_ref,
+        credential_refs: values.credential_refs,
         updated_at: new Date(),
       }),
     )

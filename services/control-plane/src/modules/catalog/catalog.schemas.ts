@@ -63,7 +63,10 @@ export const ProviderView = z
     id: z.string(),
     kind: z.enum(PROVIDER_KINDS),
     baseUrl: z.string(),
+    /** Its first credential name (null: none). */
     credentialRef: z.string().nullable(),
+    /** Every credential name of its pool, the first included (empty: none). */
+    credentialRefs: z.array(z.string()),
   })
   .openapi('Provider');
 
@@ -138,6 +141,15 @@ export const PutProviderRequest = z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
       .nullable(),
+    /**
+     * A pool of credential names the gateway spreads calls over (docs/routing.md); when given,
+     * credentialRef is null or the pool's first name.
+     */
+    credentialRefs: z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/))
+      .min(1)
+      .max(16)
+      .optional(),
   })
   .openapi('PutProviderRequest');
 

@@ -13,7 +13,7 @@ import {
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
-import { type CatalogFile, fileUpstreams } from './catalog-file.ts';
+import { type CatalogFile, credentialNames, fileUpstreams } from './catalog-file.ts';
 
 /** A published model as customers see it: never an upstream id, provider name or URL. */
 export interface PublicModel {
@@ -47,7 +47,7 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         id: provider.id,
         kind: provider.kind,
         base_url: provider.base_url,
-        credential_ref: provider.credential,
+        ...credentialColumns(credentialNames(provider.credential)),
       });
     }
     for (const alias of catalog.aliases) {
@@ -137,12 +137,21 @@ export function aliasPriceOf(alias: repository.AliasRow): AliasPrice | null {
   });
 }
 
-function toProviderView(provider: repository.ProviderRow): GatewayProvider {
+/** The provider row's credential columns: the first name, and the whole pool when there are several. */
+function credentialColumns(names: string[]): {
+  credential_ref: string | null;
+  credential_refs: string[] | null;
+} {
+  return { credential_ref: names[0] ?? null, credential_refs: names.length > 1 ? names : null };
+}
+
+function toProviderView(provider: repository.ProviderRow): GatewayProvider & { credentialRefs: string[] } {
   return {
     id: provider.id,
     kind: provider.kind,
     baseUrl: provider.base_url,
     credentialRef: provider.credential_ref,
+    credentialRefs: provider.credential_refs ?? (provider.credential_ref ? [provider.credential_ref] : []),
   };
 }
 
@@ -363,16 +372,25 @@ async function checkUpstreams(deps: Dependencies, change: AliasChange): Promise<
 export async function putProvider(
   deps: Dependencies,
   id: string,
-  change: { kind: ProviderKind; baseUrl: string; credentialRef: string | null },
+  change: { kind: ProviderKind; baseUrl: string; credentialRef: string | null; credentialRefs?: string[] },
 ): Promise<void> {
-  const problem =
-    change.credentialRef && providerCredentialProblem(change.credentialRef, deps.config.providerSecretPrefix);
-  if (problem) throw AppError.validation({ credentialRef: [problem] });
+  const problems: Record<string, string[]> = {};
+  const names = change.credentialRefs ?? (change.credentialRef ? [change.credentialRef] : []);
+  const field = change.credentialRefs ? 'credentialRefs' : 'credentialRef';
+  names.forEach((name, index) => {
+    const problem = providerCredentialProblem(name, deps.config.providerSecretPrefix);
+    if (problem) problems[change.credentialRefs ? `${field}.${index}` : field] = [problem];
+  });
+  if (change.credentialRefs && change.credentialRef !== null && change.credentialRef !== names[0]) {
+    problems.credentialRef = ['Give credentialRefs alone, or credentialRef as its first name.'];
+  }
+  if (new Set(names).size !== names.length) problems.credentialRefs = ['A credential is named twice.'];
+  if (Object.keys(problems).length > 0) throw AppError.validation(problems);
   await repository.upsertProvider(deps.db, {
     id,
     kind: change.kind,
     base_url: change.baseUrl,
-    credential_ref: change.credentialRef,
+    ...credentialColumns(names),
   });
   await deps.events.publish({ type: 'catalog.changed' });
 }

@@ -8,6 +8,8 @@ export interface ProvidersTable {
   kind: ProviderKind;
   base_url: string;
   credential_ref: string | null;
+  /** The whole pool when the provider names several credentials (credential_ref is its first). */
+  credential_refs: string[] | null;
   updated_at: Updated;
 }
 

@@ -1,13 +1,20 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { StatusSamplesTable } from './status.table.ts';
+import type { RefusedCredential, StatusSamplesTable } from './status.table.ts';
 
 type Db = Kysely<Database>;
 
 export async function recordHeartbeat(
   db: Db,
-  beat: { gatewayId: string; startedAt: Date; seenAt: Date; redis: 'ok' | 'failing' | 'not_configured' },
+  beat: {
+    gatewayId: string;
+    startedAt: Date;
+    seenAt: Date;
+    redis: 'ok' | 'failing' | 'not_configured';
+    refusedCredentials: RefusedCredential[];
+  },
 ): Promise<void> {
+  const refused = JSON.stringify(beat.refusedCredentials);
   await db
     .insertInto('status_gateways')
     .values({
@@ -15,10 +22,22 @@ export async function recordHeartbeat(
       started_at: beat.startedAt,
       last_seen_at: beat.seenAt,
       redis: beat.redis,
+      refused_credentials: refused,
     })
     .onConflict((conflict) =>
-      conflict.column('gateway_id').doUpdateSet({ last_seen_at: beat.seenAt, redis: beat.redis }),
+      conflict
+        .column('gateway_id')
+        .doUpdateSet({ last_seen_at: beat.seenAt, redis: beat.redis, refused_credentials: refused }),
     )
+    .execute();
+}
+
+/** The refused credentials of each gateway seen since `since`. */
+export async function listRefusedCredentials(db: Db, since: Date) {
+  return db
+    .selectFrom('status_gateways')
+    .select(['gateway_id', 'last_seen_at', 'refused_credentials'])
+    .where('last_seen_at', '>=', since)
     .execute();
 }
 

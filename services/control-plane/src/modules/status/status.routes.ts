@@ -1,8 +1,10 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../../http/env.ts';
 import { validationHook } from '../../http/errors.ts';
-import { dataOf, jsonContent } from '../../http/openapi.ts';
-import { readStatus } from './status.service.ts';
+import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
+import { SESSION } from '../../http/openapi-security.ts';
+import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
+import { listRefusedCredentials, readStatus } from './status.service.ts';
 
 const ComponentState = z.enum(['operational', 'degraded', 'down', 'unknown']);
 
@@ -46,11 +48,45 @@ const statusRoute = createRoute({
   responses: { 200: jsonContent(dataOf(Status), 'Status of each component.') },
 });
 
+const RefusedCredential = z
+  .object({
+    providerId: z.string(),
+    credential: z.string().openapi({ description: "The credential's name; its value is never shown." }),
+    upstreamStatus: z.number().int().nullable(),
+    refusedAt: z.string(),
+    gateways: z.number().int().openapi({ description: 'Live gateways that took it out of rotation.' }),
+  })
+  .openapi('RefusedCredential');
+
+const refusedCredentialsRoute = createRoute({
+  method: 'get',
+  path: '/admin/routing/credentials',
+  tags: ['admin'],
+  summary: 'Provider credentials the gateways took out of rotation',
+  description:
+    'Credentials of a provider (by name) that the provider refused (401/403): the gateways stopped ' +
+    "sending them and use the pool's others; reported by each live gateway's heartbeat.",
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  responses: {
+    200: jsonContent(dataOf(z.array(RefusedCredential)), 'Refused credentials.'),
+    ...errorResponses(401, 403),
+  },
+});
+
 export function statusRoutes() {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.openapi(statusRoute, async (c) => {
     c.header('Cache-Control', 'no-store');
     return c.json({ data: await readStatus(c.get('deps')) }, 200);
   });
+  return app;
+}
+
+export function routingAdminRoutes() {
+  const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
+  app.openapi(refusedCredentialsRoute, async (c) =>
+    c.json({ data: await listRefusedCredentials(c.get('deps')) }, 200),
+  );
   return app;
 }

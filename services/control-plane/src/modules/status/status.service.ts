@@ -43,6 +43,7 @@ export async function recordHeartbeat(
     startedAt: new Date(beat.startedAt),
     seenAt: now,
     redis: beat.redis,
+    refusedCredentials: beat.refusedCredentials ?? [],
   });
   const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
   await repository.addProviderOutcomes(deps.db, minute, beat.providers);
@@ -247,4 +248,40 @@ export function startStatusSampler(deps: Dependencies): { stop(): void } {
       clearInterval(timer);
     },
   };
+}
+
+/** A provider credential that live gateways stopped sending because the provider refused it. */
+export interface RefusedCredentialReport {
+  providerId: string;
+  /** The credential's name (never its value). */
+  credential: string;
+  upstreamStatus: number | null;
+  /** The earliest refusal any live gateway reported. */
+  refusedAt: string;
+  /** How many live gateways took it out of rotation. */
+  gateways: number;
+}
+
+/**
+ * The credentials the gateways seen lately (within the status page's staleness) took out of
+ * rotation, one entry per provider and credential (docs/routing.md).
+ */
+export async function listRefusedCredentials(deps: Dependencies): Promise<RefusedCredentialReport[]> {
+  const since = new Date(deps.clock.now().getTime() - deps.config.status.gatewayStaleMs);
+  const merged = new Map<string, RefusedCredentialReport>();
+  for (const gateway of await repository.listRefusedCredentials(deps.db, since)) {
+    for (const refusal of gateway.refused_credentials) {
+      const key = JSON.stringify([refusal.providerId, refusal.credential]);
+      const known = merged.get(key);
+      if (!known) {
+        merged.set(key, { ...refusal, gateways: 1 });
+        continue;
+      }
+      known.gateways += 1;
+      if (refusal.refusedAt < known.refusedAt) known.refusedAt = refusal.refusedAt;
+    }
+  }
+  return [...merged.values()].sort(
+    (a, b) => a.providerId.localeCompare(b.providerId) || a.credential.localeCompare(b.credential),
+  );
 }

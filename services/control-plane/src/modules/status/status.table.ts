@@ -1,8 +1,20 @@
+import type { ColumnType } from 'kysely';
+
 export interface StatusGatewaysTable {
   gateway_id: string;
   started_at: Date;
   last_seen_at: Date;
   redis: 'ok' | 'failing' | 'not_configured';
+  /** The credentials the gateway took out of rotation (its last heartbeat's list). */
+  refused_credentials: ColumnType<RefusedCredential[], string | undefined, string>;
+}
+
+/** A provider credential a gateway stopped sending because the provider refused it. */
+export interface RefusedCredential {
+  providerId: string;
+  credential: string;
+  upstreamStatus: number | null;
+  refusedAt: string;
 }
 
 export interface StatusProviderOutcomesTable {

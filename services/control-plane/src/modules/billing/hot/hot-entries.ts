@@ -1,11 +1,12 @@
 import { AppError } from '@tollgate/errors';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
+import { ACCOUNT_ENTRY_FIELDS, joinFields, KEY_ENTRY_FIELDS } from './hot-layout.ts';
 import type { HotStore } from './hot-store.ts';
 
 /**
  * What the hot tier checks of a key and of its account on every reservation, kept in Redis as
- * short strings with the version Postgres gave the row (migration 0012). An entry is written only
+ * short strings with the version Postgres gave the row (KEY_ENTRY_FIELDS, ACCOUNT_ENTRY_FIELDS). An entry is written only
  * over an older one, so a slow read can never bring back a state that changed after it.
  *   key      `version|state|lookup hash (hex)|expiry ms (0: none)|,alias,alias,` ('' = any alias)
  *   account  `version|state`
@@ -36,17 +37,17 @@ export interface AccountRow {
 
 export function keyEntryOf(row: KeyRow): string {
   const scope = row.scope && row.scope.length > 0 ? `,${row.scope.join(',')},` : '';
-  return [
-    row.state_version,
-    row.status,
-    row.lookup_hash.toString('hex'),
-    row.expires_at?.getTime() ?? 0,
+  return joinFields(KEY_ENTRY_FIELDS, {
+    version: String(row.state_version),
+    state: row.status,
+    lookupHash: row.lookup_hash.toString('hex'),
+    expiresAt: row.expires_at?.getTime() ?? 0,
     scope,
-  ].join('|');
+  });
 }
 
 export function accountEntryOf(row: AccountRow): string {
-  return `${row.state_version}|${row.status}`;
+  return joinFields(ACCOUNT_ENTRY_FIELDS, { version: String(row.state_version), state: row.status });
 }
 
 function changingEntry(version: bigint, until: number): string {

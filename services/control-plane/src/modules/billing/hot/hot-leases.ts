@@ -89,11 +89,10 @@ export function createLeases(
         select nextval('tollgate_hot_version')::text as version
       `.execute(trx);
       const version = rows[0]!.version;
-      const reply = await store.run<Array<string | number>>(
-        'hotRecall',
-        [names.lease, names.claim],
-        [version],
-      );
+      const reply = await store.run('hotRecall', {
+        keys: { lease: names.lease, claim: names.claim },
+        args: { version },
+      });
       if (reply[0] === 'absent') {
         // No lease in Redis and nobody opening one: a lease still open in Postgres is orphaned.
         if (Number(reply[1]) === 0) {
@@ -120,7 +119,7 @@ export function createLeases(
 
   /** Postgres holds more for these accounts than their leases know: the next short call tops up. */
   async function markMore(accountId: string): Promise<void> {
-    await store.run('hotMore', [store.keysOf(accountId).lease], []).catch(() => {});
+    await store.run('hotMore', { keys: { lease: store.keysOf(accountId).lease }, args: {} }).catch(() => {});
   }
 
   return { open: openLease, topUp, recallInTransaction, markMore };

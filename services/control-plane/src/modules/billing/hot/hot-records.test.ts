@@ -1,14 +1,9 @@
 import { createRedisNamespace, removeRedisNamespace } from '@tollgate/test-harness';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FINISH_LUA } from './hot.lua.ts';
-import {
-  type FinishedRecord,
-  parseRecord,
-  persistItemOf,
-  RECORD_FIELDS,
-  writeOffsOf,
-} from './hot-records.ts';
+import { CALL_FIELDS, encodeCall, joinFields, RECORD_FIELDS } from './hot-layout.ts';
+import { type FinishedRecord, parseRecord, persistItemOf, writeOffsOf } from './hot-records.ts';
+import { SCRIPT_SOURCES } from './hot-scripts.ts';
 
 /**
  * The record the finish script writes for a finished call, read back by hot-records.ts: the
@@ -41,23 +36,42 @@ async function finishInRedis(
   const leaseKey = `${prefix}{acct${calls}}:lease`;
   const callsKey = `${prefix}{acct${calls}}:calls`;
   await redis.hset(leaseKey, { lease: 'lease-1', ver: '1', ...lease });
-  const inFlight = ['R', 'key-1', 'alias-1', 'chat_completions', '1700000000000000', '10', '20'];
-  await redis.hset(callsKey, 'call-1', [...inFlight, call.tokens, call.credits, call.legs].join('|'));
-  const args = [
-    '0',
-    '1',
-    '1',
-    'call-1',
-    'settle',
-    settle.usageIn,
-    settle.usageOut,
-    'ok',
-    '200',
-    'key-1',
-    'alias-1',
-  ];
-  args.push('chat_completions', settle.inputPrice, settle.outputPrice, '1700000000000000');
-  const reply = (await redis.eval(FINISH_LUA, 2, leaseKey, callsKey, ...args)) as string[][];
+  const inFlight = joinFields(CALL_FIELDS, {
+    keyId: 'key-1',
+    alias: 'alias-1',
+    surface: 'chat_completions',
+    created: '1700000000000000',
+    estIn: '10',
+    estOut: '20',
+    reservedTokens: call.tokens,
+    reservedCredits: call.credits,
+    legs: call.legs,
+  });
+  await redis.hset(callsKey, 'call-1', `R|${inFlight}`);
+  const { keys, args } = encodeCall('hotFinish', {
+    keys: { lease: leaseKey, calls: callsKey },
+    args: { forgotten: '0', topupAllowed: '1' },
+    items: [
+      {
+        keys: {},
+        args: {
+          id: 'call-1',
+          action: 'settle',
+          usageIn: settle.usageIn,
+          usageOut: settle.usageOut,
+          outcome: 'ok',
+          httpStatus: '200',
+          keyId: 'key-1',
+          alias: 'alias-1',
+          surface: 'chat_completions',
+          inputPrice: settle.inputPrice,
+          outputPrice: settle.outputPrice,
+          created: '1700000000000000',
+        },
+      },
+    ],
+  });
+  const reply = (await redis.eval(SCRIPT_SOURCES.hotFinish, keys.length, ...keys, ...args)) as string[][];
   expect(reply[0]![0]).toBe('done');
   return { text: reply[0]![1]!, lease: await redis.hgetall(leaseKey) };
 }

@@ -1,49 +1,15 @@
+import { RECORD_FIELDS, splitFields } from './hot-layout.ts';
+
 /**
- * A finished call as the hot tier's finish script records it (hot.lua.ts), and the row Postgres
+ * A finished call as the hot tier's finish script records it (RECORD_FIELDS), and the row Postgres
  * gets for it. Every figure is an integer string; write-offs are computed here, exactly, from the
  * usage the provider reported, since Redis counts in doubles.
  */
 
-/** The record's fields, in the order the scripts write them, '|'-separated (hot.lua.ts, `record`). */
-export const RECORD_FIELDS = [
-  'id',
-  'action',
-  'status',
-  'outcome',
-  'httpStatus',
-  'lease',
-  'keyId',
-  'alias',
-  'surface',
-  'created',
-  'estIn',
-  'estOut',
-  'reservedTokens',
-  'reservedCredits',
-  'legs',
-  'usageIn',
-  'usageOut',
-  'at',
-  'charges',
-  'legTakeIn',
-  'legTakeOut',
-  'creditTake',
-  'creditIn',
-  'creditOut',
-  'overTakeIn',
-  'overTakeOut',
-  'overCredit',
-  'overIn',
-  'overOut',
-  'forgotten',
-] as const;
-
 export function parseRecord(text: string): FinishedRecord {
-  const values = text.split('|');
-  if (values.length !== RECORD_FIELDS.length) throw new Error('malformed hot-tier record');
-  return Object.fromEntries(
-    RECORD_FIELDS.map((field, index) => [field, values[index]]),
-  ) as unknown as FinishedRecord;
+  const record = splitFields(RECORD_FIELDS, text);
+  if (!record) throw new Error('malformed hot-tier record');
+  return record as FinishedRecord;
 }
 
 export interface FinishedRecord {

@@ -7,19 +7,10 @@ import {
   type RedisTarget,
   redisReady,
 } from '@tollgate/service-kit';
-import {
-  CLAIM_LUA,
-  ENTRY_LUA,
-  FINISH_LUA,
-  LEASE_LUA,
-  MORE_LUA,
-  RECALL_LUA,
-  RESERVE_LUA,
-  SWEEP_LUA,
-  WRITTEN_LUA,
-} from './hot.lua.ts';
+import { encodeCall, type ScriptCall, type ScriptName, type ScriptReplies } from './hot-layout.ts';
+import { SCRIPT_SOURCES } from './hot-scripts.ts';
 
-/** Where Redis keeps one account's part of the hot tier (see hot.lua.ts). */
+/** Where Redis keeps one account's part of the hot tier (see hot-layout.ts). */
 export function hotKeys(prefix: string, accountId: string) {
   const base = `${prefix}hot:${accountTag(accountId)}`;
   return {
@@ -58,17 +49,6 @@ export interface LeaseView {
 }
 
 type Script = (keyCount: number, ...args: Array<string | number>) => Promise<unknown>;
-const SCRIPTS = {
-  hotReserve: RESERVE_LUA,
-  hotFinish: FINISH_LUA,
-  hotClaim: CLAIM_LUA,
-  hotLease: LEASE_LUA,
-  hotRecall: RECALL_LUA,
-  hotSweep: SWEEP_LUA,
-  hotEntry: ENTRY_LUA,
-  hotMore: MORE_LUA,
-  hotWritten: WRITTEN_LUA,
-} as const;
 
 /** How long a call waits for a (re)connecting Redis before it is refused. */
 const CONNECT_WAIT_MS = 500;
@@ -88,19 +68,17 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
     enableAutoPipelining: !target.cluster,
   });
   redis.on('error', (error) => logger.warn({ err: error }, 'hot tier: redis error'));
-  for (const [name, lua] of Object.entries(SCRIPTS)) redis.defineCommand(name, { lua });
-  const scripts = redis as unknown as Record<keyof typeof SCRIPTS, Script>;
+  for (const [name, lua] of Object.entries(SCRIPT_SOURCES)) redis.defineCommand(name, { lua });
+  const scripts = redis as unknown as Record<ScriptName, Script>;
 
   const connected = () => redisReady(redis, CONNECT_WAIT_MS);
 
-  async function run<T>(
-    script: keyof typeof SCRIPTS,
-    keys: string[],
-    args: Array<string | number>,
-  ): Promise<T> {
+  /** Runs a script with its KEYS and ARGV by name (hot-layout.ts). */
+  async function run<S extends ScriptName>(script: S, call: ScriptCall<S>): Promise<ScriptReplies[S]> {
     if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
+    const { keys, args } = encodeCall(script, call);
     try {
-      return (await scripts[script](keys.length, ...keys, ...args)) as T;
+      return (await scripts[script](keys.length, ...keys, ...args)) as ScriptReplies[S];
     } catch (error) {
       throw new AppError('rate_limiter_unavailable', { cause: error });
     }
@@ -115,36 +93,32 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
       write: LeaseWrite,
     ): Promise<'installed' | 'synced' | 'lost' | 'stale'> {
       const keys = hotKeys(prefix, accountId);
-      return run(
-        'hotLease',
-        [keys.lease, keys.claim],
-        [
-          write.mode,
-          write.token,
-          write.leaseId,
-          write.version,
-          write.more ? '1' : '0',
-          write.now,
-          write.sources.length,
-          ...write.sources.flatMap((source) => [source.id, source.net, source.expiresAt, source.aliases]),
-        ],
-      );
+      return run('hotLease', {
+        keys: { lease: keys.lease, claim: keys.claim },
+        args: {
+          mode: write.mode,
+          token: write.token,
+          leaseId: write.leaseId,
+          version: write.version,
+          more: write.more ? '1' : '0',
+          now: write.now,
+        },
+        items: write.sources.map((source) => ({ keys: {}, args: source })),
+      });
     },
     async claim(accountId: string, token: string, ttlMs: number, mode: 'claim' | 'verify') {
       const keys = hotKeys(prefix, accountId);
-      return run<'present' | 'busy' | 'claimed' | 'ok' | 'lost'>(
-        'hotClaim',
-        [keys.lease, keys.claim],
-        [token, ttlMs, mode],
-      );
+      return run('hotClaim', {
+        keys: { lease: keys.lease, claim: keys.claim },
+        args: { token, ttlMs, mode },
+      });
     },
     /** `entry`: the entry's text, `version|...` (hot-entries.ts). */
     async writeEntry(key: string, entry: string, ttlMs: number, now: number) {
-      return run<'written' | 'older'>(
-        'hotEntry',
-        [key],
-        [entry, entry.slice(0, entry.indexOf('|')), ttlMs, now],
-      );
+      return run('hotEntry', {
+        keys: { entry: key },
+        args: { entry, version: entry.slice(0, entry.indexOf('|')), ttlMs, now },
+      });
     },
     async readLease(accountId: string): Promise<LeaseView | null> {
       if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
@@ -165,7 +139,11 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
      */
     async written(accountId: string, ids: string[], until: number): Promise<void> {
       if (ids.length === 0) return;
-      await run('hotWritten', [hotKeys(prefix, accountId).calls], [until, ...ids]);
+      await run('hotWritten', {
+        keys: { calls: hotKeys(prefix, accountId).calls },
+        args: { untilMs: until },
+        items: ids.map((id) => ({ keys: {}, args: { id } })),
+      });
     },
     async close(): Promise<void> {
       redis.disconnect();

@@ -214,29 +214,29 @@ describe('a control plane that stops between Redis and Postgres', () => {
     const item = await reserveOk(key, 'priced', 10n, 10n);
     // Redis applies the settle; the control plane stops before Postgres has it (and the gateway too).
     const names = keysOf(key.accountId);
-    const [reply] = await hot().store.run<string[][]>(
-      'hotFinish',
-      [names.lease, names.calls],
-      [
-        '0',
-        '1',
-        1,
-        ...[
-          item.reservationId,
-          'settle',
-          '4',
-          '6',
-          'ok',
-          '200',
-          key.keyId,
-          'priced',
-          'chat_completions',
-          '2',
-          '5',
-          '0',
-        ],
+    const [reply] = await hot().store.run('hotFinish', {
+      keys: { lease: names.lease, calls: names.calls },
+      args: { forgotten: '0', topupAllowed: '1' },
+      items: [
+        {
+          keys: {},
+          args: {
+            id: item.reservationId,
+            action: 'settle',
+            usageIn: '4',
+            usageOut: '6',
+            outcome: 'ok',
+            httpStatus: '200',
+            keyId: key.keyId,
+            alias: 'priced',
+            surface: 'chat_completions',
+            inputPrice: '2',
+            outputPrice: '5',
+            created: '0',
+          },
+        },
       ],
-    );
+    });
     expect(reply![0]).toBe('done');
     expect(await rowsOf(key.accountId)).toEqual([]);
     // Not before the grace period: its own control plane may still be writing it.

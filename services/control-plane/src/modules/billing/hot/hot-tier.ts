@@ -115,23 +115,19 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       const items = pending.map((index) => request.items[index]!);
       let replies: Reply[];
       try {
-        replies = await store.run<Reply[]>(
-          'hotReserve',
-          [
-            names.lease,
-            names.calls,
-            names.account,
-            ...items.flatMap((item) => reserveKeys(names, item, request)),
-          ],
-          [
-            topupAllowed ? '1' : '0',
-            deps.coverPercent,
-            request.limiter?.leaseTtlMs ?? 0,
-            TOPUP_EVERY_MS,
-            items.length,
-            ...items.flatMap((item) => reserveArgs(item, request, catalog)),
-          ],
-        );
+        replies = await store.run('hotReserve', {
+          keys: { lease: names.lease, calls: names.calls, account: names.account },
+          args: {
+            topupAllowed: topupAllowed ? '1' : '0',
+            coverPercent: deps.coverPercent,
+            leaseTtlMs: request.limiter?.leaseTtlMs ?? 0,
+            topupEveryMs: TOPUP_EVERY_MS,
+          },
+          items: items.map((item) => ({
+            keys: reserveKeys(names, item, request),
+            args: reserveArgs(item, request, catalog),
+          })),
+        });
       } catch (error) {
         fail(items, pending, results, error, 'reservation');
         return;
@@ -197,7 +193,13 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       item.limits?.plan?.id ?? undefined,
       item.accountId,
     );
-    return [names.key(item.keyId), limits.keyRate, limits.planRate, limits.keyLeases, limits.planLeases];
+    return {
+      key: names.key(item.keyId),
+      keyRate: limits.keyRate,
+      planRate: limits.planRate,
+      keyLeases: limits.keyLeases,
+      planLeases: limits.planLeases,
+    };
   }
 
   function reserveArgs(item: ReserveItem, request: ReserveBatchRequest, catalog: Map<string, AliasInfo>) {
@@ -210,23 +212,23 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
           ? 'protocol'
           : 'ok';
     const limits = request.limiter ? item.limits : undefined;
-    return [
-      item.reservationId,
-      item.keyId,
-      lookupHashOf(deps.keyPepper, item.keyDigest).toString('hex'),
-      item.alias,
+    return {
+      id: item.reservationId,
+      keyId: item.keyId,
+      lookupHash: lookupHashOf(deps.keyPepper, item.keyDigest).toString('hex'),
+      alias: item.alias,
       aliasState,
-      item.surface,
-      item.estimate.inputTokens,
-      item.estimate.outputTokens,
-      alias?.inputPrice ?? '',
-      alias?.outputPrice ?? '',
-      limits ? limits.keyRequestsPerMinute : '',
-      limits ? limits.keyConcurrency : '',
-      limits?.plan?.requestsPerMinute ?? '',
-      limits?.plan?.concurrency ?? '',
-      request.limiter?.windowMs ?? 0,
-    ];
+      surface: item.surface,
+      estimateIn: item.estimate.inputTokens,
+      estimateOut: item.estimate.outputTokens,
+      inputPrice: alias?.inputPrice ?? '',
+      outputPrice: alias?.outputPrice ?? '',
+      keyRpm: limits ? limits.keyRequestsPerMinute : '',
+      keyConcurrency: limits ? limits.keyConcurrency : '',
+      planRpm: limits?.plan?.requestsPerMinute ?? '',
+      planConcurrency: limits?.plan?.concurrency ?? '',
+      windowMs: request.limiter?.windowMs ?? 0,
+    };
   }
 
   function granted(
@@ -368,32 +370,31 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     topupAllowed: boolean,
   ): Promise<Reply[]> {
     const names = store.keysOf(accountId);
-    return store.run<Reply[]>(
-      'hotFinish',
-      [names.lease, names.calls],
-      [
-        forgotten ? '1' : '0',
-        topupAllowed ? '1' : '0',
-        items.length,
-        ...items.flatMap((item) => {
-          const alias = catalog.get(item.alias);
-          return [
-            item.reservationId,
-            item.action,
-            item.action === 'settle' ? String(totalInputTokens(item.usage)) : '0',
-            item.action === 'settle' ? item.usage.outputTokens : '0',
-            item.outcome,
-            item.httpStatus,
-            item.keyId,
-            item.alias,
-            item.surface,
-            alias?.inputPrice ?? '',
-            alias?.outputPrice ?? '',
-            String(Date.parse(item.occurredAt) * 1000),
-          ];
-        }),
-      ],
-    );
+    return store.run('hotFinish', {
+      keys: { lease: names.lease, calls: names.calls },
+      args: { forgotten: forgotten ? '1' : '0', topupAllowed: topupAllowed ? '1' : '0' },
+      items: items.map((item) => {
+        const alias = catalog.get(item.alias);
+        return {
+          keys: {},
+          args: {
+            id: item.reservationId,
+            action: item.action,
+            usageIn: item.action === 'settle' ? String(totalInputTokens(item.usage)) : '0',
+            usageOut: item.action === 'settle' ? item.usage.outputTokens : '0',
+            outcome: item.outcome,
+            // ioredis sends null as ''.
+            httpStatus: item.httpStatus ?? '',
+            keyId: item.keyId,
+            alias: item.alias,
+            surface: item.surface,
+            inputPrice: alias?.inputPrice ?? '',
+            outputPrice: alias?.outputPrice ?? '',
+            created: String(Date.parse(item.occurredAt) * 1000),
+          },
+        };
+      }),
+    });
   }
 
   /** Charges calls Redis does not know against the open lease (opening one if needed). */
@@ -534,11 +535,16 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     let closed = 0;
     for (const lease of open) {
       const names = store.keysOf(lease.account_id);
-      const reply = await store.run<string[]>(
-        'hotSweep',
-        [names.lease, names.calls, names.claim],
-        [lease.id, now(), deps.reservationTimeoutMs, deps.writeGraceMs, deps.idleMs],
-      );
+      const reply = await store.run('hotSweep', {
+        keys: { lease: names.lease, calls: names.calls, claim: names.claim },
+        args: {
+          leaseId: lease.id,
+          now: now(),
+          timeoutMs: deps.reservationTimeoutMs,
+          unwrittenMs: deps.writeGraceMs,
+          idleMs: deps.idleMs,
+        },
+      });
       if (reply[0] === 'closed' || (reply[0] === 'absent' && Number(reply[1]) === 0)) {
         await deps.db.transaction().execute(async (trx) => {
           await repository.lockAccount(trx, lease.account_id);

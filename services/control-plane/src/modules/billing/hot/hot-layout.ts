@@ -1,0 +1,303 @@
+/**
+ * The one definition of what the hot tier's Lua scripts (lua/*.lua) and the control plane pass
+ * each other: each script's KEYS and ARGV by name, and the `|`-separated texts kept in Redis. The
+ * scripts get the same names as Lua tables (luaPrelude); the control plane encodes and parses with
+ * the functions below. hot-layout.test.ts runs both against Redis.
+ *
+ * What Redis holds for one account (one hash tag, so each script runs on one node, atomically):
+ * The lease (hash `lease`):
+ *   lease, ver        the Postgres lease it mirrors and the newest version of it applied
+ *   more, tried       1 when Postgres may hold more for it (a grant, a returned hold); when the
+ *                     last top-up ran (ms)
+ *   last              last reservation or finish (ms)
+ *   order             its sources in draw order: entitlement ids, then `c` (credit)
+ *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it)
+ *   r:<s>, h:<s>      of that, what is free, and what calls in flight hold
+ *   x:<s>, a:<s>      an entitlement's expiry (ms, 0 = none) and covered aliases (`,a,b,`; '' = all)
+ * The calls (hash `calls`), by reservation id:
+ *   R|<CALL_FIELDS>   in flight
+ *   D|<RECORD_FIELDS> finished, not yet in Postgres
+ *   G|<until ms>      tombstone: finished before its reserve arrived, so the reserve takes nothing
+ * Key and account entries (strings, KEY_ENTRY_FIELDS and ACCOUNT_ENTRY_FIELDS) carry the version
+ * Postgres gave the row (hot-entries.ts); a change under way is `version|changing|until ms`.
+ */
+
+/** A script's KEYS and ARGV: a head of named values, then `count` items of named values each. */
+export interface ScriptLayout {
+  /** The .lua file under lua/. */
+  file: string;
+  /** Whether the script starts with lua/common.lua (shared helpers and the record codecs). */
+  common: boolean;
+  keys: readonly string[];
+  /** 'count', when present, is the number of items: filled in by encodeCall. */
+  args: readonly string[];
+  itemKeys: readonly string[];
+  itemArgs: readonly string[];
+}
+
+function layout<const L extends ScriptLayout>(value: L): L {
+  return value;
+}
+
+export const SCRIPT_LAYOUTS = {
+  /** A batch of one account's reservations (R3 to R8). */
+  hotReserve: layout({
+    file: 'reserve.lua',
+    common: true,
+    keys: ['lease', 'calls', 'account'],
+    args: ['topupAllowed', 'coverPercent', 'leaseTtlMs', 'topupEveryMs', 'count'],
+    itemKeys: ['key', 'keyRate', 'planRate', 'keyLeases', 'planLeases'],
+    // aliasState: ok, unknown, unpublished, protocol. Prices '' = unpriced. keyRpm '' = limits
+    // checked by the gateway.
+    itemArgs: [
+      'id',
+      'keyId',
+      'lookupHash',
+      'alias',
+      'aliasState',
+      'surface',
+      'estimateIn',
+      'estimateOut',
+      'inputPrice',
+      'outputPrice',
+      'keyRpm',
+      'keyConcurrency',
+      'planRpm',
+      'planConcurrency',
+      'windowMs',
+    ],
+  }),
+  /** A batch of one account's settles, releases and holds (R9 to R14). */
+  hotFinish: layout({
+    file: 'finish.lua',
+    common: true,
+    keys: ['lease', 'calls'],
+    args: ['forgotten', 'topupAllowed', 'count'],
+    itemKeys: [],
+    // Prices: the alias's of now ('' = unpriced). created: µs, for a call Redis does not know.
+    itemArgs: [
+      'id',
+      'action',
+      'usageIn',
+      'usageOut',
+      'outcome',
+      'httpStatus',
+      'keyId',
+      'alias',
+      'surface',
+      'inputPrice',
+      'outputPrice',
+      'created',
+    ],
+  }),
+  /** Finished calls Postgres has: forgotten, or kept as tombstones until `untilMs`. */
+  hotWritten: layout({
+    file: 'written.lua',
+    common: true,
+    keys: ['calls'],
+    args: ['untilMs', 'count'],
+    itemKeys: [],
+    itemArgs: ['id'],
+  }),
+  /** mode 'claim' takes the account's claim if free; 'verify' checks it is still ours, extended. */
+  hotClaim: layout({
+    file: 'claim.lua',
+    common: false,
+    keys: ['lease', 'claim'],
+    args: ['token', 'ttlMs', 'mode'],
+    itemKeys: [],
+    itemArgs: [],
+  }),
+  /** Writes a lease as Postgres has it; per source: id ('c' = credit), net, expiry ms, aliases. */
+  hotLease: layout({
+    file: 'lease.lua',
+    common: true,
+    keys: ['lease', 'claim'],
+    args: ['mode', 'token', 'leaseId', 'version', 'more', 'now', 'count'],
+    itemKeys: [],
+    itemArgs: ['id', 'net', 'expiresAt', 'aliases'],
+  }),
+  /** Takes what is free in a lease, to be returned in Postgres under `version`. */
+  hotRecall: layout({
+    file: 'recall.lua',
+    common: true,
+    keys: ['lease', 'claim'],
+    args: ['version'],
+    itemKeys: [],
+    itemArgs: [],
+  }),
+  /** The reconciler's pass over one lease. */
+  hotSweep: layout({
+    file: 'sweep.lua',
+    common: true,
+    keys: ['lease', 'calls', 'claim'],
+    args: ['leaseId', 'now', 'timeoutMs', 'unwrittenMs', 'idleMs'],
+    itemKeys: [],
+    itemArgs: [],
+  }),
+  /** Postgres may hold more for this lease: the next short call tops up. */
+  hotMore: layout({ file: 'more.lua', common: false, keys: ['lease'], args: [], itemKeys: [], itemArgs: [] }),
+  /** Writes a key's or account's entry unless Redis has a newer one. */
+  hotEntry: layout({
+    file: 'entry.lua',
+    common: false,
+    keys: ['entry'],
+    args: ['entry', 'version', 'ttlMs', 'now'],
+    itemKeys: [],
+    itemArgs: [],
+  }),
+} as const;
+
+export type ScriptName = keyof typeof SCRIPT_LAYOUTS;
+
+/** What each script answers (see its file). */
+export interface ScriptReplies {
+  /** Per call: ['ok', legs, tokens, credits, budget] | ['no', code, retry ms, budget] | ['miss'] | ['cold'] | ['topup', lease]. */
+  hotReserve: string[][];
+  /** Per call: ['done', record] | ['unknown'] | ['cold'] | ['topup', lease]. */
+  hotFinish: string[][];
+  hotWritten: number;
+  hotClaim: 'present' | 'busy' | 'claimed' | 'ok' | 'lost';
+  hotLease: 'installed' | 'synced' | 'lost' | 'stale';
+  /** ['absent', claimed 1/0] | ['taken', lease, source, amount, ...]. */
+  hotRecall: Array<string | number>;
+  /** ['absent', claimed] | ['other'] | ['closed'] | ['open', record...]. */
+  hotSweep: string[];
+  hotMore: number;
+  hotEntry: 'written' | 'older';
+}
+type Names<T> = T extends readonly (infer N extends string)[] ? N : never;
+type Value = string | number;
+
+/** What a script is called with, by name. */
+export interface ScriptCall<S extends ScriptName> {
+  keys: Record<Names<(typeof SCRIPT_LAYOUTS)[S]['keys']>, string>;
+  args: Record<Exclude<Names<(typeof SCRIPT_LAYOUTS)[S]['args']>, 'count'>, Value>;
+  items?: Array<{
+    keys: Record<Names<(typeof SCRIPT_LAYOUTS)[S]['itemKeys']>, string>;
+    args: Record<Names<(typeof SCRIPT_LAYOUTS)[S]['itemArgs']>, Value>;
+  }>;
+}
+
+/** KEYS and ARGV in the script's order. */
+export function encodeCall<S extends ScriptName>(
+  script: S,
+  call: ScriptCall<S>,
+): { keys: string[]; args: Value[] } {
+  const shape: ScriptLayout = SCRIPT_LAYOUTS[script];
+  const items = (call.items ?? []) as Array<{ keys: Record<string, string>; args: Record<string, Value> }>;
+  const head = call.args as Record<string, Value>;
+  const keys = shape.keys.map((name) => (call.keys as Record<string, string>)[name]!);
+  const args = shape.args.map((name) => (name === 'count' ? items.length : head[name]!));
+  for (const item of items) {
+    for (const name of shape.itemKeys) keys.push(item.keys[name]!);
+    for (const name of shape.itemArgs) args.push(item.args[name]!);
+  }
+  return { keys, args };
+}
+
+/** A finished call (D|...), in the order the scripts write it. */
+export const RECORD_FIELDS = [
+  'id',
+  'action',
+  'status',
+  'outcome',
+  'httpStatus',
+  'lease',
+  'keyId',
+  'alias',
+  'surface',
+  'created',
+  'estIn',
+  'estOut',
+  'reservedTokens',
+  'reservedCredits',
+  'legs',
+  'usageIn',
+  'usageOut',
+  'at',
+  'charges',
+  'legTakeIn',
+  'legTakeOut',
+  'creditTake',
+  'creditIn',
+  'creditOut',
+  'overTakeIn',
+  'overTakeOut',
+  'overCredit',
+  'overIn',
+  'overOut',
+  'forgotten',
+] as const;
+
+/** A call in flight (R|...): created in µs; legs as in a record. */
+export const CALL_FIELDS = [
+  'keyId',
+  'alias',
+  'surface',
+  'created',
+  'estIn',
+  'estOut',
+  'reservedTokens',
+  'reservedCredits',
+  'legs',
+] as const;
+
+/** A key's entry: expiry ms (0 = none); scope `,a,b,` ('' = every alias). */
+export const KEY_ENTRY_FIELDS = ['version', 'state', 'lookupHash', 'expiresAt', 'scope'] as const;
+export const ACCOUNT_ENTRY_FIELDS = ['version', 'state'] as const;
+
+export type Fields<T extends readonly string[]> = Record<T[number], string>;
+
+/** The `|` text of named values, in the order of `fields`. */
+export function joinFields<T extends readonly string[]>(fields: T, values: Record<T[number], Value>): string {
+  return fields.map((field: T[number]) => String(values[field])).join('|');
+}
+
+/** The named values of a `|` text; null when it has not exactly the fields' count. */
+export function splitFields<T extends readonly string[]>(fields: T, text: string): Fields<T> | null {
+  const values = text.split('|');
+  if (values.length !== fields.length) return null;
+  return Object.fromEntries(fields.map((field, index) => [field, values[index]])) as Fields<T>;
+}
+
+function luaIndex(name: string, fields: readonly string[]): string {
+  return `local ${name} = { ${fields.map((field, index) => `${field} = ${index + 1}`).join(', ')} }`;
+}
+
+function luaList(name: string, fields: readonly string[]): string {
+  return `local ${name} = { ${fields.map((field) => `'${field}'`).join(', ')} }`;
+}
+
+/**
+ * The Lua that names a script's KEYS and ARGV: KEY.x and ARG.x index the head; item i's key x is
+ * KEYS[KEYS_HEAD + (i - 1) * ITEM_KEYS + ITEM_KEY.x], its argument ARGV[ARGS_HEAD + (i - 1) *
+ * ITEM_ARGS + ITEM_ARG.x].
+ */
+export function luaPrelude(script: ScriptName): string {
+  const shape: ScriptLayout = SCRIPT_LAYOUTS[script];
+  return [
+    `-- Generated from hot-layout.ts (SCRIPT_LAYOUTS.${script}).`,
+    luaIndex('KEY', shape.keys),
+    luaIndex('ARG', shape.args),
+    luaIndex('ITEM_KEY', shape.itemKeys),
+    luaIndex('ITEM_ARG', shape.itemArgs),
+    `local KEYS_HEAD, ITEM_KEYS = ${shape.keys.length}, ${shape.itemKeys.length}`,
+    `local ARGS_HEAD, ITEM_ARGS = ${shape.args.length}, ${shape.itemArgs.length}`,
+    '',
+  ].join('\n');
+}
+
+/** The Lua of the `|` texts (lua/common.lua uses them): field indexes and field order. */
+export function luaRecordLayout(): string {
+  return [
+    '-- Generated from hot-layout.ts: the `|` texts, field by field.',
+    luaIndex('RECORD', RECORD_FIELDS),
+    luaList('RECORD_FIELDS', RECORD_FIELDS),
+    luaIndex('CALL', CALL_FIELDS),
+    luaList('CALL_FIELDS', CALL_FIELDS),
+    luaIndex('KEY_ENTRY', KEY_ENTRY_FIELDS),
+    luaIndex('ACCOUNT_ENTRY', ACCOUNT_ENTRY_FIELDS),
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,77 @@
+-- Helpers of the hot tier's scripts, after the generated layout (hot-layout.ts): RECORD, CALL,
+-- KEY_ENTRY and ACCOUNT_ENTRY name the fields of the `|` texts kept in Redis.
+--
+-- Amounts are Lua numbers (doubles): exact below 2^53, and every source a lease holds is kept
+-- below 2^50 (R21), so every amount moved is exact. Usage and estimates above that only ever meet
+-- min() against such amounts; write-offs, which are not bounded, are computed by the control
+-- plane from the exact figures the records carry.
+local function num(value) return tonumber(value) or 0 end
+local function fmt(value) return string.format('%.0f', value) end
+local function split(text, separator)
+  local parts = {}
+  for part in string.gmatch(text, '([^' .. separator .. ']+)') do parts[#parts + 1] = part end
+  return parts
+end
+-- Fields of a '|' text, empty ones kept.
+local function fields(text)
+  local parts = {}
+  for part in string.gmatch(text .. '|', '([^|]*)|') do parts[#parts + 1] = part end
+  return parts
+end
+-- The '|' text of a table's named fields, in the order of `names`.
+local function joinFields(names, values)
+  local parts = {}
+  for i, name in ipairs(names) do
+    local value = values[name]
+    if value == nil then error('hot tier: no value for field ' .. name) end
+    parts[i] = value
+  end
+  return table.concat(parts, '|')
+end
+local function loadHash(key)
+  local flat = redis.call('HGETALL', key)
+  local hash = {}
+  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
+  return hash
+end
+local function writeHash(key, changed)
+  local flat = {}
+  for field, value in pairs(changed) do
+    flat[#flat + 1] = field
+    flat[#flat + 1] = value
+  end
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+end
+-- R3, R16: an entitlement is usable while unexpired by Redis TIME (now, ms) and covering the alias.
+local function usable(st, s, alias, now)
+  local expiry = num(st['x:' .. s])
+  if expiry > 0 and expiry <= now then return false end
+  local aliases = st['a:' .. s] or ''
+  return aliases == '' or string.find(aliases, ',' .. alias .. ',', 1, true) ~= nil
+end
+-- Legs: 'e:<id>:<amount>' per entitlement, 'c:c:<amount>:<input price>:<output price>' for credit.
+local function parseLegs(text)
+  local legs = {}
+  for _, part in ipairs(split(text, ';')) do
+    local f = split(part, ':')
+    legs[#legs + 1] = { source = f[2], amount = tonumber(f[3]), ip = f[4], op = f[5] }
+  end
+  return legs
+end
+-- A finished call's text (RECORD_FIELDS).
+local function record(r)
+  return joinFields(RECORD_FIELDS, r)
+end
+-- A call in flight (CALL_FIELDS), as the calls hash keeps it.
+local function inFlight(c)
+  return 'R|' .. joinFields(CALL_FIELDS, c)
+end
+-- The record of a call finishing, from its call in flight (`call`: its fields, by CALL index).
+local function finishedRecord(id, action, status, outcome, httpStatus, lease, call, at)
+  return { id = id, action = action, status = status, outcome = outcome, httpStatus = httpStatus, lease = lease,
+    keyId = call[CALL.keyId], alias = call[CALL.alias], surface = call[CALL.surface], created = call[CALL.created],
+    estIn = call[CALL.estIn], estOut = call[CALL.estOut], reservedTokens = call[CALL.reservedTokens],
+    reservedCredits = call[CALL.reservedCredits], legs = call[CALL.legs] or '', usageIn = '', usageOut = '', at = at,
+    charges = '', legTakeIn = '0', legTakeOut = '0', creditTake = '0', creditIn = '', creditOut = '',
+    overTakeIn = '0', overTakeOut = '0', overCredit = '0', overIn = '', overOut = '', forgotten = '0' }
+end

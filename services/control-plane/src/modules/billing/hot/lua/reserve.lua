@@ -1,0 +1,177 @@
+-- Reserves a batch of one account's calls (R3 to R8): checks the key (entry), the account, the
+-- alias, the limits, then draws from the lease, all or nothing per call. KEYS and ARGV: hot-layout.ts.
+-- Returns per call: {'ok', legs, tokens, credits, budget} | {'no', code, retry ms, budget} |
+-- {'miss'} (a key or account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short;
+-- Postgres may hold more).
+local time = redis.call('TIME')
+-- R16: Redis TIME is the clock of every expiry this script decides.
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local createdUs = time[1] .. string.format('%06d', tonumber(time[2]))
+local st = loadHash(KEYS[KEY.lease])
+local hot = st['lease'] ~= nil
+local changed = {}
+local function set(field, value) st[field] = value; changed[field] = value end
+local sources = hot and split(st['order'] or '', ',') or {}
+local accountRaw = redis.call('GET', KEYS[KEY.account])
+local account = accountRaw and fields(accountRaw) or nil
+local topupAllowed = ARGV[ARG.topupAllowed] == '1'
+local cover = tonumber(ARGV[ARG.coverPercent])
+local leaseTtl = tonumber(ARGV[ARG.leaseTtlMs])
+local topupEvery = tonumber(ARGV[ARG.topupEveryMs])
+local count = tonumber(ARGV[ARG.count])
+local reserved = 0
+
+-- limit:remaining:ms to reset, as rateTake left it.
+local function budgetText(l)
+  return fmt(l.budget[1]) .. ':' .. fmt(l.budget[2]) .. ':' .. fmt(l.budget[3])
+end
+
+local function anyCovering(alias)
+  for _, s in ipairs(sources) do
+    if s ~= 'c' and usable(st, s, alias, now) then return true end
+  end
+  return false
+end
+
+-- a, k: where the call's arguments and keys start (ARGV[a + ITEM_ARG.x], KEYS[k + ITEM_KEY.x]).
+local function reserveOne(a, k)
+  local id, keyId, lookupHash = ARGV[a + ITEM_ARG.id], ARGV[a + ITEM_ARG.keyId], ARGV[a + ITEM_ARG.lookupHash]
+  local alias, aliasState, surface = ARGV[a + ITEM_ARG.alias], ARGV[a + ITEM_ARG.aliasState], ARGV[a + ITEM_ARG.surface]
+  local estIn, estOut = tonumber(ARGV[a + ITEM_ARG.estimateIn]), tonumber(ARGV[a + ITEM_ARG.estimateOut])
+  local inPrice, outPrice = ARGV[a + ITEM_ARG.inputPrice], ARGV[a + ITEM_ARG.outputPrice]
+  local existing = redis.call('HGET', KEYS[KEY.calls], id)
+  if existing then
+    -- R8: a repeat answers what it holds; one finished before this reserve arrived, nothing.
+    if string.sub(existing, 1, 1) ~= 'R' then return {'ok', '', '0', '0'} end
+    local f = fields(string.sub(existing, 3))
+    return {'ok', f[CALL.legs], f[CALL.reservedTokens], f[CALL.reservedCredits]}
+  end
+  local keyRaw = redis.call('GET', KEYS[k + ITEM_KEY.key])
+  if not keyRaw or not account or account[ACCOUNT_ENTRY.state] == 'changing' then return {'miss'} end
+  local key = fields(keyRaw)
+  local state = key[KEY_ENTRY.state]
+  if state == 'changing' then return {'miss'} end
+  if key[KEY_ENTRY.lookupHash] ~= lookupHash then return {'no', 'invalid_api_key', '0'} end
+  if state == 'revoked' then return {'no', 'api_key_revoked', '0'} end
+  if state == 'disabled' then return {'no', 'api_key_disabled', '0'} end
+  local keyExpiry = num(key[KEY_ENTRY.expiresAt])
+  if keyExpiry > 0 and keyExpiry <= now then return {'no', 'api_key_expired', '0'} end
+  if account[ACCOUNT_ENTRY.state] == 'suspended' then return {'no', 'account_suspended', '0'} end
+  if aliasState == 'unknown' then return {'no', 'invalid_model', '0'} end
+  local scope = key[KEY_ENTRY.scope]
+  if aliasState == 'unpublished' or (scope ~= '' and string.find(scope, ',' .. alias .. ',', 1, true) == nil) then
+    return {'no', 'model_not_allowed', '0'}
+  end
+  if aliasState == 'protocol' then return {'no', 'model_unavailable', '0'} end
+  if not hot then return {'cold'} end
+  -- Balances changed in Postgres since (a grant, a refund, a returned hold): the lease takes them
+  -- in first, so this call already draws in the right order from the right sources.
+  if topupAllowed and st['more'] == '1' then return {'topup', st['lease']} end
+
+  local limits = nil
+  if ARGV[a + ITEM_ARG.keyRpm] ~= '' then
+    limits = {
+      keyRate = KEYS[k + ITEM_KEY.keyRate], planRate = KEYS[k + ITEM_KEY.planRate],
+      keyLeases = KEYS[k + ITEM_KEY.keyLeases], planLeases = KEYS[k + ITEM_KEY.planLeases],
+      keyRpm = tonumber(ARGV[a + ITEM_ARG.keyRpm]), keySlots = tonumber(ARGV[a + ITEM_ARG.keyConcurrency]),
+      planRpm = num(ARGV[a + ITEM_ARG.planRpm]), planSlots = num(ARGV[a + ITEM_ARG.planConcurrency]),
+      window = tonumber(ARGV[a + ITEM_ARG.windowMs]),
+    }
+    local rate = rateTake(limits, now)
+    if rate then return {'no', 'rate_limit_exceeded', fmt(rate[2]), budgetText(limits)} end
+    if slotsFree(limits, now) then
+      rateGive(limits, now)
+      return {'no', 'concurrency_limit_exceeded', '0'}
+    end
+  end
+
+  -- R4, R5 (as tollgate_reserve_one): entitlements covering the alias, soonest expiry first, then
+  -- credit at the alias's price; the whole estimate or nothing.
+  local need = estIn + estOut
+  local takes = {}
+  local tokens = 0
+  for _, s in ipairs(sources) do
+    if tokens >= need then break end
+    if s ~= 'c' then
+      local free = num(st['r:' .. s])
+      if free > 0 and usable(st, s, alias, now) then
+        local take = math.min(need - tokens, free)
+        takes[#takes + 1] = { s, take }
+        tokens = tokens + take
+      end
+    end
+  end
+  local credit = 0
+  local short = nil
+  local priced = inPrice ~= '' and outPrice ~= ''
+  if tokens < need then
+    local covered = false
+    if priced then
+      local coveredIn = math.min(tokens, estIn)
+      local cost = (estIn - coveredIn) * tonumber(inPrice) + (estOut - (tokens - coveredIn)) * tonumber(outPrice)
+      if cost <= num(st['r:c']) then
+        credit = cost
+        covered = true
+      end
+    end
+    if not covered then
+      -- R6
+      short = ((not priced) or anyCovering(alias)) and 'insufficient_tokens' or 'insufficient_credits'
+    end
+  end
+  -- R7: the overrun cover (RESERVE_OVERRUN_COVER_PERCENT), per pool, as in Postgres.
+  if not short and cover > 0 and tokens > 0 then
+    local poolHeld, poolFree = 0, 0
+    -- Held by calls in flight on any entitlement, also one expired since (its calls may overrun).
+    for field, value in pairs(st) do
+      if string.sub(field, 1, 2) == 'h:' and field ~= 'h:c' then poolHeld = poolHeld + num(value) end
+    end
+    for _, s in ipairs(sources) do
+      if s ~= 'c' and num(st['r:' .. s]) > 0 and usable(st, s, alias, now) then
+        poolFree = poolFree + num(st['r:' .. s])
+      end
+    end
+    if poolHeld > 0 and (poolFree - tokens) * 100 < cover * (poolHeld + tokens) then short = 'insufficient_tokens' end
+  end
+  if not short and cover > 0 and credit > 0 then
+    local held, free = num(st['h:c']), num(st['r:c'])
+    if held > 0 and (free - credit) * 100 < cover * (held + credit) then short = 'insufficient_credits' end
+  end
+  if short then
+    if topupAllowed and (st['more'] == '1' or now - num(st['tried']) >= topupEvery) then
+      -- Asked again after the top-up: counted then.
+      if limits then rateGive(limits, now) end
+      return {'topup', st['lease']}
+    end
+    -- Refused for its balance, it still counts against the rate ceilings, as every call does.
+    return {'no', short, '0'}
+  end
+
+  local legs = {}
+  for _, take in ipairs(takes) do
+    local s = take[1]
+    set('r:' .. s, fmt(num(st['r:' .. s]) - take[2]))
+    set('h:' .. s, fmt(num(st['h:' .. s]) + take[2]))
+    legs[#legs + 1] = 'e:' .. s .. ':' .. fmt(take[2])
+  end
+  if credit > 0 then
+    set('r:c', fmt(num(st['r:c']) - credit))
+    set('h:c', fmt(num(st['h:c']) + credit))
+    legs[#legs + 1] = 'c:c:' .. fmt(credit) .. ':' .. inPrice .. ':' .. outPrice
+  end
+  local legText = table.concat(legs, ';')
+  if limits then slotTake(limits, now, id, leaseTtl) end
+  redis.call('HSET', KEYS[KEY.calls], id, inFlight({ keyId = keyId, alias = alias, surface = surface,
+    created = createdUs, estIn = fmt(estIn), estOut = fmt(estOut), reservedTokens = fmt(tokens),
+    reservedCredits = fmt(credit), legs = legText }))
+  reserved = reserved + 1
+  return {'ok', legText, fmt(tokens), fmt(credit), limits and budgetText(limits) or ''}
+end
+
+local results = {}
+for i = 1, count do
+  results[i] = reserveOne(ARGS_HEAD + (i - 1) * ITEM_ARGS, KEYS_HEAD + (i - 1) * ITEM_KEYS)
+end
+if reserved > 0 then set('last', fmt(now)) end
+writeHash(KEYS[KEY.lease], changed)
+return results

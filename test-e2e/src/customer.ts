@@ -99,7 +99,7 @@ export async function acceptInvitation(stack: E2EStack, email: string): Promise<
      order by created_at desc limit 1`,
     [email],
   );
-  const token = /token: ([0-9a-f]{64})/.exec(rows[0]?.body_text ?? '')?.[1];
+  const token = /token=([0-9a-f]{64})/.exec(rows[0]?.body_text ?? '')?.[1];
   if (!token) throw new Error(`no invitation was mailed to ${email}`);
   const response = await fetch(`${stack.controlPlaneUrl}/api/v1/auth/accept-invitation`, {
     method: 'POST',

@@ -87,7 +87,7 @@ export const ControlPlaneEnv = z.object({
     'info',
   ).describe('pino log level. Logs never carry keys, passwords, cookies or session tokens.'),
   PUBLIC_URL: optional(z.string().url()).describe(
-    'Public URL of the control plane. https: cookies get `Secure` and the `__Host-` prefix, and the development payment provider is refused.',
+    'Public URL of the control plane. Emails link to the dashboard on it (password reset, invitations); unset, they link to `http://127.0.0.1:<CONTROL_PLANE_PORT>`. https: cookies get `Secure` and the `__Host-` prefix, and the development payment provider is refused.',
   ),
   TRUST_PROXY: withDefault(bool, 'false').describe(
     'Take the client address from `X-Forwarded-For` (behind a proxy you run).',

@@ -103,7 +103,7 @@ export async function fundedReseller(
 /** The token of the latest invitation emailed to an address. */
 export async function invitationToken(context: TestContext, email: string): Promise<string> {
   const text = await latestEmailText(context, email, 'reseller_invitation');
-  const token = /token: ([0-9a-f]{64})/.exec(text)?.[1];
+  const token = /token=([0-9a-f]{64})/.exec(text)?.[1];
   if (!token) throw new Error(`no invitation token in the email to ${email}`);
   return token;
 }

@@ -42,9 +42,15 @@ async function twoBrowsers(label: string) {
   return { email, password, first, second };
 }
 
+/**
+ * The token of the emailed link: the email always carries a link to the dashboard (on PUBLIC_URL,
+ * else where this control plane listens), never a bare token to paste.
+ */
 async function resetTokenFor(email: string): Promise<string> {
-  const match = /\b([0-9a-f]{64})\b/.exec(await latestEmailText(context, email, 'password_reset'));
-  if (!match?.[1]) throw new Error('no token in email');
+  const text = await latestEmailText(context, email, 'password_reset');
+  const match = /^http:\/\/127\.0\.0\.1:\d+\/reset-password#token=([0-9a-f]{64})$/m.exec(text);
+  if (!match?.[1]) throw new Error(`no link in email: ${text}`);
+  expect(text).not.toMatch(/token is|token: /);
   return match[1];
 }
 

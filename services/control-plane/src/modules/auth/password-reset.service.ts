@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { findAccountByEmail, normalizeEmail, setPasswordHash } from '../accounts/accounts.service.ts';
+import { dashboardLink } from '../mail/links.ts';
 import type { Mailer } from '../mail/mail.service.ts';
 import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
 import {
@@ -44,10 +45,7 @@ async function issueResetToken(
       expiresAt: new Date(now.getTime() + ttlMs),
     });
   });
-  const link = deps.config.publicUrl
-    ? `\n\n${new URL(`/reset-password#token=${token}`, deps.config.publicUrl)}`
-    : '';
-  return { token, link };
+  return { token, link: dashboardLink(deps.config, `/reset-password#token=${token}`) };
 }
 
 /**
@@ -66,7 +64,7 @@ export async function requestPasswordReset(
   await enforceEmailThrottles(deps, 'password-reset', email, ip);
   const account = await findAccountByEmail(deps.db, email);
   const ttlMs = deps.config.emailCodes.resetTtlMs;
-  const { token, link } = await issueResetToken(deps, account?.email ?? email, account ? ttlMs : 0);
+  const { link } = await issueResetToken(deps, account?.email ?? email, account ? ttlMs : 0);
   await mailer.send(
     account
       ? {
@@ -74,8 +72,9 @@ export async function requestPasswordReset(
           kind: 'password_reset',
           subject: 'Reset your Tollgate password',
           text:
-            `Your password reset token is ${token}. It expires in ${Math.round(ttlMs / 60_000)} minutes ` +
-            `and works once. If you did not ask for it, ignore this email.${link}`,
+            `Open this link to choose a new password:\n\n${link}\n\n` +
+            `It expires in ${Math.round(ttlMs / 60_000)} minutes and works once. ` +
+            'If you did not ask for it, ignore this email: your password stays as it is.',
         }
       : {
           to: email,

@@ -14,6 +14,7 @@ import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import { hashEmailCode, newResetToken } from '../auth/email-codes.ts';
 import { hashPassword } from '../auth/passwords.ts';
+import { dashboardLink } from '../mail/links.ts';
 import type { Mailer } from '../mail/mail.service.ts';
 import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
 import type { ResellerInvitationsTable } from './invitations.table.ts';
@@ -106,9 +107,7 @@ export async function inviteCustomer(
     targetId: row.id,
   });
   const inviter = reseller?.displayName ?? reseller?.email ?? 'Your provider';
-  const link = config.publicUrl
-    ? `\n\n${new URL(`/accept-invitation#token=${token}${registered ? '' : '&new=1'}`, config.publicUrl)}`
-    : '';
+  const link = dashboardLink(config, `/accept-invitation#token=${token}${registered ? '' : '&new=1'}`);
   const hours = Math.round(ttlMs / 3_600_000);
   const consequences =
     'If you accept, they can create and manage API keys that spend your account’s balance, grant ' +
@@ -119,11 +118,11 @@ export async function inviteCustomer(
     subject: `${inviter} invites you to Tollgate`,
     text: registered
       ? `${inviter} asks to manage your Tollgate account as your provider. ${consequences} ` +
-        `To accept, use this token: ${token}. It expires in ${hours} hours and works once. ` +
-        `If you do not know them, ignore this email: nothing changes.${link}`
+        `To accept, open this link:\n\n${link}\n\nIt expires in ${hours} hours and works once. ` +
+        'If you do not know them, ignore this email: nothing changes.'
       : `${inviter} invites you to Tollgate as your provider. ${consequences} ` +
-        `To accept, choose your password with this token: ${token}. It expires in ${hours} hours ` +
-        `and works once. If you do not know them, ignore this email: no account is created.${link}`,
+        `To accept, open this link and choose your password:\n\n${link}\n\nIt expires in ${hours} ` +
+        'hours and works once. If you do not know them, ignore this email: no account is created.',
   });
   return toInvitation(row, now);
 }

@@ -267,8 +267,14 @@ describe('the dashboard in Chromium', () => {
     const card = page.getByTestId('key-laptop');
     await card.getByRole('button', { name: 'Disable' }).click();
     await card.getByText('disabled', { exact: true }).waitFor();
+    // Validate says what the badge says: a disabled key is not usable; once enabled, it is.
+    await card.getByRole('button', { name: 'Validate' }).click();
+    await card.getByTestId('key-status').getByText(/Not usable: this key is disabled/).waitFor();
     await card.getByRole('button', { name: 'Enable' }).click();
     await card.getByText('active', { exact: true }).waitFor();
+    await card.getByTestId('key-status').waitFor({ state: 'detached' });
+    await card.getByRole('button', { name: 'Validate' }).click();
+    await card.getByTestId('key-status').getByText(/Valid: active/).waitFor();
 
     await card.getByRole('button', { name: 'Revoke' }).click();
     const dialog = page.getByRole('dialog');

@@ -1,7 +1,7 @@
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
-import { Empty, ErrorMessage, Loading, StateBadge } from '../lib/ui.tsx';
+import { Empty, ErrorMessage, Loading, StateBadge, TableWrap } from '../lib/ui.tsx';
 
 export interface ActivityItem {
   id: string;
@@ -34,7 +34,7 @@ export function ActivityTable(props: { keyId?: string; limit?: number; caption: 
     );
   }
   return (
-    <div className="table-wrap">
+    <TableWrap label="Activity">
       <table data-testid="activity">
         <caption className="sr-only">{props.caption}</caption>
         <thead>
@@ -74,6 +74,6 @@ export function ActivityTable(props: { keyId?: string; limit?: number; caption: 
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }

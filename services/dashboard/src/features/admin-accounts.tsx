@@ -1,10 +1,21 @@
-import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { useEffect, useState } from 'react';
+import { ApiError, api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useApi, useFormKey } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
-import { Button, Card, Empty, ErrorMessage, Field, Loading, Page, StateBadge } from '../lib/ui.tsx';
+import {
+  Button,
+  Card,
+  Confirm,
+  Empty,
+  ErrorMessage,
+  Field,
+  Loading,
+  Page,
+  StateBadge,
+  TableWrap,
+} from '../lib/ui.tsx';
 import { ActivityTable } from './activity.tsx';
 
 export function AdminAccountsScreen() {
@@ -35,7 +46,7 @@ export function AdminAccountsScreen() {
       ) : null}
       {items.length > 0 ? (
         <Card>
-          <div className="table-wrap">
+          <TableWrap label="Accounts">
             <table data-testid="accounts">
               <caption className="sr-only">Accounts, newest first</caption>
               <thead>
@@ -69,34 +80,110 @@ export function AdminAccountsScreen() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </Card>
       ) : null}
     </Page>
   );
 }
 
-/** One account: suspend or reactivate, roles, reseller link, grants and credit adjustments with a note. */
+type GrantKind = 'credits' | 'package' | 'adjust';
+
+/** A change of the account waiting for the admin's confirmation. */
+interface PendingChange {
+  title: string;
+  text: string;
+  confirmLabel: string;
+  path: string;
+  method: string;
+  body: unknown;
+  done: string;
+}
+
+function grantSummary(kind: GrantKind, value: string, email: string): string {
+  const amount = groupDigits(value.trim());
+  if (kind === 'package') return `Grant the package ${value.trim()} to ${email}`;
+  if (kind === 'adjust')
+    return value.trim().startsWith('-')
+      ? `Take ${groupDigits(value.trim().slice(1))} credits from ${email}`
+      : `Add ${amount} credits to ${email}`;
+  return `Grant ${amount} credits to ${email}`;
+}
+
+/**
+ * One account: suspend or reactivate, roles, reseller link, grants and credit adjustments. Every
+ * change is confirmed in a dialog naming the account (and the amount); money needs a reason, kept
+ * in the audit log, and each submitted grant form carries one idempotency key, so a double
+ * submission or a retry after a lost answer moves the money once.
+ */
 export function AdminAccountScreen(props: { id: string }) {
   const base = `/admin/accounts/${encodeURIComponent(props.id)}`;
   const account = useApi<Account>(base);
   const balance = useApi<{ remaining: { tokens: string; credits: string } }>(`${base}/balance`);
   const [resellerId, setResellerId] = useState('');
-  const [grant, setGrant] = useState({ kind: 'credits', value: '', note: '' });
+  const [grant, setGrant] = useState<{ kind: GrantKind; value: string; note: string }>({
+    kind: 'credits',
+    value: '',
+    note: '',
+  });
+  const [grantErrors, setGrantErrors] = useState<ApiError | null>(null);
+  const [confirmingGrant, setConfirmingGrant] = useState(false);
+  const [pendingChange, setPendingChange] = useState<PendingChange | null>(null);
   const [done, setDone] = useState<string | null>(null);
+  const formKey = useFormKey();
   const change = useAction(async (path: string, method: string, body: unknown, message: string) => {
     setDone(null);
     await api(method, `${base}${path}`, body);
     setDone(message);
+    setPendingChange(null);
     await Promise.all([account.reload(), balance.reload()]);
   });
+  const apply = useAction(async () => {
+    setDone(null);
+    const email = account.data?.email ?? 'the account';
+    const summary = grantSummary(grant.kind, grant.value, email);
+    const options = { idempotencyKey: formKey.key };
+    if (grant.kind === 'adjust') {
+      await api(
+        'POST',
+        `${base}/credit-adjustments`,
+        { amount: grant.value.trim(), note: grant.note.trim() },
+        options,
+      );
+    } else {
+      const body =
+        grant.kind === 'credits' ? { credits: grant.value.trim() } : { packageId: grant.value.trim() };
+      await api('POST', `${base}/grants`, { ...body, note: grant.note.trim() }, options);
+    }
+    // Done: the form starts empty with a new key, so Apply again is a new, deliberate grant.
+    setGrant({ kind: grant.kind, value: '', note: '' });
+    formKey.renew();
+    setConfirmingGrant(false);
+    setDone(
+      `${summary
+        .replace(/^Grant/, 'Granted')
+        .replace(/^Add/, 'Added')
+        .replace(/^Take/, 'Took')}.`,
+    );
+    await balance.reload();
+  });
+  // A refusal of a field (an unknown package, a balance that would go below zero) is shown beside
+  // that field: the dialog closes on it.
+  useEffect(() => {
+    if (apply.error && Object.keys(apply.error.fieldErrors).length > 0) setConfirmingGrant(false);
+  }, [apply.error]);
+  const editGrant = (next: Partial<typeof grant>) => {
+    setGrant({ ...grant, ...next });
+    setGrantErrors(null);
+    // Other values are another form: another key.
+    formKey.renew();
+  };
+  const valueField = grant.kind === 'package' ? 'packageId' : grant.kind === 'adjust' ? 'amount' : 'credits';
+  const formError = grantErrors ?? (confirmingGrant ? null : apply.error);
   const data = account.data;
   return (
     <Page title={data?.email ?? 'Account'} actions={<Link to="/admin">All accounts</Link>}>
-      <ErrorMessage
-        error={account.error ?? change.error}
-        fields={['credits', 'packageId', 'amount', 'note', 'resellerId']}
-      />
+      <ErrorMessage error={account.error ?? (pendingChange ? null : change.error)} fields={['resellerId']} />
       {done ? (
         <p className="alert success" role="status">
           {done}
@@ -109,7 +196,7 @@ export function AdminAccountScreen(props: { id: string }) {
               <StateBadge state={data.status} /> {data.isAdmin ? 'admin ' : ''}
               {data.isReseller ? 'reseller ' : ''}
             </p>
-            <p className="muted">
+            <p className="muted" data-testid="account-balance">
               Tokens {groupDigits(balance.data?.remaining.tokens ?? '0')} · credit{' '}
               {groupDigits(balance.data?.remaining.credits ?? '0')}
             </p>
@@ -117,11 +204,26 @@ export function AdminAccountScreen(props: { id: string }) {
               <Button
                 kind={data.status === 'active' ? 'danger' : 'primary'}
                 onClick={() =>
-                  void change.execute(
-                    '/status',
-                    'PATCH',
-                    { status: data.status === 'active' ? 'suspended' : 'active' },
-                    data.status === 'active' ? 'Account suspended.' : 'Account reactivated.',
+                  setPendingChange(
+                    data.status === 'active'
+                      ? {
+                          title: `Suspend ${data.email}?`,
+                          text: 'Every key of the account stops working at once, and the account cannot sign in until reactivated.',
+                          confirmLabel: 'Suspend',
+                          path: '/status',
+                          method: 'PATCH',
+                          body: { status: 'suspended' },
+                          done: `${data.email} is suspended.`,
+                        }
+                      : {
+                          title: `Reactivate ${data.email}?`,
+                          text: 'The account can sign in again and its keys work again.',
+                          confirmLabel: 'Reactivate',
+                          path: '/status',
+                          method: 'PATCH',
+                          body: { status: 'active' },
+                          done: `${data.email} is active again.`,
+                        },
                   )
                 }
               >
@@ -129,14 +231,42 @@ export function AdminAccountScreen(props: { id: string }) {
               </Button>
               <Button
                 onClick={() =>
-                  void change.execute('/roles', 'PATCH', { reseller: !data.isReseller }, 'Roles changed.')
+                  setPendingChange({
+                    title: data.isReseller
+                      ? `Remove the reseller role of ${data.email}?`
+                      : `Make ${data.email} a reseller?`,
+                    text: data.isReseller
+                      ? 'It can no longer manage its customers or use its management keys.'
+                      : 'It can invite customers, grant them from its own holdings and create management keys.',
+                    confirmLabel: data.isReseller ? 'Remove reseller role' : 'Make reseller',
+                    path: '/roles',
+                    method: 'PATCH',
+                    body: { reseller: !data.isReseller },
+                    done: data.isReseller
+                      ? `${data.email} is no longer a reseller.`
+                      : `${data.email} is now a reseller.`,
+                  })
                 }
               >
                 {data.isReseller ? 'Remove reseller role' : 'Make reseller'}
               </Button>
               <Button
                 onClick={() =>
-                  void change.execute('/roles', 'PATCH', { admin: !data.isAdmin }, 'Roles changed.')
+                  setPendingChange({
+                    title: data.isAdmin
+                      ? `Remove the admin role of ${data.email}?`
+                      : `Make ${data.email} an admin?`,
+                    text: data.isAdmin
+                      ? 'It loses every admin screen and action.'
+                      : 'It can grant money, refund orders, change roles and edit the catalogue.',
+                    confirmLabel: data.isAdmin ? 'Remove admin role' : 'Make admin',
+                    path: '/roles',
+                    method: 'PATCH',
+                    body: { admin: !data.isAdmin },
+                    done: data.isAdmin
+                      ? `${data.email} is no longer an admin.`
+                      : `${data.email} is now an admin.`,
+                  })
                 }
               >
                 {data.isAdmin ? 'Remove admin role' : 'Make admin'}
@@ -147,12 +277,20 @@ export function AdminAccountScreen(props: { id: string }) {
               noValidate
               onSubmit={(event) => {
                 event.preventDefault();
-                void change.execute(
-                  '/reseller',
-                  'PUT',
-                  { resellerId: resellerId.trim() || null },
-                  'Reseller link changed.',
-                );
+                const target = resellerId.trim();
+                setPendingChange({
+                  title: target
+                    ? `Attach ${data.email} to a reseller?`
+                    : `Detach ${data.email} from its reseller?`,
+                  text: target
+                    ? `The reseller ${target} will manage this account's keys and may grant it from its own holdings.`
+                    : 'No reseller will manage this account any more.',
+                  confirmLabel: target ? 'Attach' : 'Detach',
+                  path: '/reseller',
+                  method: 'PUT',
+                  body: { resellerId: target || null },
+                  done: 'Reseller link changed.',
+                });
               }}
             >
               <Field
@@ -160,7 +298,7 @@ export function AdminAccountScreen(props: { id: string }) {
                 name="resellerId"
                 value={resellerId}
                 onChange={setResellerId}
-                error={change.error}
+                error={pendingChange ? null : change.error}
               />
               <Button type="submit">Set reseller</Button>
             </form>
@@ -168,31 +306,39 @@ export function AdminAccountScreen(props: { id: string }) {
           <form
             className="card"
             noValidate
+            aria-labelledby="grant-title"
             onSubmit={(event) => {
               event.preventDefault();
-              if (grant.kind === 'adjust') {
-                void change.execute(
-                  '/credit-adjustments',
-                  'POST',
-                  { amount: grant.value.trim(), note: grant.note },
-                  'Credit adjusted.',
+              setDone(null);
+              apply.clearError();
+              const errors: Record<string, string[]> = {};
+              const value = grant.value.trim();
+              if (!value)
+                errors[valueField] = [grant.kind === 'package' ? 'Enter a package id.' : 'Enter an amount.'];
+              else if (grant.kind === 'credits' && !/^[1-9][0-9]*$/.test(value))
+                errors[valueField] = ['Use a positive whole number, e.g. 5000.'];
+              else if (grant.kind === 'adjust' && !/^-?[1-9][0-9]*$/.test(value))
+                errors[valueField] = ['Use a non-zero whole number, e.g. -500 or 500.'];
+              if (!grant.note.trim()) errors.note = ['Say why (the reason is kept in the audit log).'];
+              if (Object.keys(errors).length > 0) {
+                setGrantErrors(
+                  new ApiError(422, 'validation_failed', 'Check the marked fields.', errors, null),
                 );
-              } else {
-                const body =
-                  grant.kind === 'credits'
-                    ? { credits: grant.value.trim() }
-                    : { packageId: grant.value.trim() };
-                void change.execute('/grants', 'POST', { ...body, note: grant.note }, 'Granted.');
+                return;
               }
+              setGrantErrors(null);
+              setConfirmingGrant(true);
             }}
           >
-            <h2>Grant or adjust</h2>
+            <h2 id="grant-title">Grant or adjust</h2>
+            <ErrorMessage error={formError} fields={[valueField, 'note']} />
             <div className="field">
               <label htmlFor="grant-kind">What</label>
               <select
                 id="grant-kind"
                 value={grant.kind}
-                onChange={(event) => setGrant({ ...grant, kind: event.target.value })}
+                // Another kind starts empty: a typed amount never carries over into a package id.
+                onChange={(event) => editGrant({ kind: event.target.value as GrantKind, value: '' })}
               >
                 <option value="credits">Grant credit</option>
                 <option value="package">Grant a package (id)</option>
@@ -200,20 +346,29 @@ export function AdminAccountScreen(props: { id: string }) {
               </select>
             </div>
             <Field
-              label={grant.kind === 'package' ? 'Package id' : 'Credits'}
-              name={grant.kind === 'package' ? 'packageId' : grant.kind === 'adjust' ? 'amount' : 'credits'}
+              key={grant.kind}
+              label={
+                grant.kind === 'package'
+                  ? 'Package id'
+                  : grant.kind === 'adjust'
+                    ? 'Credits (+/-)'
+                    : 'Credits'
+              }
+              name={valueField}
               value={grant.value}
-              onChange={(value) => setGrant({ ...grant, value })}
-              error={change.error}
+              onChange={(value) => editGrant({ value })}
+              error={formError}
+              inputMode={grant.kind === 'package' ? 'text' : 'numeric'}
             />
             <Field
-              label="Note (required)"
+              label="Reason (required)"
               name="note"
               value={grant.note}
-              onChange={(note) => setGrant({ ...grant, note })}
-              error={change.error}
+              onChange={(note) => editGrant({ note })}
+              error={formError}
+              hint="Kept in the audit log and as the ledger row's cause."
             />
-            <Button type="submit" kind="primary" pending={change.pending}>
+            <Button type="submit" kind="primary">
               Apply
             </Button>
           </form>
@@ -221,6 +376,42 @@ export function AdminAccountScreen(props: { id: string }) {
       ) : (
         <Loading />
       )}
+      {confirmingGrant && data ? (
+        <Confirm
+          title={`${grantSummary(grant.kind, grant.value, data.email)}?`}
+          confirmLabel={grant.kind === 'adjust' ? 'Adjust' : 'Grant'}
+          pending={apply.pending}
+          error={apply.error}
+          onConfirm={() => void apply.execute()}
+          onCancel={() => setConfirmingGrant(false)}
+        >
+          <p>
+            Reason: <q>{grant.note.trim()}</q>
+          </p>
+        </Confirm>
+      ) : null}
+      {pendingChange ? (
+        <Confirm
+          title={pendingChange.title}
+          confirmLabel={pendingChange.confirmLabel}
+          pending={change.pending}
+          error={change.error}
+          onConfirm={() =>
+            void change.execute(
+              pendingChange.path,
+              pendingChange.method,
+              pendingChange.body,
+              pendingChange.done,
+            )
+          }
+          onCancel={() => {
+            setPendingChange(null);
+            change.clearError();
+          }}
+        >
+          <p>{pendingChange.text}</p>
+        </Confirm>
+      ) : null}
       <Card title="Recent activity">
         <ActivityTable source={`${base}/activity`} limit={10} caption="Recent calls of this account" />
       </Card>

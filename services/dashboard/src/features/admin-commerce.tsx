@@ -1,28 +1,84 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { ApiError, api } from '../lib/api.ts';
 import { formatDate, formatMoney } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
-import { Button, Card, Empty, ErrorMessage, Field, Loading, Page, StateBadge } from '../lib/ui.tsx';
+import { useAction, useApi, useFormKey } from '../lib/query.ts';
+import {
+  Button,
+  Card,
+  Confirm,
+  Empty,
+  ErrorMessage,
+  Field,
+  Loading,
+  Page,
+  StateBadge,
+  TableWrap,
+} from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
 
-/** Orders of every account: confirm or reject manual payments, refund paid orders. */
+type OrderAction = 'payment/confirm' | 'payment/reject' | 'refund';
+
+/** An account's email, for naming it in a confirmation (its id until it is read). */
+function AccountName(props: { id: string }) {
+  const account = useApi<{ email: string }>(`/admin/accounts/${encodeURIComponent(props.id)}`);
+  return <strong>{account.data?.email ?? props.id}</strong>;
+}
+
+const ACTION_WORDS: Record<OrderAction, { title: string; confirm: string; done: string }> = {
+  'payment/confirm': { title: 'Confirm the payment of', confirm: 'Confirm payment', done: 'paid' },
+  'payment/reject': { title: 'Reject the payment of', confirm: 'Reject payment', done: 'rejected' },
+  refund: { title: 'Refund', confirm: 'Refund', done: 'refunded' },
+};
+
+/**
+ * Orders of every account: confirm or reject manual payments, refund paid orders. Each action is
+ * confirmed in a dialog naming the amount and the account; a refund needs a reason (kept in the
+ * audit log) and carries one idempotency key per dialog, so sending it twice refunds once.
+ */
 export function AdminOrdersScreen() {
   const orders = useApi<{ items: Order[] }>('/admin/orders?limit=100');
-  const act = useAction(async (id: string, action: 'payment/confirm' | 'payment/reject' | 'refund') => {
-    await api('POST', `/admin/orders/${id}/${action}`, {});
+  const [acting, setActing] = useState<{ order: Order; action: OrderAction } | null>(null);
+  const [reason, setReason] = useState('');
+  const [reasonError, setReasonError] = useState<ApiError | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const formKey = useFormKey();
+  const act = useAction(async (order: Order, action: OrderAction) => {
+    setDone(null);
+    const note = reason.trim();
+    await api(
+      'POST',
+      `/admin/orders/${order.id}/${action}`,
+      note ? { note } : {},
+      action === 'refund' ? { idempotencyKey: formKey.key } : {},
+    );
+    setDone(`Order ${order.reference} ${ACTION_WORDS[action].done} (${formatMoney(order.price)}).`);
+    setActing(null);
     await orders.reload();
   });
+  const open = (order: Order, action: OrderAction) => {
+    setDone(null);
+    act.clearError();
+    setReason('');
+    setReasonError(null);
+    formKey.renew();
+    setActing({ order, action });
+  };
   const items = orders.data?.items ?? [];
   return (
     <Page title="Orders and payments">
-      <ErrorMessage error={orders.error ?? act.error} />
+      <ErrorMessage error={orders.error} />
+      {done ? (
+        <p className="alert success" role="status">
+          {done}
+        </p>
+      ) : null}
       {orders.loading && !orders.data ? <Loading /> : null}
       {orders.data && items.length === 0 ? (
         <Empty title="No orders yet">Orders appear here once customers buy.</Empty>
       ) : null}
       {items.length > 0 ? (
         <Card>
-          <div className="table-wrap">
+          <TableWrap label="Orders">
             <table data-testid="admin-orders">
               <caption className="sr-only">Every order, newest first</caption>
               <thead>
@@ -51,13 +107,13 @@ export function AdminOrdersScreen() {
                       {order.status === 'pending' && order.provider === 'manual' ? (
                         <>
                           <Button
-                            onClick={() => void act.execute(order.id, 'payment/confirm')}
+                            onClick={() => open(order, 'payment/confirm')}
                             label={`Confirm payment of ${order.reference}`}
                           >
                             Confirm
                           </Button>
                           <Button
-                            onClick={() => void act.execute(order.id, 'payment/reject')}
+                            onClick={() => open(order, 'payment/reject')}
                             label={`Reject payment of ${order.reference}`}
                           >
                             Reject
@@ -67,7 +123,7 @@ export function AdminOrdersScreen() {
                       {order.status === 'paid' ? (
                         <Button
                           kind="danger"
-                          onClick={() => void act.execute(order.id, 'refund')}
+                          onClick={() => open(order, 'refund')}
                           label={`Refund ${order.reference}`}
                         >
                           Refund
@@ -78,8 +134,55 @@ export function AdminOrdersScreen() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </Card>
+      ) : null}
+      {acting ? (
+        <Confirm
+          title={`${ACTION_WORDS[acting.action].title} ${formatMoney(acting.order.price)} (order ${acting.order.reference})?`}
+          confirmLabel={ACTION_WORDS[acting.action].confirm}
+          pending={act.pending}
+          error={reasonError ? null : act.error}
+          onConfirm={() => {
+            if (acting.action === 'refund' && !reason.trim()) {
+              setReasonError(
+                new ApiError(
+                  422,
+                  'validation_failed',
+                  'Say why.',
+                  { note: ['Say why the order is refunded.'] },
+                  null,
+                ),
+              );
+              return;
+            }
+            setReasonError(null);
+            void act.execute(acting.order, acting.action);
+          }}
+          onCancel={() => setActing(null)}
+        >
+          <p>
+            Account <AccountName id={acting.order.accountId} />, package <code>{acting.order.packageId}</code>
+            .
+          </p>
+          {acting.action === 'refund' ? (
+            <p>
+              {formatMoney(acting.order.price)} goes back through {acting.order.provider}, and what the order
+              granted and is still unused is taken back.
+            </p>
+          ) : null}
+          <Field
+            label={acting.action === 'refund' ? 'Reason (required)' : 'Note (optional)'}
+            name="note"
+            value={reason}
+            onChange={(value) => {
+              setReason(value);
+              setReasonError(null);
+            }}
+            error={reasonError ?? act.error}
+            hint="Kept in the audit log."
+          />
+        </Confirm>
       ) : null}
     </Page>
   );

@@ -2,24 +2,22 @@ import { useState } from 'react';
 import { api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
-import { Button, Card, Empty, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
+import { Button, Card, Confirm, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
+import { AuditLog } from './audit-log.tsx';
+
+function AccountEmail(props: { id: string }) {
+  const account = useApi<{ email: string }>(`/admin/accounts/${encodeURIComponent(props.id)}`);
+  return <strong>{account.data?.email ?? props.id}</strong>;
+}
 
 interface Held {
   id: string;
   accountId: string;
+  reserved: { tokens: string; credits: string };
   alias: string;
   surface: string;
   reason: string | null;
   heldAt: string | null;
-}
-
-interface AuditEvent {
-  id: string;
-  action: string;
-  actor: { accountId: string | null; managementKeyId: string | null };
-  target: { type: string | null; id: string | null };
-  ip: string | null;
-  createdAt: string;
 }
 
 const PRICE_PARTS = [
@@ -131,17 +129,26 @@ function priceSummary(price: AliasPrice | null): string {
 /** Held reservations, the audit log and the catalogue, for operators. */
 export function AdminOperationsScreen() {
   const held = useApi<Held[]>('/admin/reservations/held');
-  const audit = useApi<{ items: AuditEvent[] }>('/admin/audit?limit=50');
   const catalog = useApi<AdminCatalog>('/admin/catalog');
   const [editing, setEditing] = useState<string | null>(null);
-  const release = useAction(async (id: string) => {
-    await api('POST', `/admin/reservations/${id}/resolve`, { action: 'release' });
+  const [releasing, setReleasing] = useState<Held | null>(null);
+  const [released, setReleased] = useState<string | null>(null);
+  const release = useAction(async (item: Held) => {
+    setReleased(null);
+    await api('POST', `/admin/reservations/${item.id}/resolve`, { action: 'release' });
+    setReleasing(null);
+    setReleased(`Released the hold of the ${item.alias} call: nothing is charged for it.`);
     await held.reload();
   });
   return (
     <Page title="Operations">
       <Card title="Held reservations">
-        <ErrorMessage error={held.error ?? release.error} />
+        <ErrorMessage error={held.error ?? (releasing ? null : release.error)} />
+        {released ? (
+          <p className="alert success" role="status">
+            {released}
+          </p>
+        ) : null}
         {held.loading && !held.data ? <Loading /> : null}
         {held.data && held.data.length === 0 ? (
           <p className="muted">Nothing is held: every call was settled or released.</p>
@@ -153,55 +160,36 @@ export function AdminOperationsScreen() {
                 <code>{item.alias}</code> · {item.surface} · {item.reason ?? 'usage unknown'} ·{' '}
                 {formatDate(item.heldAt)}
               </span>
-              <Button onClick={() => void release.execute(item.id)} label={`Release reservation ${item.id}`}>
+              <Button
+                onClick={() => {
+                  release.clearError();
+                  setReleasing(item);
+                }}
+                label={`Release reservation ${item.id}`}
+              >
                 Release
               </Button>
             </li>
           ))}
         </ul>
+        {releasing ? (
+          <Confirm
+            title={`Release ${groupDigits(releasing.reserved.tokens)} tokens and ${groupDigits(releasing.reserved.credits)} credits held for a ${releasing.alias} call?`}
+            confirmLabel="Release"
+            pending={release.pending}
+            error={release.error}
+            onConfirm={() => void release.execute(releasing)}
+            onCancel={() => setReleasing(null)}
+          >
+            <p>
+              Account <AccountEmail id={releasing.accountId} />. The call is charged nothing and what it
+              reserved returns to the balance. Settle it from the API instead when its usage is known.
+            </p>
+          </Confirm>
+        ) : null}
       </Card>
       <Card title="Audit log">
-        <ErrorMessage error={audit.error} />
-        {audit.data && audit.data.items.length === 0 ? (
-          <Empty title="No audited actions yet">
-            Admin, reseller and management-key actions appear here.
-          </Empty>
-        ) : null}
-        {audit.data && audit.data.items.length > 0 ? (
-          <div className="table-wrap">
-            <table data-testid="audit">
-              <caption className="sr-only">Audit log, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Action</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Target</th>
-                  <th scope="col">From</th>
-                </tr>
-              </thead>
-              <tbody>
-                {audit.data.items.map((event) => (
-                  <tr key={event.id}>
-                    <td>{formatDate(event.createdAt)}</td>
-                    <td>
-                      <code>{event.action}</code>
-                    </td>
-                    <td>
-                      {event.actor.managementKeyId
-                        ? `key ${event.actor.managementKeyId.slice(0, 8)}`
-                        : (event.actor.accountId?.slice(0, 8) ?? '–')}
-                    </td>
-                    <td>
-                      {event.target.type ? `${event.target.type} ${event.target.id?.slice(0, 8) ?? ''}` : '–'}
-                    </td>
-                    <td>{event.ip ?? '–'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        ) : null}
+        <AuditLog />
       </Card>
       <Card title="Catalogue">
         <ErrorMessage error={catalog.error} />

@@ -1,6 +1,6 @@
 import { formatMoney, groupDigits } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
-import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
+import { Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
 
 interface Model {
   alias: string;
@@ -39,7 +39,7 @@ export function CatalogScreen() {
           <Empty title="No models are published yet">The operator has not published any model alias.</Empty>
         ) : null}
         {models.data && models.data.length > 0 ? (
-          <div className="table-wrap">
+          <TableWrap label="Models and prices">
             <table>
               <caption className="sr-only">Published model aliases</caption>
               <thead>
@@ -75,7 +75,7 @@ export function CatalogScreen() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         ) : null}
       </Card>
       <Card title="What a call costs">

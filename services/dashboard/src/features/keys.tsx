@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
@@ -117,6 +117,9 @@ function KeyItem(props: {
     props.onSecret({ label: `New secret of "${key.name}"`, secret: rotated.secret });
     props.onChanged();
   });
+  // A validation answers for the state it was asked in: a change of state clears it.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: key.state is the trigger
+  useEffect(() => setStatus(null), [key.state]);
   const live = key.state === 'active' || key.state === 'disabled';
   const error = copy.error ?? validate.error ?? (confirming ? null : changeState.error);
 
@@ -162,11 +165,17 @@ function KeyItem(props: {
           This key was created before Copy key existed; rotate it once to make it copyable.
         </p>
       ) : null}
-      {status ? (
+      {status && status.state === 'active' ? (
         <p className="alert success" role="status" data-testid="key-status">
-          Valid: {status.state}; {groupDigits(status.remaining.tokens)} tokens and{' '}
+          Valid: active; {groupDigits(status.remaining.tokens)} tokens and{' '}
           {groupDigits(status.remaining.credits)} credits usable; models:{' '}
           {status.scope ? status.scope.join(', ') : 'all'}.
+        </p>
+      ) : null}
+      {status && status.state !== 'active' ? (
+        <p className="alert warning" role="status" data-testid="key-status">
+          Not usable: this key is {status.state}, so calls with it are refused
+          {status.state === 'disabled' ? ' until it is enabled again' : ''}.
         </p>
       ) : null}
       <div className="row wrap">

@@ -3,7 +3,7 @@ import { api } from '../lib/api.ts';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { Link, useLocation } from '../lib/router.tsx';
-import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge } from '../lib/ui.tsx';
+import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
 
 export function OrdersScreen() {
@@ -20,7 +20,7 @@ export function OrdersScreen() {
       ) : null}
       {items.length > 0 ? (
         <Card>
-          <div className="table-wrap">
+          <TableWrap label="Orders">
             <table data-testid="orders">
               <caption className="sr-only">Your orders, newest first</caption>
               <thead>
@@ -52,7 +52,7 @@ export function OrdersScreen() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </Card>
       ) : null}
     </Page>

@@ -15,6 +15,7 @@ import {
   Page,
   SecretBox,
   StateBadge,
+  TableWrap,
 } from '../lib/ui.tsx';
 import type { ApiKey } from './keys.tsx';
 
@@ -74,7 +75,7 @@ export function ResellerCustomersScreen() {
       ) : null}
       {items.length > 0 ? (
         <Card>
-          <div className="table-wrap">
+          <TableWrap label="Customers">
             <table data-testid="customers">
               <caption className="sr-only">Your customers</caption>
               <thead>
@@ -98,7 +99,7 @@ export function ResellerCustomersScreen() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         </Card>
       ) : null}
     </Page>

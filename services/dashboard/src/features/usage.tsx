@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { daysBetween, UsageChart, type UsageRow } from '../lib/chart.tsx';
 import { groupDigits, utcDay } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
-import { Button, Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
+import { Button, Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
 
 interface SummaryRow extends UsageRow {
   charged: { tokens: string; credits: string };
@@ -88,7 +88,7 @@ export function UsageScreen() {
           </Empty>
         ) : null}
         {usage.data && usage.data.length > 0 ? (
-          <div className="table-wrap">
+          <TableWrap label="Usage by day">
             <table data-testid="usage-table">
               <caption className="sr-only">Usage per day and model alias</caption>
               <thead>
@@ -118,7 +118,7 @@ export function UsageScreen() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         ) : null}
       </Card>
     </Page>

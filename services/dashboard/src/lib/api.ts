@@ -26,6 +26,15 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Whether this browser holds a session: the readable CSRF cookie is set and cleared with the
+ * HttpOnly session cookie, with the same lifetime. Without it a visitor is signed out, and asking
+ * GET /me would only log a failed (401) request in the console.
+ */
+export function mayHaveSession(): boolean {
+  return csrfToken() !== null;
+}
+
 function csrfToken(): string | null {
   for (const part of document.cookie.split(';')) {
     const [name, ...rest] = part.trim().split('=');
@@ -35,9 +44,19 @@ function csrfToken(): string | null {
   return null;
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+/**
+ * `idempotencyKey`: one per submitted form (see useFormKey), so the form sent twice, by a double
+ * click or a retry after a lost answer, is acted on once by the service.
+ */
+export async function api<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  options: { idempotencyKey?: string } = {},
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
+  if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
   if (method !== 'GET') {
     const token = csrfToken();
     if (token) headers['x-csrf-token'] = token;

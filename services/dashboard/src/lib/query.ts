@@ -68,3 +68,20 @@ function toApiError(caught: unknown): ApiError {
     null,
   );
 }
+
+// getRandomValues, not randomUUID: the latter exists only on https or localhost pages.
+function newKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) =>
+    byte.toString(16).padStart(2, '0'),
+  ).join('');
+}
+
+/**
+ * The idempotency key of one form: the same until `renew` (after the form succeeded or its values
+ * changed), so sending the same form twice moves money once.
+ */
+export function useFormKey(): { key: string; renew: () => void } {
+  const [key, setKey] = useState(newKey);
+  const renew = useCallback(() => setKey(newKey()), []);
+  return { key, renew };
+}

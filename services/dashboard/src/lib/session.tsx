@@ -1,5 +1,5 @@
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
-import { ApiError, api } from './api.ts';
+import { ApiError, api, mayHaveSession } from './api.ts';
 
 export interface Account {
   id: string;
@@ -23,17 +23,29 @@ const SessionContext = createContext<SessionState | null>(null);
 
 export function SessionProvider(props: { children: ReactNode }) {
   const [account, setAccount] = useState<Account | null | undefined>(undefined);
+  const [attempt, setAttempt] = useState(0);
   const refresh = useCallback(async () => {
+    if (!mayHaveSession()) {
+      setAccount(null);
+      return;
+    }
     try {
       setAccount(await api<Account>('GET', '/me'));
     } catch (error) {
+      // Only the service saying so signs the user out: a network error or a 5xx keeps what is
+      // known (a signed-in user stays on the screen) and asks again shortly.
       if (error instanceof ApiError && (error.status === 401 || error.status === 403)) setAccount(null);
-      else setAccount(null);
+      else setAttempt((count) => count + 1);
     }
   }, []);
   useEffect(() => {
     void refresh();
   }, [refresh]);
+  useEffect(() => {
+    if (attempt === 0) return;
+    const timer = setTimeout(() => void refresh(), Math.min(1_000 * 2 ** (attempt - 1), 15_000));
+    return () => clearTimeout(timer);
+  }, [attempt, refresh]);
   return <SessionContext value={{ account, setAccount, refresh }}>{props.children}</SessionContext>;
 }
 

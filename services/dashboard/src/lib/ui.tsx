@@ -29,10 +29,18 @@ export function Card(props: { title?: string; children: ReactNode; className?: s
 export function ErrorMessage(props: { error: ApiError | null; fields?: string[] }) {
   if (!props.error) return null;
   const known = new Set(props.fields ?? []);
+  const fields = Object.keys(props.error.fieldErrors);
   const other = Object.entries(props.error.fieldErrors).filter(([field]) => !known.has(field));
+  const beside = fields.length - other.length;
+  // Field errors are shown beside their fields; the banner is then one summary pointing at them,
+  // not the service's generic "failed validation".
+  const message =
+    beside > 0 && other.length === 0
+      ? `Check the ${beside === 1 ? 'field' : `${beside} fields`} marked below.`
+      : props.error.message;
   return (
     <div className="alert error" role="alert">
-      <p>{props.error.message}</p>
+      <p>{message}</p>
       {other.length > 0 ? (
         <ul>
           {other.map(([field, messages]) => (
@@ -223,4 +231,22 @@ export function Confirm(props: {
 
 export function StateBadge(props: { state: string }) {
   return <span className={`badge state-${props.state}`}>{props.state}</span>;
+}
+
+/**
+ * A table that may be wider than a phone: it scrolls sideways inside a labelled region that the
+ * keyboard can reach, and says so on narrow screens (the first columns are the key ones).
+ */
+export function TableWrap(props: { label: string; children: ReactNode }) {
+  return (
+    <div className="table-scroll">
+      <p className="scroll-hint" aria-hidden="true">
+        Scroll sideways for more columns →
+      </p>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolled region must be reachable by keyboard */}
+      <section className="table-wrap" aria-label={props.label} tabIndex={0}>
+        {props.children}
+      </section>
+    </div>
+  );
 }

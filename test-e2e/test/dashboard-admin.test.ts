@@ -1,0 +1,228 @@
+/**
+ * Admin actions that cannot slip, in Chromium against the real services: every money-moving form
+ * is confirmed in a dialog naming the amount and the account, needs a reason kept in the audit
+ * row, and carries one idempotency key per submitted form, so a lost answer retried, or a double
+ * click, grants or refunds once. The grant form starts empty after success and a new type starts
+ * empty; role and status changes are confirmed. The audit log names each action, actor and target
+ * by email with details, filtered and paged. axe at 1280 and 390 px on each screen.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { accessibilityViolations, ensureDashboardBuilt, launchChromium, screenshot } from '../src/browser.ts';
+import { type Customer, DashboardSession, signUpCustomer } from '../src/customer.ts';
+import { closeCheckingLedger } from '../src/ledger.ts';
+import { type E2EStack, startStack } from '../src/stack.ts';
+
+let stack: E2EStack;
+let browser: Browser;
+let base: string;
+let page: Page;
+let adminApi: DashboardSession;
+let customer: Customer;
+const adminEmail = `admin-${randomBytes(4).toString('hex')}@example.test`;
+const adminPassword = `correct horse ${randomBytes(5).toString('hex')}`;
+const failedRequests: string[] = [];
+
+beforeAll(async () => {
+  await ensureDashboardBuilt();
+  stack = await startStack('dashboard-admin');
+  base = stack.controlPlaneUrl;
+  browser = await launchChromium();
+  await stack.admin('create-account', adminEmail, '--password', adminPassword);
+  await stack.admin('set-role', adminEmail, 'admin');
+  adminApi = new DashboardSession(base);
+  await adminApi.logIn(adminEmail, adminPassword);
+  customer = await signUpCustomer(stack, {}, { byOperator: true });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('response', (response) => {
+    if (response.status() >= 400) failedRequests.push(`${response.status()} ${response.url()}`);
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (stack) await closeCheckingLedger(stack);
+});
+
+/** axe at the desktop width and at 390 px (a phone), back to desktop after. */
+async function expectAccessible(screen: string): Promise<void> {
+  expect(await accessibilityViolations(page), `axe on ${screen} at 1280 px`).toEqual([]);
+  await page.setViewportSize({ width: 390, height: 844 });
+  expect(await accessibilityViolations(page), `axe on ${screen} at 390 px`).toEqual([]);
+  await page.setViewportSize({ width: 1280, height: 860 });
+}
+
+async function credits(): Promise<string> {
+  return (await customer.dashboard.request('GET', '/me/balance')).body.data.remaining.credits;
+}
+
+describe('admin actions that cannot slip', () => {
+  it('a signed-out visitor’s first screen asks nothing that fails; the admin logs in', async () => {
+    await page.goto(`${base}/`);
+    await page.getByLabel('Email').waitFor();
+    expect(failedRequests).toEqual([]);
+    await page.getByLabel('Email').fill(adminEmail);
+    await page.getByLabel('Password').fill(adminPassword);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: /Welcome/ }).waitFor();
+  });
+
+  it('grants once when the answer is lost and the admin confirms again, and once on a double click', async () => {
+    await page.goto(`${base}/admin/accounts/${customer.accountId}`);
+    await page.getByRole('heading', { name: customer.email }).waitFor();
+
+    // A typed amount does not carry over into another kind of grant.
+    await page.getByLabel('Credits', { exact: true }).fill('500000');
+    await page.getByLabel('What').selectOption('package');
+    await expect(page.getByLabel('Package id').inputValue()).resolves.toBe('');
+    await page.getByLabel('What').selectOption('credits');
+    await expect(page.getByLabel('Credits', { exact: true }).inputValue()).resolves.toBe('');
+
+    // Without a reason nothing is sent: the field says why, with one summary.
+    await page.getByLabel('Credits', { exact: true }).fill('500000');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('Say why (the reason is kept in the audit log).').waitFor();
+    await page.getByText('Check the field marked below.').waitFor();
+    await page.getByLabel('Reason (required)').fill('launch goodwill');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    const dialog = page.getByRole('dialog', { name: `Grant 500,000 credits to ${customer.email}?` });
+    await dialog.waitFor();
+    await dialog.getByText('launch goodwill').waitFor();
+    await expectAccessible('grant confirmation');
+    await screenshot(page, 'admin-grant-confirm');
+
+    // The first answer is lost on the way back (the service granted); the admin confirms again.
+    let lost = false;
+    await page.route('**/api/v1/admin/accounts/*/grants', async (route) => {
+      if (lost) return route.continue();
+      lost = true;
+      await route.fetch();
+      await route.abort('failed');
+    });
+    await dialog.getByRole('button', { name: 'Grant', exact: true }).click();
+    await dialog.getByText(/could not be reached/).waitFor();
+    expect(await credits()).toBe('500000');
+    await dialog.getByRole('button', { name: 'Grant', exact: true }).click();
+    await page.getByText(`Granted 500,000 credits to ${customer.email}.`).waitFor();
+    await page.unroute('**/api/v1/admin/accounts/*/grants');
+    expect(await credits()).toBe('500000');
+
+    // The form starts empty: Apply again is a new, deliberate grant, not a repeat.
+    await expect(page.getByLabel('Credits', { exact: true }).inputValue()).resolves.toBe('');
+    await expect(page.getByLabel('Reason (required)').inputValue()).resolves.toBe('');
+    await page.getByTestId('account-balance').getByText('credit 500,000').waitFor();
+
+    // A double click on the confirmation grants once.
+    await page.getByLabel('Credits', { exact: true }).fill('1000');
+    await page.getByLabel('Reason (required)').fill('second grant');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page
+      .getByRole('dialog', { name: `Grant 1,000 credits to ${customer.email}?` })
+      .getByRole('button', { name: 'Grant', exact: true })
+      .dblclick();
+    await page.getByText(`Granted 1,000 credits to ${customer.email}.`).waitFor();
+    expect(await credits()).toBe('501000');
+
+    // An adjustment names what it takes.
+    await page.getByLabel('What').selectOption('adjust');
+    await page.getByLabel('Credits (+/-)').fill('-1000');
+    await page.getByLabel('Reason (required)').fill('duplicate grant');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page
+      .getByRole('dialog', { name: `Take 1,000 credits from ${customer.email}?` })
+      .getByRole('button', { name: 'Adjust' })
+      .click();
+    await page.getByText(`Took 1,000 credits from ${customer.email}.`).waitFor();
+    expect(await credits()).toBe('500000');
+    await expectAccessible('admin account');
+  });
+
+  it('suspend and roles are confirmed first, naming the account', async () => {
+    await page.getByRole('button', { name: 'Make admin' }).click();
+    const dialog = page.getByRole('dialog', { name: `Make ${customer.email} an admin?` });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await page
+      .getByRole('dialog', { name: `Suspend ${customer.email}?` })
+      .getByRole('button', { name: 'Suspend' })
+      .click();
+    await page.getByText(`${customer.email} is suspended.`).waitFor();
+    const account = await adminApi.request('GET', `/admin/accounts/${customer.accountId}`);
+    expect(account.body.data).toMatchObject({ status: 'suspended', isAdmin: false });
+    await page.getByRole('button', { name: 'Reactivate' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Reactivate' }).click();
+    await page.getByText(`${customer.email} is active again.`).waitFor();
+  });
+
+  it('a refund needs a confirmation naming amount and account and a reason; a double click refunds once', async () => {
+    const order = await customer.dashboard.request('POST', '/orders', {
+      packageId: 'e2e-tokens',
+      provider: 'development',
+    });
+    expect(order.status).toBe(201);
+    const id = order.body.data.id as string;
+    expect((await customer.dashboard.request('POST', `/orders/${id}/payment`)).status).toBe(200);
+    expect((await customer.dashboard.request('POST', `/orders/${id}/payment/verify`)).body.data.status).toBe(
+      'paid',
+    );
+
+    await page.goto(`${base}/admin/orders`);
+    await page.getByRole('button', { name: `Refund ${order.body.data.reference}` }).click();
+    const dialog = page.getByRole('dialog', {
+      name: `Refund USD 9.00 (order ${order.body.data.reference})?`,
+    });
+    await dialog.getByText(customer.email).waitFor();
+    await dialog.getByRole('button', { name: 'Refund' }).click();
+    await dialog.getByText('Say why the order is refunded.').waitFor();
+    await dialog.getByLabel('Reason (required)').fill('bought by mistake');
+    await expectAccessible('refund confirmation');
+    await dialog.getByRole('button', { name: 'Refund' }).dblclick();
+    await page.getByText(`Order ${order.body.data.reference} refunded (USD 9.00).`).waitFor();
+
+    const audit = await adminApi.request('GET', `/admin/audit?action=order.refund&targetId=${id}`);
+    expect(audit.body.data.items).toHaveLength(1);
+    expect(audit.body.data.items[0]).toMatchObject({
+      actor: { email: adminEmail },
+      detail: { note: 'bought by mistake', amount: '900', currency: 'USD' },
+    });
+    await expectAccessible('admin orders');
+  });
+
+  it('the audit log names each action, actor and target, with details, filters and older pages', async () => {
+    // Enough grants for a second page (25 a page).
+    for (let index = 0; index < 26; index += 1) {
+      const answer = await adminApi.request('POST', `/admin/accounts/${customer.accountId}/grants`, {
+        credits: '1',
+        note: `batch ${index}`,
+      });
+      expect(answer.status).toBe(201);
+    }
+    await page.goto(`${base}/admin/operations`);
+    const audit = page.getByTestId('audit');
+    await audit.waitFor();
+    await expect(audit.getByText('api_key.reveal').count()).resolves.toBe(0);
+    await page.getByLabel('Action').fill('order.refund');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    const refund = audit.getByRole('row').filter({ hasText: 'order.refund' });
+    await refund.getByText(adminEmail).waitFor();
+    await refund.getByText(/note: bought by mistake/).waitFor();
+    await expect(audit.getByRole('row').count()).resolves.toBe(2);
+
+    await page.getByLabel('Action').fill('admin.grant');
+    await page.getByLabel('Actor or target email').fill(customer.email);
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await audit.getByText('note: batch 25').waitFor();
+    await expect(audit.getByRole('row').count()).resolves.toBe(26);
+    await expect(audit.getByRole('cell', { name: customer.email }).count()).resolves.toBe(25);
+    await page.getByRole('button', { name: 'Older entries' }).click();
+    await audit.getByText('note: launch goodwill').waitFor();
+    await expect(audit.getByRole('row').count()).resolves.toBe(29);
+    await expect(page.getByRole('button', { name: 'Older entries' }).count()).resolves.toBe(0);
+    await expectAccessible('admin operations');
+    await screenshot(page, 'admin-audit');
+  });
+});

@@ -200,7 +200,8 @@ describe('the reseller area', () => {
        order by created_at desc limit 1`,
       [invitee.email],
     );
-    const link = /^(http\S+\/accept-invitation#token=[0-9a-f]{64})$/m.exec(rows[0]?.body_text ?? '')?.[1] ?? '';
+    const link =
+      /^(http\S+\/accept-invitation#token=[0-9a-f]{64})$/m.exec(rows[0]?.body_text ?? '')?.[1] ?? '';
     expect(link.startsWith(`${base}/`)).toBe(true);
 
     const { page } = invitee;

@@ -122,15 +122,19 @@ describe('the dashboard in Chromium', () => {
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.locator('.field-error').first().waitFor();
+    // One summary pointing at the field, and no success note of the step before beside it.
+    await page.getByText('Check the field marked below.').waitFor();
+    await expect(page.getByText('We sent a 6-digit code').count()).resolves.toBe(0);
+    await expect(page.getByText('failed validation').count()).resolves.toBe(0);
 
     await page.getByLabel('Code from the email').fill(await signUpCodeFor(stack, email));
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByText('Your account is ready').waitFor();
     await stack.admin('grant-credit', email, '5000000');
 
-    await page.getByLabel('Email').focus();
-    await page.keyboard.type(email);
-    await page.keyboard.press('Tab');
+    // Log in opens with the address just registered filled in.
+    await expect(page.getByLabel('Email').inputValue()).resolves.toBe(email);
+    await page.getByLabel('Password').focus();
     await page.keyboard.type(password);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: /Welcome/ }).waitFor();
@@ -143,6 +147,10 @@ describe('the dashboard in Chromium', () => {
     await expectAccessible('keys (empty)');
     await page.getByRole('button', { name: 'Create key' }).first().click();
     await page.getByLabel('Name').fill('laptop');
+    // Each ceiling says what an empty field gives and the most it may be; sizes in KB and MB.
+    await page.getByText('Ceilings (optional)').click();
+    await page.getByText('Empty: 10 MB. At most 32 MB.').waitFor();
+    await page.getByText('Empty: 60. At most 600.').waitFor();
     await page.getByRole('checkbox', { name: 'gpt-e2e' }).check();
     await expectAccessible('create key');
     await page.locator('form').getByRole('button', { name: 'Create key' }).click();
@@ -269,12 +277,18 @@ describe('the dashboard in Chromium', () => {
     await card.getByText('disabled', { exact: true }).waitFor();
     // Validate says what the badge says: a disabled key is not usable; once enabled, it is.
     await card.getByRole('button', { name: 'Validate' }).click();
-    await card.getByTestId('key-status').getByText(/Not usable: this key is disabled/).waitFor();
+    await card
+      .getByTestId('key-status')
+      .getByText(/Not usable: this key is disabled/)
+      .waitFor();
     await card.getByRole('button', { name: 'Enable' }).click();
     await card.getByText('active', { exact: true }).waitFor();
     await card.getByTestId('key-status').waitFor({ state: 'detached' });
     await card.getByRole('button', { name: 'Validate' }).click();
-    await card.getByTestId('key-status').getByText(/Valid: active/).waitFor();
+    await card
+      .getByTestId('key-status')
+      .getByText(/Valid: active/)
+      .waitFor();
 
     await card.getByRole('button', { name: 'Revoke' }).click();
     const dialog = page.getByRole('dialog');

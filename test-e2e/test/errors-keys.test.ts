@@ -37,12 +37,13 @@ afterAll(() => closeCheckingLedger(stack));
 describe('credentials', () => {
   it('refuses an unknown key with invalid_api_key (AuthenticationError, 401) in both clients', async () => {
     const unknown = `sk-tg-${'x'.repeat(40)}`;
-    await expectOpenAIError(
+    const unknownError = await expectOpenAIError(
       openaiClient(stack.gatewayUrl, unknown).chat.completions.create(chatRequest()),
       OpenAI.AuthenticationError,
       401,
       'invalid_api_key',
     );
+    expect(unknownError.message).toMatch(/not a whole API key: keys start with sk-tg-/);
     const error = await expectAnthropicError(
       anthropicClient(stack.gatewayUrl, { apiKey: 'not-a-key' }).messages.create(messageRequest()),
       Anthropic.AuthenticationError,
@@ -109,12 +110,14 @@ describe('credentials', () => {
     await meter.finished();
     const rotated = await customer.rotateKey(key.keyId);
     expect(rotated).not.toBe(key.secret);
-    await expectOpenAIError(
+    const refused = await expectOpenAIError(
       before.chat.completions.create(chatRequest()),
       OpenAI.AuthenticationError,
       401,
       'invalid_api_key',
     );
+    // What is true: a well-formed key no longer known, not "send a key starting with sk-".
+    expect(refused.message).toMatch(/not recognised: it may be mistyped, or replaced by a rotation/);
     await openaiClient(stack.gatewayUrl, rotated).chat.completions.create(chatRequest());
     await meter.finished();
   });
@@ -140,18 +143,21 @@ describe('credentials', () => {
 describe('models', () => {
   it('refuses an alias outside the key scope or unpublished with model_not_allowed', async () => {
     const scoped = await customer.createKey({ name: 'claude only', scope: ['claude-e2e'] });
-    await expectOpenAIError(
+    const outside = await expectOpenAIError(
       openaiClient(stack.gatewayUrl, scoped.secret).chat.completions.create(chatRequest()),
       OpenAI.PermissionDeniedError,
       403,
       'model_not_allowed',
     );
-    await expectOpenAIError(
+    expect(outside.message).toMatch(/This key may not call gpt-e2e: its models are limited to claude-e2e/);
+    const unpublished = await expectOpenAIError(
       openaiClient(stack.gatewayUrl, secret).chat.completions.create(chatRequest('hidden-e2e')),
       OpenAI.PermissionDeniedError,
       403,
       'model_not_allowed',
     );
+    // The cause is the operator's, not the key's.
+    expect(unpublished.message).toMatch(/hidden-e2e is not published/);
     // Never listed either.
     const listed = [];
     for await (const model of openaiClient(stack.gatewayUrl, scoped.secret).models.list())

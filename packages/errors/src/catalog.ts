@@ -144,7 +144,9 @@ export const ERROR_CATALOG = {
     retryable: false,
     type: 'authentication_error',
     origin: 'gateway',
-    message: 'Invalid API key. Send a key starting with sk- in x-api-key or Authorization: Bearer.',
+    message:
+      'This API key is not recognised: it may be mistyped, or replaced by a rotation (the old secret ' +
+      'stops at once). Send the current key in x-api-key or Authorization: Bearer.',
   },
   conflicting_api_keys: {
     status: 401,

@@ -56,7 +56,9 @@ describe('renderMessagesError', () => {
       type: 'error',
       error: {
         type: 'authentication_error',
-        message: 'Invalid API key. Send a key starting with sk- in x-api-key or Authorization: Bearer.',
+        message:
+          'This API key is not recognised: it may be mistyped, or replaced by a rotation (the old secret ' +
+          'stops at once). Send the current key in x-api-key or Authorization: Bearer.',
         service_code: 'invalid_api_key',
       },
     });

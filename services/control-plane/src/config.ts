@@ -159,10 +159,10 @@ export const ControlPlaneEnv = z.object({
     "A new key's output ceiling when none is given.",
   ),
   KEY_DEFAULT_REQUESTS_PER_MINUTE: withDefault(positiveInt, 60).describe(
-    "A new key's request ceiling when none is given.",
+    "A new key's request ceiling when none is given and the account's packages set none (a customer's key otherwise gets its packages' rate).",
   ),
   KEY_DEFAULT_CONCURRENCY: withDefault(positiveInt, 4).describe(
-    "A new key's concurrency ceiling when none is given.",
+    "A new key's concurrency ceiling when none is given and the account's packages set none (a customer's key otherwise gets its packages' concurrency).",
   ),
   KEY_MAX_REQUEST_BYTES: withDefault(positiveInt, 33_554_432).describe(
     'Most `max_request_bytes` a customer may give a key (an admin may set another maximum per account; package plan ceilings bound it further).',

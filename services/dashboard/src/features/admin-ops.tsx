@@ -202,7 +202,8 @@ export function AdminOperationsScreen() {
                 {priceSummary(alias.price)}{' '}
                 <Button
                   onClick={() => setEditing(editing === alias.alias ? null : alias.alias)}
-                  label={`Edit the prices of ${alias.alias}`}
+                  // The visible text starts the accessible name (axe: label-content-name-mismatch).
+                  label={`${editing === alias.alias ? 'Close the prices' : 'Edit prices'} of ${alias.alias}`}
                 >
                   {editing === alias.alias ? 'Close' : 'Edit prices'}
                 </Button>

@@ -10,10 +10,20 @@ function safeNext(value: string | null): string {
   return value?.startsWith('/') && !value.startsWith('//') ? value : '/';
 }
 
+/**
+ * The address just registered, handed to the Log in screen in memory (not in the URL, where it
+ * would stay in the history).
+ */
+let registeredEmail = '';
+
 export function LoginScreen() {
   const { search } = useLocation();
   const { setAccount } = useSession();
-  const [email, setEmail] = useState('');
+  const [email, setEmail] = useState(() => {
+    const remembered = registeredEmail;
+    registeredEmail = '';
+    return remembered;
+  });
   const [password, setPassword] = useState('');
   const login = useAction(async () => {
     const result = await api<{ account: Account }>('POST', '/auth/login', { email, password });
@@ -27,17 +37,18 @@ export function LoginScreen() {
   return (
     <Page title="Log in">
       <form className="card narrow" onSubmit={submit} noValidate>
-        {search.get('registered') ? (
+        {/* A success note of the step before never stays beside a failure of this one. */}
+        {search.get('registered') && !login.error ? (
           <p className="alert success" role="status">
-            Your account is ready. Log in with your email and password.
+            Your account is ready. Log in with your password.
           </p>
         ) : null}
-        {search.get('invited') ? (
+        {search.get('invited') && !login.error ? (
           <p className="alert success" role="status">
             Invitation accepted. Log in to see your provider in your profile.
           </p>
         ) : null}
-        {search.get('reset') ? (
+        {search.get('reset') && !login.error ? (
           <p className="alert success" role="status">
             Your password is changed and every session was ended. Log in with the new password.
           </p>
@@ -92,6 +103,7 @@ export function SignUpScreen() {
       password,
       ...(displayName.trim() ? { displayName: displayName.trim() } : {}),
     });
+    registeredEmail = email;
     navigate('/login?registered=1');
   });
   return (
@@ -117,9 +129,11 @@ export function SignUpScreen() {
         />
         {codeSent ? (
           <>
-            <p className="alert success" role="status">
-              We sent a 6-digit code to {email}. Enter it below with the password you want.
-            </p>
+            {register.error ? null : (
+              <p className="alert success" role="status">
+                We sent a 6-digit code to {email}. Enter it below with the password you want.
+              </p>
+            )}
             <ErrorMessage error={register.error} fields={['email', 'code', 'password', 'displayName']} />
             <Field
               label="Code from the email"

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api } from '../lib/api.ts';
-import { useAction } from '../lib/query.ts';
+import { formatBytes, groupDigits } from '../lib/format.ts';
+import { useAction, useApi } from '../lib/query.ts';
 import { Button, ErrorMessage, Field } from '../lib/ui.tsx';
 import type { ApiKey } from './keys.tsx';
 
@@ -8,10 +9,19 @@ const LIMITS = [
   ['maxOutputTokens', 'Max output tokens per call'],
   ['requestsPerMinute', 'Requests per minute'],
   ['concurrency', 'Calls at once'],
-  ['maxRequestBytes', 'Max request size (bytes)'],
+  ['maxRequestBytes', 'Max request size (KB)'],
 ] as const;
+type LimitField = (typeof LIMITS)[number][0];
+type Limits = Record<LimitField, number>;
 
-/** Name, scope, expiry and ceilings; empty ceilings take the operator's defaults. */
+/** Request sizes are typed and shown in KB; the API takes bytes. */
+const BYTES_PER_KB = 1024;
+
+function shown(field: LimitField, value: number): string {
+  return field === 'maxRequestBytes' ? formatBytes(value) : groupDigits(value);
+}
+
+/** Name, scope, expiry and ceilings; an empty ceiling takes the account's default, shown beside it. */
 export function CreateKeyForm(props: {
   models: string[];
   onCreated: (created: { key: ApiKey; secret: string }) => void;
@@ -21,11 +31,15 @@ export function CreateKeyForm(props: {
   const [scope, setScope] = useState<string[]>([]);
   const [expiresOn, setExpiresOn] = useState('');
   const [limits, setLimits] = useState<Record<string, string>>({});
+  const maxima = useApi<{ effective: Limits; defaults: Limits }>('/me/api-keys/limits');
   const create = useAction(async () => {
     const ceilings = Object.fromEntries(
       Object.entries(limits)
         .filter(([, value]) => value.trim() !== '')
-        .map(([field, value]) => [field, Number(value)]),
+        .map(([field, value]) => [
+          field,
+          field === 'maxRequestBytes' ? Math.round(Number(value) * BYTES_PER_KB) : Number(value),
+        ]),
     );
     const created = await api<{ key: ApiKey; secret: string }>('POST', '/me/api-keys', {
       name,
@@ -88,7 +102,7 @@ export function CreateKeyForm(props: {
         onChange={setExpiresOn}
         error={create.error}
       />
-      <details>
+      <details open={LIMITS.some(([field]) => create.error?.fieldErrors[`limits.${field}`])}>
         <summary>Ceilings (optional)</summary>
         <div className="grid">
           {LIMITS.map(([field, label]) => (
@@ -100,6 +114,11 @@ export function CreateKeyForm(props: {
               value={limits[field] ?? ''}
               onChange={(value) => setLimits({ ...limits, [field]: value })}
               error={create.error}
+              hint={
+                maxima.data
+                  ? `Empty: ${shown(field, maxima.data.defaults[field])}. At most ${shown(field, maxima.data.effective[field])}.`
+                  : undefined
+              }
             />
           ))}
         </div>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
-import { formatDate, groupDigits } from '../lib/format.ts';
+import { formatBytes, formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import { Button, Confirm, Empty, ErrorMessage, Loading, Page, SecretBox, StateBadge } from '../lib/ui.tsx';
@@ -146,7 +146,8 @@ function KeyItem(props: {
           <dt>Ceilings</dt>
           <dd>
             {groupDigits(key.limits.maxOutputTokens)} output tokens,{' '}
-            {groupDigits(key.limits.requestsPerMinute)}/min, {key.limits.concurrency} at once
+            {groupDigits(key.limits.requestsPerMinute)}/min, {key.limits.concurrency} at once, requests up to{' '}
+            {formatBytes(key.limits.maxRequestBytes)}
           </dd>
         </div>
         <div>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatMoney, groupDigits } from './format.ts';
+import { formatBytes, formatMoney, groupDigits } from './format.ts';
 
 describe('money and quantity formatting', () => {
   it('formats integer minor units with the exponent, never through a float', () => {
@@ -16,5 +16,12 @@ describe('money and quantity formatting', () => {
     expect(groupDigits('18014398509481985')).toBe('18,014,398,509,481,985');
     expect(groupDigits('0')).toBe('0');
     expect(groupDigits('-2500')).toBe('-2,500');
+  });
+
+  it('shows request sizes in KB and MB, not raw bytes', () => {
+    expect(formatBytes(10_485_760)).toBe('10 MB');
+    expect(formatBytes(33_554_432)).toBe('32 MB');
+    expect(formatBytes(1536)).toBe('1.5 KB');
+    expect(formatBytes(512)).toBe('512 bytes');
   });
 });

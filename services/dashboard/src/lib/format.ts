@@ -33,3 +33,16 @@ export function utcDay(daysAgo = 0): string {
   const date = new Date(Date.now() - daysAgo * 86_400_000);
   return date.toISOString().slice(0, 10);
 }
+
+/** Bytes as people read them: 10485760 -> "10 MB", 1536 -> "1.5 KB" (1 KB = 1024 bytes). */
+export function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KB', 'MB', 'GB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1 && value % 1 === 0) {
+    value /= 1024;
+    unit += 1;
+  }
+  const text = Number.isInteger(value) ? String(value) : value.toFixed(1).replace(/\.0$/, '');
+  return `${text} ${units[unit]}`;
+}

@@ -13,6 +13,14 @@ const CREDENTIAL_PARAMETERS = new Set([
   'token',
 ]);
 
+// Told apart from a well-formed key the service does not know (the catalogue's message: mistyped
+// or rotated), which only a lookup can tell.
+const MALFORMED = {
+  message:
+    'This is not a whole API key: keys start with sk-tg- and end with a checksum. Copy the key again ' +
+    'and send it in x-api-key or Authorization: Bearer.',
+};
+
 /**
  * The inference key of a request: `x-api-key` or `Authorization: Bearer`, the same key if both.
  * Different keys in the two -> conflicting_api_keys; none, malformed or a bad checksum ->
@@ -38,10 +46,16 @@ export function readApiKey(headers: HeaderReader, url: string): string {
     if (match) fromBearer = match[1]!;
     // A malformed Bearer is refused; another scheme (e.g. a proxy's Basic) is not our credential
     // and is ignored when x-api-key carries the key.
-    else if (/^Bearer\b/i.test(authorization) || !fromHeader) throw new AppError('invalid_api_key');
+    else if (/^Bearer\b/i.test(authorization) || !fromHeader)
+      throw new AppError('invalid_api_key', MALFORMED);
   }
   if (fromHeader && fromBearer && fromHeader !== fromBearer) throw new AppError('conflicting_api_keys');
   const key = fromHeader ?? fromBearer;
-  if (!key || !isWellFormedApiKey(key)) throw new AppError('invalid_api_key');
+  if (!key) {
+    throw new AppError('invalid_api_key', {
+      message: 'No API key. Send your key (it starts with sk-tg-) in x-api-key or Authorization: Bearer.',
+    });
+  }
+  if (!isWellFormedApiKey(key)) throw new AppError('invalid_api_key', MALFORMED);
   return key;
 }

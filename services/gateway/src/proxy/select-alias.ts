@@ -21,8 +21,16 @@ export function selectAlias(
   }
   const alias = catalog.alias(model);
   if (!alias) throw new AppError('invalid_model', { message: `Unknown model: ${model.slice(0, 128)}` });
-  if (!alias.published || (key.scope !== null && !key.scope.includes(alias.alias))) {
-    throw new AppError('model_not_allowed', { message: `This key may not call ${alias.alias}.` });
+  // Same code either way (the spec's rule 8); the message names the true cause.
+  if (!alias.published) {
+    throw new AppError('model_not_allowed', {
+      message: `${alias.alias} is not published: no key may call it until the operator publishes it.`,
+    });
+  }
+  if (key.scope !== null && !key.scope.includes(alias.alias)) {
+    throw new AppError('model_not_allowed', {
+      message: `This key may not call ${alias.alias}: its models are limited to ${key.scope.join(', ')}.`,
+    });
   }
   if (!alias.protocols.includes(protocol)) {
     throw new AppError('model_unavailable', { message: `${alias.alias} is not available on this endpoint.` });

@@ -13,6 +13,10 @@ const KeyMaximaView = z
       description:
         'What a new key may have now: the account maxima within the plan ceilings of its packages.',
     }),
+    defaults: KeyLimitsView.openapi({
+      description:
+        "What a new key gets for a ceiling left out: its packages' rate and concurrency when they set them, else the configured defaults; never above effective.",
+    }),
   })
   .openapi('KeyMaxima');
 

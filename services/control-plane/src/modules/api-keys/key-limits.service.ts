@@ -21,6 +21,12 @@ export interface KeyMaxima {
   account: KeyLimits;
   /** What a key of this account may have now: the account's maxima within its plans' rate and concurrency ceilings. */
   effective: KeyLimits;
+  /**
+   * What a new key gets for a ceiling left empty: the plan's rate and concurrency when the account's
+   * packages set them (a key of a 600/min package gets 600/min), else the configured default; never
+   * above the effective maximum.
+   */
+  defaults: KeyLimits;
 }
 
 /** The most a customer may give a key of this account, per ceiling. */
@@ -35,29 +41,32 @@ export async function readKeyMaxima(deps: LimitsDeps, accountId: string): Promis
   const plans = await readPlanCeilings(deps.db, accountId, deps.clock.now());
   const within = (maximum: number, plan: number | null) =>
     plan === null ? maximum : Math.min(maximum, plan);
-  return {
-    account,
-    effective: {
-      maxRequestBytes: account.maxRequestBytes,
-      // A plan's output ceiling clamps each request (docs/behaviour.md, gateway rule 4), so it
-      // does not bound keys.
-      maxOutputTokens: account.maxOutputTokens,
-      requestsPerMinute: within(account.requestsPerMinute, plans.requestsPerMinute),
-      concurrency: within(account.concurrency, plans.concurrency),
-    },
+  const effective: KeyLimits = {
+    maxRequestBytes: account.maxRequestBytes,
+    // A plan's output ceiling clamps each request (docs/behaviour.md, gateway rule 4), so it
+    // does not bound keys.
+    maxOutputTokens: account.maxOutputTokens,
+    requestsPerMinute: within(account.requestsPerMinute, plans.requestsPerMinute),
+    concurrency: within(account.concurrency, plans.concurrency),
   };
+  const configured = deps.config.keyDefaults;
+  const defaults = {} as KeyLimits;
+  for (const field of FIELDS) defaults[field] = Math.min(configured[field], effective[field]);
+  if (plans.requestsPerMinute !== null) defaults.requestsPerMinute = effective.requestsPerMinute;
+  if (plans.concurrency !== null) defaults.concurrency = effective.concurrency;
+  return { account, effective, defaults };
 }
 
 /**
  * A new key's ceilings: what the customer asked, each at most the account's effective maximum
- * (over it: validation_failed naming the field), defaults lowered to the maximum when above it.
+ * (over it: validation_failed naming the field); a ceiling not asked takes the account's default.
  */
 export async function chooseKeyLimits(
   deps: LimitsDeps,
   accountId: string,
   asked: Partial<KeyLimits>,
 ): Promise<KeyLimits> {
-  const { effective } = await readKeyMaxima(deps, accountId);
+  const { effective, defaults } = await readKeyMaxima(deps, accountId);
   const errors: FieldErrors = {};
   const chosen = {} as KeyLimits;
   for (const field of FIELDS) {
@@ -65,7 +74,7 @@ export async function chooseKeyLimits(
     if (value !== undefined && value > effective[field]) {
       errors[`limits.${field}`] = [`At most ${effective[field]} for this account.`];
     }
-    chosen[field] = value ?? Math.min(deps.config.keyDefaults[field], effective[field]);
+    chosen[field] = value ?? defaults[field];
   }
   if (Object.keys(errors).length > 0) throw AppError.validation(errors);
   return chosen;

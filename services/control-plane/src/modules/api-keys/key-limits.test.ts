@@ -91,6 +91,30 @@ describe('key ceilings a customer may choose', () => {
     const maxima = await customer.request('GET', '/me/api-keys/limits');
     expect(maxima.body.data.effective).toMatchObject({ requestsPerMinute: 60, concurrency: 3 });
     expect(maxima.body.data.account).toMatchObject({ requestsPerMinute: 600, concurrency: 16 });
+    expect(maxima.body.data.defaults).toMatchObject({ requestsPerMinute: 60, concurrency: 3 });
+  });
+
+  it("gives a new key the rate and concurrency of the account's package, not the smaller configured default", async () => {
+    const customer = await member('bought-600');
+    await grantPackage(context.deps, { accountId: customer.id, packageId: 'exact', cause: 'test grant' });
+    // A package advertised at 600/min and 12 at once (entitlements keep the plan they were sold with).
+    await context.deps.db
+      .updateTable('entitlements')
+      .set({ requests_per_minute: 600, concurrency: 12 })
+      .where('account_id', '=', customer.id)
+      .execute();
+    const maxima = await customer.request('GET', '/me/api-keys/limits');
+    expect(maxima.body.data.defaults).toEqual({
+      ...maxima.body.data.defaults,
+      requestsPerMinute: 600,
+      concurrency: 12,
+      maxOutputTokens: context.deps.config.keyDefaults.maxOutputTokens,
+    });
+    const created = await createKey(customer, {});
+    expect(created.body.data.key.limits).toMatchObject({ requestsPerMinute: 600, concurrency: 12 });
+    // Without a package with ceilings, the configured defaults (60/min, 4 at once).
+    const plain = await createKey(await member('no-package'), {});
+    expect(plain.body.data.key.limits).toMatchObject({ requestsPerMinute: 60, concurrency: 4 });
   });
 });
 

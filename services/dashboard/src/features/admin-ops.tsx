@@ -47,6 +47,8 @@ interface AdminCatalog {
   providers: { id: string; kind: string }[];
   aliases: AdminAlias[];
   packages: { id: string; name: string; tokens: string; published: boolean }[];
+  /** Entries of CATALOG_FILE: edited in the file, refused by the admin routes. */
+  managedByFile?: { file: string | null; providers: string[]; aliases: string[]; packages: string[] };
 }
 
 /** The alias as PUT takes it, with new prices (null: only packages pay). */
@@ -194,19 +196,33 @@ export function AdminOperationsScreen() {
       <Card title="Catalogue">
         <ErrorMessage error={catalog.error} />
         {catalog.data ? (
+          <p className="hint" data-testid="catalog-rule">
+            {catalog.data.managedByFile?.file
+              ? `Entries marked "from the file" are managed by the catalogue file (${catalog.data.managedByFile.file}): change them there and run tollgate-admin sync-catalog, or restart. Other entries are edited here. `
+              : 'No catalogue file is configured: every entry is edited here. '}
+            A new provider credential (a secret name in SECRETS_FILE or the gateway's environment) is read
+            when a gateway starts: restart the gateways after adding one. Catalogue changes reach running
+            gateways within seconds.
+          </p>
+        ) : null}
+        {catalog.data ? (
           <ul>
             {catalog.data.aliases.map((alias) => (
               <li key={alias.alias}>
                 <code>{alias.alias}</code> → {alias.providerId}
                 {alias.published ? '' : ' (unpublished)'}
                 {priceSummary(alias.price)}{' '}
-                <Button
-                  onClick={() => setEditing(editing === alias.alias ? null : alias.alias)}
-                  // The visible text starts the accessible name (axe: label-content-name-mismatch).
-                  label={`${editing === alias.alias ? 'Close the prices' : 'Edit prices'} of ${alias.alias}`}
-                >
-                  {editing === alias.alias ? 'Close' : 'Edit prices'}
-                </Button>
+                {catalog.data?.managedByFile?.aliases.includes(alias.alias) ? (
+                  <span className="badge">from the file</span>
+                ) : (
+                  <Button
+                    onClick={() => setEditing(editing === alias.alias ? null : alias.alias)}
+                    // The visible text starts the accessible name (axe: label-content-name-mismatch).
+                    label={`${editing === alias.alias ? 'Close the prices' : 'Edit prices'} of ${alias.alias}`}
+                  >
+                    {editing === alias.alias ? 'Close' : 'Edit prices'}
+                  </Button>
+                )}
                 {editing === alias.alias ? (
                   <AliasPriceForm
                     alias={alias}
@@ -222,6 +238,12 @@ export function AdminOperationsScreen() {
               <li key={pack.id}>
                 package <code>{pack.id}</code>: {pack.name}, {groupDigits(pack.tokens)} tokens
                 {pack.published ? '' : ' (unpublished)'}
+                {catalog.data?.managedByFile?.packages.includes(pack.id) ? (
+                  <>
+                    {' '}
+                    <span className="badge">from the file</span>
+                  </>
+                ) : null}
               </li>
             ))}
           </ul>

@@ -20,6 +20,7 @@ import {
   putProvider,
   readFullCatalog,
 } from './catalog.service.ts';
+import { readFileManaged, refuseFileManaged } from './file-managed.ts';
 
 const modelsRoute = createRoute({
   method: 'get',
@@ -46,6 +47,9 @@ export function publicCatalogRoutes() {
 }
 
 const Updated = z.object({ updated: z.literal(true) });
+const FILE_RULE =
+  'An entry of the catalogue file (CATALOG_FILE) is managed by the file and refused here (forbidden, ' +
+  'saying to change the file): the control plane writes the file over its entries at every start.';
 
 const readRoute = createRoute({
   method: 'get',
@@ -68,6 +72,7 @@ const aliasRoute = createRoute({
     params: z.object({ alias: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/) }),
     body: { required: true, content: { 'application/json': { schema: PutAliasRequest } } },
   },
+  description: FILE_RULE,
   responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
 });
 
@@ -82,6 +87,7 @@ const providerRoute = createRoute({
     params: z.object({ id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/) }),
     body: { required: true, content: { 'application/json': { schema: PutProviderRequest } } },
   },
+  description: FILE_RULE,
   responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
 });
 
@@ -96,14 +102,20 @@ const packageRoute = createRoute({
     params: z.object({ id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/) }),
     body: { required: true, content: { 'application/json': { schema: PutPackageRequest } } },
   },
+  description: FILE_RULE,
   responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
 });
 
 /** Admin catalogue: read everything, change aliases, providers and packages. */
 export function adminCatalogRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
-  app.openapi(readRoute, async (c) => c.json({ data: await readFullCatalog(c.get('deps')) }, 200));
+  app.openapi(readRoute, async (c) => {
+    const deps = c.get('deps');
+    const [catalog, managedByFile] = await Promise.all([readFullCatalog(deps), readFileManaged(deps)]);
+    return c.json({ data: { ...catalog, managedByFile } }, 200);
+  });
   app.openapi(aliasRoute, async (c) => {
+    await refuseFileManaged(c.get('deps'), 'aliases', c.req.valid('param').alias);
     const body = c.req.valid('json');
     await putAlias(c.get('deps'), c.req.valid('param').alias, {
       ...body,
@@ -117,10 +129,12 @@ export function adminCatalogRoutes() {
     return c.json({ data: { updated: true as const } }, 200);
   });
   app.openapi(providerRoute, async (c) => {
+    await refuseFileManaged(c.get('deps'), 'providers', c.req.valid('param').id);
     await putProvider(c.get('deps'), c.req.valid('param').id, c.req.valid('json'));
     return c.json({ data: { updated: true as const } }, 200);
   });
   app.openapi(packageRoute, async (c) => {
+    await refuseFileManaged(c.get('deps'), 'packages', c.req.valid('param').id);
     const body = c.req.valid('json');
     await putPackage(c.get('deps'), c.req.valid('param').id, {
       id: c.req.valid('param').id,

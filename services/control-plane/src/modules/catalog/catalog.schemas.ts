@@ -101,6 +101,17 @@ export const AdminCatalogView = z
       }),
     ),
     packages: z.array(PublicPackageView.extend({ published: z.boolean() })),
+    managedByFile: z
+      .object({
+        file: z.string().nullable(),
+        providers: z.array(z.string()),
+        aliases: z.array(z.string()),
+        packages: z.array(z.string()),
+      })
+      .openapi({
+        description:
+          'The entries the catalogue file holds: edited in the file only (the admin routes refuse them).',
+      }),
   })
   .openapi('AdminCatalog');
 

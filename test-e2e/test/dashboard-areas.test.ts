@@ -51,7 +51,12 @@ let customer: Person;
 
 beforeAll(async () => {
   await ensureDashboardBuilt();
-  stack = await startStack('dashboard-areas');
+  stack = await startStack('dashboard-areas', {
+    controlPlaneEnv: {
+      RECEIPT_SELLER: 'Tollgate Test Ltd|1 Test Street, Testville|VAT TT123',
+      RECEIPT_TAX_NOTE: 'Prices include VAT at 20%.',
+    },
+  });
   base = stack.controlPlaneUrl;
   browser = await launchChromium();
   admin = await person('admin', 'admin');
@@ -96,11 +101,19 @@ describe('buying in the dashboard', () => {
     await page.getByRole('button', { name: 'Complete payment' }).click();
     await page.getByRole('heading', { name: 'Receipt' }).waitFor();
     await page.getByText('paid', { exact: true }).waitFor();
+    // A receipt names the package, the seller, the buyer and the tax.
+    await page.getByRole('heading', { name: /E2E tokens/ }).waitFor();
+    const parties = page.getByTestId('receipt-parties');
+    await parties.getByText('Tollgate Test Ltd').waitFor();
+    await parties.getByText('VAT TT123').waitFor();
+    await parties.getByText(customer.email).waitFor();
+    await page.getByTestId('receipt-tax').getByText('Prices include VAT at 20%.').waitFor();
     await expectAccessible(page, 'receipt');
     await screenshot(page, 'receipt');
 
     await page.getByRole('link', { name: 'All orders' }).click();
     await page.getByTestId('orders').getByText('USD 8.10').waitFor();
+    await page.getByTestId('orders').getByText('E2E tokens').waitFor();
     await expectAccessible(page, 'orders');
     await page.getByRole('navigation').getByRole('link', { name: 'Overview' }).click();
     await page.getByTestId('tokens-left').getByText('50,000').waitFor();
@@ -154,6 +167,8 @@ describe('the reseller area', () => {
     await page.getByTestId('customers').getByRole('link', { name: customerEmail }).click();
     await page.getByRole('heading', { name: customerEmail }).waitFor();
 
+    // The grant form says what the reseller still holds, before and after.
+    await page.getByTestId('reseller-holdings').getByText('0 tokens and 10,000 credits').waitFor();
     await page.getByLabel('Credits').fill('20000');
     await page.getByRole('button', { name: 'Grant' }).click();
     await page
@@ -163,6 +178,7 @@ describe('the reseller area', () => {
     await page.getByLabel('Credits').fill('500');
     await page.getByRole('button', { name: 'Grant' }).click();
     await page.getByTestId('customer-credits').getByText('500').waitFor();
+    await page.getByTestId('reseller-holdings').getByText('0 tokens and 9,500 credits').waitFor();
     await page.getByLabel('Key name').fill('shop');
     await page.getByRole('button', { name: 'Create key' }).click();
     expect(await page.getByTestId('secret-value').textContent()).toMatch(/^sk-tg-/);
@@ -177,11 +193,18 @@ describe('the reseller area', () => {
 
     await page.getByRole('navigation').getByRole('link', { name: 'Management keys' }).click();
     await page.getByLabel('Name').fill('billing system');
+    // Each scope says what it allows; the key can be given an expiry.
+    await page.getByText('Grant customers credit or package tokens from your own holdings').waitFor();
     await page.getByRole('checkbox', { name: 'customers:read' }).check();
+    await page.getByLabel('Expires on (optional, end of day UTC)').fill('2031-01-31');
     await page.getByRole('button', { name: 'Create key' }).click();
     expect(await page.getByTestId('secret-value').textContent()).toMatch(/^mk-tg-/);
     await page.getByRole('button', { name: 'Hide' }).click();
     await page.getByTestId('management-keys').getByText('billing system').waitFor();
+    await page
+      .getByTestId('management-keys')
+      .getByText(/expires Jan 31, 2031/)
+      .waitFor();
     await expectAccessible(page, 'management keys');
     await page.getByRole('button', { name: 'Revoke billing system' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke key' }).click();

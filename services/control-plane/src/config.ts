@@ -241,6 +241,12 @@ export const ControlPlaneEnv = z.object({
   PAYMENT_PROVIDERS: optional(z.string()).describe(
     "Comma list of `stripe`, `manual`, `development`; the first is an order's default. Unset: `development`, or `manual` when `PUBLIC_URL` is https (where `development` is refused).",
   ),
+  RECEIPT_SELLER: optional(z.string().max(1000)).describe(
+    'The seller printed on receipts: name, address and tax number, lines separated by `|` (e.g. `Example Ltd|1 Main St, London|VAT GB123456789`). Unset: receipts name no seller.',
+  ),
+  RECEIPT_TAX_NOTE: optional(z.string().max(500)).describe(
+    'The tax line of receipts, e.g. `Prices include VAT at 20%.` Unset: `Tax is not itemised on this receipt.`',
+  ),
   STRIPE_SECRET_KEY: optional(z.string()).describe('Stripe secret key (required with `stripe`).'),
   STRIPE_WEBHOOK_SECRET: optional(z.string()).describe(
     'Signing secret of the Stripe webhook endpoint (required with `stripe`).',
@@ -416,6 +422,14 @@ function commerceConfig(parsed: z.infer<typeof ControlPlaneEnv>) {
       apiUrl: parsed.STRIPE_API_URL,
     },
     manualInstructions: parsed.MANUAL_PAYMENT_INSTRUCTIONS,
+    receipt: {
+      seller: parsed.RECEIPT_SELLER
+        ? parsed.RECEIPT_SELLER.split('|')
+            .map((line) => line.trim())
+            .filter(Boolean)
+        : null,
+      taxNote: parsed.RECEIPT_TAX_NOTE ?? 'Tax is not itemised on this receipt.',
+    },
     recheckMs: parsed.PAYMENT_RECHECK_SECONDS * 1000,
   };
 }

@@ -15,6 +15,7 @@ import {
   TableWrap,
 } from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
+import { usePackageNames } from './package-names.ts';
 
 type OrderAction = 'payment/confirm' | 'payment/reject' | 'refund';
 
@@ -37,6 +38,7 @@ const ACTION_WORDS: Record<OrderAction, { title: string; confirm: string; done: 
  */
 export function AdminOrdersScreen() {
   const orders = useApi<{ items: Order[] }>('/admin/orders?limit=100');
+  const packageName = usePackageNames({ admin: true });
   const [acting, setActing] = useState<{ order: Order; action: OrderAction } | null>(null);
   const [reason, setReason] = useState('');
   const [reasonError, setReasonError] = useState<ApiError | null>(null);
@@ -97,7 +99,7 @@ export function AdminOrdersScreen() {
                   <tr key={order.id}>
                     <td>{formatDate(order.createdAt)}</td>
                     <td>{order.reference}</td>
-                    <td>{order.packageId}</td>
+                    <td>{packageName(order.packageId)}</td>
                     <td>{formatMoney(order.price)}</td>
                     <td>{order.provider}</td>
                     <td>
@@ -162,7 +164,7 @@ export function AdminOrdersScreen() {
           onCancel={() => setActing(null)}
         >
           <p>
-            Account <AccountName id={acting.order.accountId} />, package <code>{acting.order.packageId}</code>
+            Account <AccountName id={acting.order.accountId} />, package {packageName(acting.order.packageId)}
             .
           </p>
           {acting.action === 'refund' ? (

@@ -15,14 +15,15 @@ import {
   StateBadge,
 } from '../lib/ui.tsx';
 
+/** Each scope with what it lets the software do (docs/api/resellers.md). */
 const SCOPES = [
-  'customers:read',
-  'customers:write',
-  'grants:write',
-  'usage:read',
-  'keys:write',
-  'keys:status',
-];
+  ['customers:read', 'List your customers and your invitations.'],
+  ['customers:write', 'Invite customers by email.'],
+  ['grants:write', 'Grant customers credit or package tokens from your own holdings (moves money).'],
+  ['usage:read', "Read a customer's balance and usage per day and model."],
+  ['keys:write', 'Create API keys for customers (the secret is in that answer only).'],
+  ['keys:status', "Disable, enable or revoke a customer's API keys."],
+] as const;
 
 interface ManagementKey {
   id: string;
@@ -31,6 +32,7 @@ interface ManagementKey {
   scopes: string[];
   state: 'active' | 'expired' | 'revoked';
   lastUsedAt: string | null;
+  expiresAt: string | null;
   createdAt: string;
 }
 
@@ -39,13 +41,19 @@ export function ManagementKeysScreen() {
   const keys = useApi<ManagementKey[]>('/reseller/management-keys');
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<string[]>([]);
+  const [expiresOn, setExpiresOn] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   const [revoking, setRevoking] = useState<ManagementKey | null>(null);
   const create = useAction(async () => {
-    const created = await api<{ secret: string }>('POST', '/reseller/management-keys', { name, scopes });
+    const created = await api<{ secret: string }>('POST', '/reseller/management-keys', {
+      name,
+      scopes,
+      expiresAt: expiresOn ? new Date(`${expiresOn}T23:59:59Z`).toISOString() : null,
+    });
     setSecret(created.secret);
     setName('');
     setScopes([]);
+    setExpiresOn('');
     await keys.reload();
   });
   const revoke = useAction(async (id: string) => {
@@ -70,12 +78,12 @@ export function ManagementKeysScreen() {
         <p className="hint">
           For your own software, sent as Authorization: Bearer to /api/v1/reseller-management.
         </p>
-        <ErrorMessage error={create.error} fields={['name', 'scopes']} />
+        <ErrorMessage error={create.error} fields={['name', 'scopes', 'expiresAt']} />
         <Field label="Name" name="name" value={name} onChange={setName} error={create.error} />
         <fieldset className="field">
           <legend>Scopes</legend>
           <div className="checks">
-            {SCOPES.map((scope) => (
+            {SCOPES.map(([scope, description]) => (
               <label key={scope} className="check">
                 <input
                   type="checkbox"
@@ -86,7 +94,9 @@ export function ManagementKeysScreen() {
                     )
                   }
                 />
-                <code>{scope}</code>
+                <span>
+                  <code>{scope}</code> <span className="muted">{description}</span>
+                </span>
               </label>
             ))}
           </div>
@@ -94,6 +104,15 @@ export function ManagementKeysScreen() {
             <p className="field-error">{create.error.fieldErrors.scopes.join(' ')}</p>
           ) : null}
         </fieldset>
+        <Field
+          label="Expires on (optional, end of day UTC)"
+          name="expiresAt"
+          type="date"
+          value={expiresOn}
+          onChange={setExpiresOn}
+          error={create.error}
+          hint="Empty: the key works until revoked."
+        />
         <Button type="submit" kind="primary" pending={create.pending}>
           Create key
         </Button>
@@ -111,7 +130,8 @@ export function ManagementKeysScreen() {
                 <div>
                   <strong>{key.name}</strong> <StateBadge state={key.state} /> <code>{key.mask}</code>
                   <p className="muted">
-                    {key.scopes.join(', ')} · last used {formatDate(key.lastUsedAt)}
+                    {key.scopes.join(', ')} · last used {formatDate(key.lastUsedAt)} ·{' '}
+                    {key.expiresAt ? `expires ${formatDate(key.expiresAt)}` : 'no expiry'}
                   </p>
                 </div>
                 {key.state === 'active' ? (

@@ -33,4 +33,6 @@ export interface Order {
   closedAt: string | null;
   createdAt: string;
   payment: Payment | null;
+  /** Seller (one entry per line) and tax line of the printed receipt. */
+  receipt?: { seller: string[] | null; taxNote: string };
 }

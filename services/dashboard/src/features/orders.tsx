@@ -3,11 +3,14 @@ import { api } from '../lib/api.ts';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { Link, useLocation } from '../lib/router.tsx';
+import { useSession } from '../lib/session.tsx';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
+import { usePackageNames } from './package-names.ts';
 
 export function OrdersScreen() {
   const orders = useApi<{ items: Order[] }>('/orders?limit=100');
+  const packageName = usePackageNames();
   const items = orders.data?.items ?? [];
   return (
     <Page title="Orders" actions={<Link to="/buy">Buy tokens</Link>}>
@@ -36,7 +39,7 @@ export function OrdersScreen() {
                 {items.map((order) => (
                   <tr key={order.id}>
                     <td>{formatDate(order.createdAt)}</td>
-                    <td>{order.packageId}</td>
+                    <td>{packageName(order.packageId)}</td>
                     <td>{formatMoney(order.price)}</td>
                     <td>
                       <StateBadge state={order.status} />
@@ -63,6 +66,8 @@ export function OrdersScreen() {
 export function OrderScreen(props: { id: string }) {
   const { search } = useLocation();
   const order = useApi<Order>(`/orders/${encodeURIComponent(props.id)}`);
+  const packageName = usePackageNames();
+  const { account } = useSession();
   const pay = useAction(async () => {
     const started = await api<Order>('POST', `/orders/${props.id}/payment`);
     if (started.payment?.nextStep === 'redirect' && started.payment.redirectUrl) {
@@ -109,9 +114,36 @@ export function OrderScreen(props: { id: string }) {
         <Card className="receipt">
           <div className="key-head">
             <h2>
-              {data.packageId} <span className="muted">· {data.reference}</span>
+              {packageName(data.packageId)} <span className="muted">· {data.reference}</span>
             </h2>
             <StateBadge state={data.status} />
+          </div>
+          <div className="parties" data-testid="receipt-parties">
+            {data.receipt?.seller ? (
+              <div>
+                <h3>Seller</h3>
+                <address>
+                  {data.receipt.seller.map((line) => (
+                    <span key={line}>
+                      {line}
+                      <br />
+                    </span>
+                  ))}
+                </address>
+              </div>
+            ) : null}
+            <div>
+              <h3>Buyer</h3>
+              <address>
+                {account?.displayName ? (
+                  <>
+                    {account.displayName}
+                    <br />
+                  </>
+                ) : null}
+                {account?.email}
+              </address>
+            </div>
           </div>
           <dl className="facts" data-testid="order-facts">
             <div>
@@ -149,6 +181,12 @@ export function OrderScreen(props: { id: string }) {
               <dd>
                 {data.provider}
                 {payment ? ` · ${payment.status}` : ' · not started'}
+              </dd>
+            </div>
+            <div>
+              <dt>Tax</dt>
+              <dd data-testid="receipt-tax">
+                {data.receipt?.taxNote ?? 'Tax is not itemised on this receipt.'}
               </dd>
             </div>
             {data.refunded ? (

@@ -5,6 +5,7 @@ import { Link } from '../lib/router.tsx';
 import { useSession } from '../lib/session.tsx';
 import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
 import { ActivityTable } from './activity.tsx';
+import { usePackageNames } from './package-names.ts';
 
 interface Balance {
   remaining: { tokens: string; credits: string };
@@ -26,6 +27,7 @@ export function OverviewScreen() {
   const { account } = useSession();
   const balance = useApi<Balance>('/me/balance');
   const entitlements = useApi<Entitlement[]>('/me/entitlements');
+  const packageName = usePackageNames();
   const from = utcDay(13);
   const to = utcDay(0);
   const usage = useApi<UsageRow[]>(`/me/usage/summary?from=${from}&to=${to}`);
@@ -66,8 +68,8 @@ export function OverviewScreen() {
           <ul className="entitlements">
             {entitlements.data?.map((entitlement) => (
               <li key={entitlement.id}>
-                <strong>{entitlement.packageId ?? 'Grant'}</strong>: {groupDigits(entitlement.remaining)} of{' '}
-                {groupDigits(entitlement.granted)} tokens left
+                <strong>{packageName(entitlement.packageId) ?? 'Grant'}</strong>:{' '}
+                {groupDigits(entitlement.remaining)} of {groupDigits(entitlement.granted)} tokens left
                 <meter
                   min={0}
                   max={Number(entitlement.granted)}

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useApi, useFormKey } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
 import {
@@ -112,6 +112,9 @@ export function ResellerCustomerScreen(props: { id: string }) {
   const customer = useApi<Account>(base);
   const usage = useApi<Usage>(`${base}/usage`);
   const keys = useApi<ApiKey[]>(`${base}/api-keys`);
+  // What the reseller still holds: grants come out of it.
+  const holdings = useApi<{ remaining: { tokens: string; credits: string } }>('/me/balance');
+  const formKey = useFormKey();
   const [grantKind, setGrantKind] = useState<'credits' | 'package'>('credits');
   const [amount, setAmount] = useState('');
   const [packageId, setPackageId] = useState('');
@@ -124,12 +127,14 @@ export function ResellerCustomerScreen(props: { id: string }) {
       grantKind === 'credits'
         ? { credits: amount.trim() }
         : { packageId: packageId.trim(), ...(amount.trim() ? { tokens: amount.trim() } : {}) };
-    await api('POST', `${base}/grants`, body);
+    // One key per submitted form: sent twice, it grants once.
+    await api('POST', `${base}/grants`, body, { idempotencyKey: formKey.key });
     setGranted(
       grantKind === 'credits' ? `${groupDigits(amount.trim())} credits granted.` : 'Package tokens granted.',
     );
     setAmount('');
-    await usage.reload();
+    formKey.renew();
+    await Promise.all([usage.reload(), holdings.reload()]);
   });
   const createKey = useAction(async () => {
     const created = await api<{ secret: string }>('POST', `${base}/api-keys`, { name: keyName });
@@ -172,13 +177,24 @@ export function ResellerCustomerScreen(props: { id: string }) {
           }}
         >
           <h2>Grant from your holdings</h2>
+          <p className="muted" data-testid="reseller-holdings">
+            You hold{' '}
+            {holdings.data
+              ? `${groupDigits(holdings.data.remaining.tokens)} tokens and ${groupDigits(holdings.data.remaining.credits)} credits`
+              : '…'}
+            .
+          </p>
           <ErrorMessage error={grant.error} fields={['credits', 'packageId', 'tokens']} />
           <div className="field">
             <label htmlFor="grant-kind">What</label>
             <select
               id="grant-kind"
               value={grantKind}
-              onChange={(event) => setGrantKind(event.target.value as 'credits' | 'package')}
+              onChange={(event) => {
+                setGrantKind(event.target.value as 'credits' | 'package');
+                setAmount('');
+                formKey.renew();
+              }}
             >
               <option value="credits">Credit</option>
               <option value="package">Tokens of a package</option>
@@ -189,7 +205,10 @@ export function ResellerCustomerScreen(props: { id: string }) {
               label="Package id"
               name="packageId"
               value={packageId}
-              onChange={setPackageId}
+              onChange={(value) => {
+                setPackageId(value);
+                formKey.renew();
+              }}
               error={grant.error}
             />
           ) : null}
@@ -198,7 +217,10 @@ export function ResellerCustomerScreen(props: { id: string }) {
             name={grantKind === 'credits' ? 'credits' : 'tokens'}
             inputMode="numeric"
             value={amount}
-            onChange={setAmount}
+            onChange={(value) => {
+              setAmount(value);
+              formKey.renew();
+            }}
             error={grant.error}
           />
           {granted ? <p role="status">{granted}</p> : null}

@@ -33,10 +33,19 @@ export function UsageChart(props: { rows: UsageRow[]; days: string[] }) {
     const total = dayTotal(day);
     if (total > max) max = total;
   }
-  const width = 640;
+  // Room for the y-axis labels on the left and half a day label on the right, so none is clipped.
+  const left = 56;
+  const right = 24;
+  const top = 10;
+  const plotWidth = 640;
   const height = 200;
-  const barWidth = width / Math.max(props.days.length, 1);
+  const width = left + plotWidth + right;
+  const barWidth = plotWidth / Math.max(props.days.length, 1);
   const grandTotal = props.days.reduce((sum, day) => sum + dayTotal(day), 0n);
+  const scale = niceCeiling(max);
+  const ticks = [0, 1, 2, 3, 4].map((step) => (scale * BigInt(step)) / 4n);
+  const y = (value: bigint) =>
+    scale === 0n ? height : height - (Number(value) / Number(scale)) * (height - top);
 
   return (
     <figure className="chart">
@@ -45,7 +54,16 @@ export function UsageChart(props: { rows: UsageRow[]; days: string[] }) {
         role="img"
         aria-label={`Tokens per day by model alias: ${groupDigits(grandTotal)} tokens over ${props.days.length} days`}
       >
-        <line x1="0" y1={height} x2={width} y2={height} className="axis" />
+        {ticks.map((tick) => (
+          <g key={String(tick)}>
+            <line x1={left} y1={y(tick)} x2={left + plotWidth} y2={y(tick)} className="grid" />
+            <text x={left - 6} y={y(tick) + 4} textAnchor="end" className="tick">
+              {compact(tick)}
+            </text>
+          </g>
+        ))}
+        <line x1={left} y1={top} x2={left} y2={height} className="axis" />
+        <line x1={left} y1={height} x2={left + plotWidth} y2={height} className="axis" />
         {props.days.map((day, index) => {
           let offset = height;
           const perAlias = totals.get(day);
@@ -53,13 +71,13 @@ export function UsageChart(props: { rows: UsageRow[]; days: string[] }) {
             <g key={day}>
               {aliases.map((alias, aliasIndex) => {
                 const value = perAlias?.get(alias) ?? 0n;
-                if (value === 0n || max === 0n) return null;
-                const barHeight = Math.max(2, (Number(value) / Number(max)) * (height - 10));
+                if (value === 0n || scale === 0n) return null;
+                const barHeight = Math.max(2, height - y(value));
                 offset -= barHeight;
                 return (
                   <rect
                     key={alias}
-                    x={index * barWidth + barWidth * 0.15}
+                    x={left + index * barWidth + barWidth * 0.15}
                     y={offset}
                     width={barWidth * 0.7}
                     height={barHeight}
@@ -71,7 +89,7 @@ export function UsageChart(props: { rows: UsageRow[]; days: string[] }) {
               })}
               {props.days.length <= 16 || index % Math.ceil(props.days.length / 8) === 0 ? (
                 <text
-                  x={index * barWidth + barWidth / 2}
+                  x={left + index * barWidth + barWidth / 2}
                   y={height + 16}
                   textAnchor="middle"
                   className="tick"
@@ -96,6 +114,33 @@ export function UsageChart(props: { rows: UsageRow[]; days: string[] }) {
       </figcaption>
     </figure>
   );
+}
+
+/** The axis top: the smallest 1, 2 or 5 × 10^n at or above `value` (0 stays 0). */
+export function niceCeiling(value: bigint): bigint {
+  if (value <= 0n) return 0n;
+  let power = 1n;
+  while (power * 10n <= value) power *= 10n;
+  for (const step of [1n, 2n, 5n, 10n]) if (step * power >= value) return step * power;
+  return 10n * power;
+}
+
+/** A y-axis label: 0, 950, 1.5k, 20k, 3M, 1.2B (axis labels only; exact figures are in the table). */
+export function compact(value: bigint): string {
+  const units: [bigint, string][] = [
+    [1_000_000_000n, 'B'],
+    [1_000_000n, 'M'],
+    [1_000n, 'k'],
+  ];
+  for (const [size, suffix] of units) {
+    if (value >= size) {
+      const tenths = (value * 10n) / size;
+      const whole = tenths / 10n;
+      const fraction = tenths % 10n;
+      return `${whole}${fraction === 0n || whole >= 100n ? '' : `.${fraction}`}${suffix}`;
+    }
+  }
+  return String(value);
 }
 
 /** Every day from `from` to `to` inclusive (YYYY-MM-DD, UTC). */

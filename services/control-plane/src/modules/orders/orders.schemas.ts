@@ -64,6 +64,12 @@ export const OrderView = z
     closedAt: z.string().datetime().nullable(),
     createdAt: z.string().datetime(),
     payment: PaymentView.nullable(),
+    receipt: z
+      .object({
+        seller: z.array(z.string()).nullable().openapi({ description: 'RECEIPT_SELLER, one entry per line.' }),
+        taxNote: z.string().openapi({ description: 'RECEIPT_TAX_NOTE.' }),
+      })
+      .openapi({ description: 'What a printed receipt says beside the order: the seller and the tax line.' }),
   })
   .openapi('Order');
 
@@ -170,5 +176,6 @@ export function toOrderView(
     closedAt: order.closed_at?.toISOString() ?? null,
     createdAt: order.created_at.toISOString(),
     payment: payment ? toPaymentView(deps, payment, order.reference) : null,
+    receipt: deps.config.commerce.receipt,
   };
 }

@@ -56,7 +56,9 @@ describe('entries of the catalogue file', () => {
     expect(priced.upstreamModel).not.toBe('m');
 
     // An entry only in the database is the admins' to edit.
-    expect((await admin.request('PUT', '/admin/catalog/aliases/admins-own', { body: alias })).status).toBe(200);
+    expect((await admin.request('PUT', '/admin/catalog/aliases/admins-own', { body: alias })).status).toBe(
+      200,
+    );
     const listed = await admin.request('GET', '/admin/catalog');
     expect(listed.body.data.managedByFile.aliases).not.toContain('admins-own');
   });

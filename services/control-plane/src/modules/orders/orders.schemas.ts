@@ -66,7 +66,10 @@ export const OrderView = z
     payment: PaymentView.nullable(),
     receipt: z
       .object({
-        seller: z.array(z.string()).nullable().openapi({ description: 'RECEIPT_SELLER, one entry per line.' }),
+        seller: z
+          .array(z.string())
+          .nullable()
+          .openapi({ description: 'RECEIPT_SELLER, one entry per line.' }),
         taxNote: z.string().openapi({ description: 'RECEIPT_TAX_NOTE.' }),
       })
       .openapi({ description: 'What a printed receipt says beside the order: the seller and the tax line.' }),

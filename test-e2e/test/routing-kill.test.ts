@@ -86,17 +86,20 @@ interface Call {
 }
 
 const directives = `input_tokens=${USAGE.input},output_tokens=${USAGE.output}`;
+let conversations = 0;
 
 /** One call; resolves (never rejects) with what the client saw. */
 async function call(stream: boolean): Promise<Call> {
   const result: Call = { stream, startedAt: Date.now(), firstByte: false, error: null };
+  // Each call a conversation of its own, spread by weight (affinity would keep one on one upstream).
+  const hi = `Hi ${++conversations}`;
   try {
     if (stream) {
       const chunks = await openai.chat.completions.create({
         model: 'spread-e2e',
         max_tokens: 64,
         stream: true,
-        messages: [{ role: 'user', content: `Hi @mock(${directives},words=8,chunk_delay=40)` }],
+        messages: [{ role: 'user', content: `${hi} @mock(${directives},words=8,chunk_delay=40)` }],
       });
       let text = '';
       for await (const chunk of chunks) {
@@ -108,7 +111,7 @@ async function call(stream: boolean): Promise<Call> {
       const answer = await openai.chat.completions.create({
         model: 'spread-e2e',
         max_tokens: 64,
-        messages: [{ role: 'user', content: `Hi @mock(${directives},delay=150)` }],
+        messages: [{ role: 'user', content: `${hi} @mock(${directives},delay=150)` }],
       });
       expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
     }

@@ -37,7 +37,8 @@ const DEAD = 'upstream-routed-dead';
 beforeAll(async () => {
   stack = await startStack('routing');
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
-  const { secret } = await customer.createKey({ name: 'routing' });
+  // 600 a minute: the affinity test alone makes 100 calls.
+  const { secret } = await customer.createKey({ name: 'routing', limits: { requestsPerMinute: 600 } });
   const steady = await stack.startGateway('steady', { ROUTING_COOLDOWN_MS: '0' });
   openai = openaiClient(steady.url, secret);
   const gateway = await stack.startGateway('impatient', {
@@ -93,6 +94,15 @@ beforeAll(async () => {
     defaultMaxOutputTokens: 256,
     maxOutputTokens: 4096,
   };
+  // Two upstreams of one priority and weight: only affinity keeps a conversation on one.
+  const even = await admin.request('PUT', '/admin/catalog/aliases/even-e2e', {
+    ...alias,
+    upstreams: [
+      { providerId: 'mock-openai', upstreamModel: MAIN },
+      { providerId: 'mock-openai', upstreamModel: BACKUP },
+    ],
+  });
+  expect(even.status).toBe(200);
   for (const [name, first] of [
     ['routed-e2e', { providerId: 'mock-openai', upstreamModel: MAIN }],
     ['dead-first-e2e', { providerId: 'mock-dead', upstreamModel: DEAD }],
@@ -107,7 +117,7 @@ beforeAll(async () => {
   for (const client of [openai, impatient, cooling, pooled]) {
     for (let tries = 0; ; tries++) {
       const models = (await client.models.list()).data.map((model) => model.id);
-      if (models.includes('dead-first-e2e') && models.includes('pooled-e2e')) break;
+      if (['dead-first-e2e', 'pooled-e2e', 'even-e2e'].every((model) => models.includes(model))) break;
       if (tries > 200) throw new Error('the gateway never loaded the routed aliases');
       // A poll: the gateway's reload on the change event has no signal a test can wait on.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -120,10 +130,12 @@ beforeEach(() => meter.mark());
 
 afterAll(() => closeCheckingLedger(stack));
 
+let conversations = 0;
+/** Each call a conversation of its own: affinity never keeps these on the upstream before. */
 const chat = (directives: string, model = 'routed-e2e') => ({
   model,
   max_tokens: 64,
-  messages: [{ role: 'user' as const, content: `Hi @mock(${directives})` }],
+  messages: [{ role: 'user' as const, content: `Hi ${++conversations} @mock(${directives})` }],
 });
 
 /** The route an admin sees for the account's newest call. */
@@ -361,5 +373,69 @@ describe('a credential pool', () => {
       expect(text).not.toContain(PROVIDER_KEY);
       expect(text).not.toContain('not-the-provider-key');
     }
+  });
+});
+
+describe('prompt-cache affinity', () => {
+  it('100 turns of one conversation stay on one upstream across gateways; after it fails they move and stay', {
+    timeout: 60_000,
+  }, async () => {
+    type Message = { role: 'system' | 'user' | 'assistant'; content: string };
+    // The mock obeys the body's first directive: the history is kept without any, and only the
+    // newest turn carries one.
+    const history: Message[] = [
+      { role: 'system', content: 'You are the affinity test.' },
+      { role: 'user', content: `Conversation ${Date.now()}` },
+    ];
+    let pinned = '';
+    for (let turn = 1; turn <= 100; turn++) {
+      // Turn 51 makes the conversation's upstream fail before its first byte (a 500).
+      const fault = turn === 51 ? `only_model=${pinned},status=500,` : '';
+      const asked = { role: 'user' as const, content: `Turn ${turn}` };
+      const messages = [
+        ...history,
+        { ...asked, content: `${asked.content} @mock(${fault}input_tokens=9,output_tokens=3)` },
+      ];
+      // Alternate gateways: the record is shared through Redis.
+      const client = turn % 2 === 0 ? openai : cooling;
+      const answer = await client.chat.completions.create({ model: 'even-e2e', max_tokens: 16, messages });
+      expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
+      history.push(asked, { role: 'assistant', content: answer.choices[0]!.message.content ?? '' });
+      if (turn === 1) {
+        const { rows } = await stack.db.query<{ upstream_model: string }>(
+          `select r.upstream_model from reservation_routes r join reservations v on v.id = r.reservation_id
+           where v.account_id = $1 order by v.created_at desc limit 1`,
+          [customer.accountId],
+        );
+        // The route is written with the settlement: wait for it like the ledger.
+        for (let tries = 0; rows.length === 0 && tries < 200; tries++) {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          rows.push(
+            ...(
+              await stack.db.query<{ upstream_model: string }>(
+                `select r.upstream_model from reservation_routes r join reservations v on v.id = r.reservation_id
+                 where v.account_id = $1 order by v.created_at desc limit 1`,
+                [customer.accountId],
+              )
+            ).rows,
+          );
+        }
+        pinned = rows[0]!.upstream_model;
+      }
+    }
+    const reservations = await meter.finished(100);
+    for (const row of reservations) expectSettledInCredits(row, PRICE, { input: 9, output: 3 });
+    const { rows } = await stack.db.query<{ id: string; upstream_model: string; attempts: number }>(
+      `select reservation_id as id, upstream_model, attempts from reservation_routes
+       where reservation_id = any($1::uuid[])`,
+      [reservations.map((row) => row.id)],
+    );
+    const routes = new Map(rows.map((row) => [row.id, row]));
+    const served = reservations.map((row) => routes.get(row.id)!);
+    const other = pinned === MAIN ? BACKUP : MAIN;
+    expect(served.slice(0, 50).map((route) => route.upstream_model)).toEqual(Array(50).fill(pinned));
+    expect(served[50]).toMatchObject({ upstream_model: other, attempts: 2 });
+    expect(served.slice(50).map((route) => route.upstream_model)).toEqual(Array(50).fill(other));
+    expect(served.filter((route) => route.attempts !== 1)).toHaveLength(1);
   });
 });

@@ -78,6 +78,9 @@ export const GatewayEnv = z.object({
   ROUTING_MAX_RETRY_AFTER_SECONDS: withDefault(positiveInt, 300).describe(
     "The longest a provider's Retry-After benches an upstream.",
   ),
+  ROUTING_AFFINITY_TTL_SECONDS: withDefault(positiveInt, 3_600).describe(
+    "How long a conversation stays with the upstream that served its last turn (prompt-cache affinity), counted from that turn; kept in Redis when REDIS_URL is set, else in the gateway's memory.",
+  ),
   ROUTING_CREDENTIAL_RECHECK_SECONDS: withDefault(positiveInt, 300).describe(
     "How long a credential of a provider's pool that the provider refused (401/403) stays out of rotation before calls try it again.",
   ),
@@ -189,6 +192,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cooldownMs: parsed.ROUTING_COOLDOWN_MS,
       maxRetryAfterMs: parsed.ROUTING_MAX_RETRY_AFTER_SECONDS * 1000,
       credentialRecheckMs: parsed.ROUTING_CREDENTIAL_RECHECK_SECONDS * 1000,
+      affinityTtlMs: parsed.ROUTING_AFFINITY_TTL_SECONDS * 1000,
     },
     billing: {
       timeoutMs: parsed.BILLING_TIMEOUT_MS,

@@ -13,6 +13,7 @@ import type { KeyCache } from './keys/key-cache.ts';
 import type { UnknownKeyGuard } from './keys/unknown-keys.ts';
 import type { Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
+import type { AffinityStore } from './routing/affinity-store.ts';
 import type { Cooldowns } from './routing/cooldowns.ts';
 import type { CredentialPools } from './routing/credential-pool.ts';
 import type { TokenCounter } from './tokens/token-counter.ts';
@@ -49,6 +50,8 @@ export interface GatewayDependencies {
   catalog: CatalogCache;
   /** Upstreams that failed lately, tried last (routing/). */
   cooldowns: Cooldowns;
+  /** Which upstream served each conversation's last turn (routing/, prompt-cache affinity). */
+  affinity: AffinityStore;
   /** Each provider's credentials in turn, refused ones out of rotation (routing/). */
   credentialPools: CredentialPools;
   /** Parses and counts count_tokens bodies off the event loop. */

@@ -29,6 +29,7 @@ import { createUnknownKeyGuard } from './keys/unknown-keys.ts';
 import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
+import { createMemoryAffinityStore, createRedisAffinityStore } from './routing/affinity-store.ts';
 import { createCooldowns } from './routing/cooldowns.ts';
 import { createCredentialPools } from './routing/credential-pool.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
@@ -127,6 +128,12 @@ export async function startGateway(
     ...(config.secretsFile ? { secretsFile: config.secretsFile } : {}),
   });
 
+  const affinity = config.redisUrl
+    ? createRedisAffinityStore(
+        { url: config.redisUrl, cluster: config.redisCluster },
+        { prefix: config.redisKeyPrefix, ttlMs: config.routing.affinityTtlMs, logger },
+      )
+    : createMemoryAffinityStore({ ttlMs: config.routing.affinityTtlMs, maxEntries: 100_000 });
   const credentialPools = createCredentialPools({ recheckMs: config.routing.credentialRecheckMs });
   const heartbeat = createHeartbeat({
     send: controlPlane.heartbeat,
@@ -161,6 +168,7 @@ export async function startGateway(
     catalog,
     cooldowns: createCooldowns(config.routing),
     credentialPools,
+    affinity,
     tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,
     upstream,
@@ -211,6 +219,7 @@ export async function startGateway(
       catalog.stop();
       await subscription?.close();
       await limiter.close();
+      await affinity.close();
       await readiness.close();
       await upstream.close();
       await deps.tokens.close();

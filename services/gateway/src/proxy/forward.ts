@@ -35,10 +35,16 @@ export interface ForwardInput {
   upstreams: UpstreamTarget[];
   /**
    * Native calls: the client's body with model (the given upstream model), max output and
-   * stream_options replaced; nothing else changed. Null for a translated call, whose body is
-   * encoded from `translation`.
+   * stream_options replaced; nothing else changed, except the conversation's reasoning proofs
+   * when `dropProofs` (another provider than the one that issued them). Null for a translated
+   * call, whose body is encoded from `translation`.
    */
-  body: ((upstreamModel: string) => string) | null;
+  body: ((upstreamModel: string, dropProofs: boolean) => string) | null;
+  /**
+   * The provider that served the conversation's previous turn (prompt-cache affinity), when known:
+   * a native call sent to another provider goes without that provider's reasoning proofs.
+   */
+  conversationProvider?: string | null;
   /** Set when the surface is not the upstream's protocol (translation/). */
   translation: Translation | null;
   clientAskedForUsage: boolean;
@@ -377,7 +383,10 @@ async function prepare(
           providerId: provider.id,
           upstreamModel: upstream.upstreamModel,
         })
-      : input.body(upstream.upstreamModel);
+      : input.body(
+          upstream.upstreamModel,
+          input.conversationProvider != null && input.conversationProvider !== provider.id,
+        );
   const built = adapter.buildRequest({
     target,
     surface: translation ? translation.upstream : input.surface,

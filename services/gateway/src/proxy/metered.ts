@@ -1,6 +1,7 @@
 import { AppError, toAppError } from '@tollgate/errors';
 import type {
   FinishItem,
+  GatewayAlias,
   MeteredSurface,
   PlanCeilings,
   RequestBudget,
@@ -21,7 +22,9 @@ import {
   setTopLevelFields,
   withIncludeUsage,
 } from '../request/index.ts';
-import { READY, type Standing } from '../routing/upstream-order.ts';
+import { affinityKey, conversationOf } from '../routing/conversation.ts';
+import { withoutReasoningProofs } from '../routing/proofs.ts';
+import { providerOfKey, READY, type Standing, upstreamKey } from '../routing/upstream-order.ts';
 import { upstreamsFor } from '../routing/upstreams-for.ts';
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
@@ -66,6 +69,7 @@ export async function handleMetered(
   ).catch((error: unknown) => countRefusal(deps, key, error));
   const stream = body.stream === true;
   const translation = native ? null : translationFor(deps, surface, alias, body, maxOutput.value);
+  const affinity = affinityOf(deps, key.keyId, alias, surface, body, request);
 
   // With Redis the control plane checks the limits in the step that reserves; without, here first.
   const deferred = deps.limiter.shared !== null;
@@ -106,11 +110,13 @@ export async function handleMetered(
     const receipt = new Promise<Promise<Receipt> | null>((resolve) => {
       toldReceipt = resolve;
     });
+    const pinned = affinity ? await affinity.pinned : null;
     const forwarded = await forwardToUpstream(deps, {
       request,
       surface,
       stream,
       alias: alias.alias,
+      conversationProvider: pinned === null ? null : providerOfKey(pinned),
       upstreams: upstreamsFor(deps, {
         alias,
         first: { providerId: reservation.providerId, upstreamModel: reservation.upstreamModel },
@@ -118,10 +124,19 @@ export async function handleMetered(
         translation,
         maxAttempts: deps.config.routing.maxAttempts,
         standingOf: (target) => (deps.cooldowns.isCooling(target) ? COOLING : READY),
+        preferred: pinned,
       }),
       body: translation
         ? null
-        : (upstreamModel) => nativeBody(text, surface, stream, upstreamModel, maxOutput.edits),
+        : (upstreamModel, dropProofs) =>
+            nativeBody(
+              text,
+              surface,
+              stream,
+              upstreamModel,
+              maxOutput.edits,
+              dropProofs ? withoutReasoningProofs(surface, body) : null,
+            ),
       translation,
       clientAskedForUsage,
       ...(stream && showsUsage
@@ -135,6 +150,10 @@ export async function handleMetered(
         : {}),
       log,
     });
+    // The conversation's next turn goes where this one was answered (docs/routing.md).
+    if (affinity && forwarded.route && 'answer' in forwarded.reply) {
+      deps.affinity.set(affinity.key, upstreamKey(forwarded.route));
+    }
     // The one place a reservation is finished: one decision, then the slot is freed.
     const finished = context;
     ended = forwarded.decision
@@ -345,12 +364,34 @@ function nativeBody(
   stream: boolean,
   upstreamModel: string,
   edits: Record<string, string>,
+  withoutProofs: ReturnType<typeof withoutReasoningProofs>,
 ): string {
   const fields: Record<string, string> = { model: JSON.stringify(upstreamModel), ...edits };
   if (surface === 'chat_completions' && stream) {
     fields.stream_options = withIncludeUsage(readTopLevelValue(text, 'stream_options'));
   }
+  if (withoutProofs) fields[withoutProofs.field] = JSON.stringify(withoutProofs.value);
   return setTopLevelFields(text, fields);
+}
+
+/**
+ * The conversation's affinity record, for an alias with several upstreams (docs/routing.md): its
+ * name, and the lookup of the upstream that served the previous turn (started at once, read when
+ * the upstreams are ordered).
+ */
+function affinityOf(
+  deps: GatewayDependencies,
+  keyId: string,
+  alias: GatewayAlias,
+  surface: MeteredSurface,
+  body: Record<string, unknown>,
+  request: InboundRequest,
+): { key: string; pinned: Promise<string | null> } | null {
+  if (alias.upstreams.length < 2) return null;
+  const conversation = conversationOf(surface, body, request.headers);
+  if (conversation === null) return null;
+  const key = affinityKey(keyId, alias.alias, conversation);
+  return { key, pinned: deps.affinity.get(key) };
 }
 
 function isIncludeUsage(options: unknown): boolean {

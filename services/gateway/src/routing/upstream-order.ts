@@ -10,6 +10,11 @@ export function upstreamKey(target: UpstreamTarget): string {
   return `${target.providerId}\u0000${target.upstreamModel}`;
 }
 
+/** The provider id of an upstreamKey. */
+export function providerOfKey(key: string): string {
+  return key.slice(0, key.indexOf('\u0000'));
+}
+
 /**
  * Where an upstream stands for the next call (docs/routing.md): `ready`; `cooling` (failed lately
  * in this process: tried after the ready ones); `out` (its breaker is open, the provider benched it
@@ -58,4 +63,20 @@ export function orderUpstreams<U extends GatewayUpstream>(
   };
   // A stable sort: equal instants keep the priority and weight order.
   return of('out').sort((a, b) => until(a) - until(b));
+}
+
+/**
+ * Prompt-cache affinity (docs/routing.md): the upstream that served the conversation's previous
+ * turn goes first, whatever its priority or weight, while it is listed and ready (not cooling,
+ * not out); the others keep their order. Pure, like orderUpstreams.
+ */
+export function preferUpstream<T extends UpstreamTarget>(
+  ordered: readonly T[],
+  preferred: string | null,
+  standingOf: (upstream: T) => Standing,
+): T[] {
+  if (preferred === null) return [...ordered];
+  const index = ordered.findIndex((upstream) => upstreamKey(upstream) === preferred);
+  if (index <= 0 || standingOf(ordered[index]!).kind !== 'ready') return [...ordered];
+  return [ordered[index]!, ...ordered.slice(0, index), ...ordered.slice(index + 1)];
 }

@@ -2,7 +2,14 @@ import type { GatewayAlias, MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { Translation } from '../translation/translate.ts';
 import { getAdapter } from '../upstream/index.ts';
-import { orderUpstreams, READY, type Standing, type UpstreamTarget, upstreamKey } from './upstream-order.ts';
+import {
+  orderUpstreams,
+  preferUpstream,
+  READY,
+  type Standing,
+  type UpstreamTarget,
+  upstreamKey,
+} from './upstream-order.ts';
 
 /**
  * The upstreams a reserved call may try, in order, at most `maxAttempts` (docs/routing.md).
@@ -22,6 +29,8 @@ export function upstreamsFor(
     maxAttempts: number;
     /** Each upstream's standing (cooldowns, breakers, capacity); ready when not given. */
     standingOf?: (target: UpstreamTarget) => Standing;
+    /** The upstream (upstreamKey) that served the conversation's previous turn, if known. */
+    preferred?: string | null;
   },
 ): UpstreamTarget[] {
   const { alias, first } = call;
@@ -36,7 +45,8 @@ export function upstreamsFor(
       ? adapter.wireProtocol === call.translation.upstream
       : adapter.surfaces.includes(call.surface);
   });
-  return orderUpstreams(fits, call.standingOf ?? (() => READY))
+  const standingOf = call.standingOf ?? (() => READY);
+  return preferUpstream(orderUpstreams(fits, standingOf), call.preferred ?? null, standingOf)
     .slice(0, call.maxAttempts)
     .map(({ providerId, upstreamModel }) => ({ providerId, upstreamModel }));
 }

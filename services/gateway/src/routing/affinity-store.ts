@@ -1,0 +1,90 @@
+import { connectRedis, type Logger, type RedisConnection, type RedisTarget } from '@tollgate/service-kit';
+
+/**
+ * Which upstream served a conversation's last turn (docs/routing.md, prompt-cache affinity), by
+ * affinity key (conversation.ts), for `ttlMs` after that turn. With Redis every gateway shares
+ * it; without, it lives in this process.
+ */
+export interface AffinityStore {
+  readonly kind: 'redis' | 'memory';
+  /** The upstream (routing's upstreamKey) that served the conversation last; null when unknown. */
+  get(key: string): Promise<string | null>;
+  /** Records the upstream that served this turn (fire and forget). */
+  set(key: string, upstream: string): void;
+  close(): Promise<void>;
+}
+
+/** How long a read may wait for Redis before the call goes on without affinity. */
+const READ_TIMEOUT_MS = 100;
+
+export function createMemoryAffinityStore(options: {
+  ttlMs: number;
+  maxEntries: number;
+  now?: () => number;
+}): AffinityStore {
+  const now = options.now ?? Date.now;
+  // Insertion order is age order (a set re-inserts): the oldest go first when full.
+  const entries = new Map<string, { upstream: string; until: number }>();
+  return {
+    kind: 'memory',
+    async get(key) {
+      const entry = entries.get(key);
+      if (!entry) return null;
+      if (entry.until > now()) return entry.upstream;
+      entries.delete(key);
+      return null;
+    },
+    set(key, upstream) {
+      entries.delete(key);
+      entries.set(key, { upstream, until: now() + options.ttlMs });
+      while (entries.size > options.maxEntries) entries.delete(entries.keys().next().value!);
+    },
+    async close() {},
+  };
+}
+
+export function createRedisAffinityStore(
+  target: RedisTarget,
+  options: { prefix: string; ttlMs: number; logger: Logger },
+): AffinityStore {
+  const redis: RedisConnection = connectRedis(target, {
+    lazyConnect: false,
+    maxRetriesPerRequest: 1,
+    // A Redis that is away costs a call its affinity, never its answer or a queue of commands.
+    enableOfflineQueue: false,
+    enableAutoPipelining: true,
+  });
+  let warned = false;
+  redis.on('error', (error: Error) => {
+    if (!warned) options.logger.warn({ err: error }, 'affinity store: Redis unreachable; calls go unpinned');
+    warned = true;
+  });
+  redis.on('ready', () => {
+    warned = false;
+  });
+  const name = (key: string) => `${options.prefix}affinity:${key}`;
+  return {
+    kind: 'redis',
+    async get(key) {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        return await Promise.race([
+          redis.get(name(key)),
+          new Promise<null>((resolve) => {
+            timer = setTimeout(() => resolve(null), READ_TIMEOUT_MS);
+          }),
+        ]);
+      } catch {
+        return null;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    set(key, upstream) {
+      redis.set(name(key), upstream, 'PX', options.ttlMs).catch(() => {});
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}

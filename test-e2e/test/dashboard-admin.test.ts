@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { accessibilityViolations, ensureDashboardBuilt, launchChromium, screenshot } from '../src/browser.ts';
+import { anthropicClient } from '../src/clients.ts';
 import { type Customer, DashboardSession, signUpCustomer } from '../src/customer.ts';
 import { closeCheckingLedger } from '../src/ledger.ts';
 import { type E2EStack, startStack } from '../src/stack.ts';
@@ -192,6 +193,36 @@ describe('admin actions that cannot slip', () => {
     await expectAccessible('admin orders');
   });
 
+  it('releasing a held call is confirmed first, naming what it holds and the account', async () => {
+    // A call whose answer has no usage is held for an operator (nothing billed on an estimate).
+    const key = await customer.createKey({ name: 'held' });
+    await anthropicClient(stack.gatewayUrl, { apiKey: key.secret })
+      .messages.create({
+        model: 'claude-e2e',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Hi @mock(no_usage)' }],
+      })
+      .catch(() => undefined);
+    let held: { id: string } | undefined;
+    for (let tries = 0; tries < 200 && !held; tries += 1) {
+      const answer = await adminApi.request('GET', '/admin/reservations/held');
+      held = answer.body.data[0];
+      if (!held) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(held).toBeDefined();
+    await page.goto(`${base}/admin/operations`);
+    await page.getByRole('button', { name: `Release reservation ${held?.id}` }).click();
+    const dialog = page.getByRole('dialog', {
+      name: /^Release [\d,]+ tokens and [\d,]+ credits held for a claude-e2e call\?$/,
+    });
+    await dialog.getByText(customer.email).waitFor();
+    await expectAccessible('release confirmation');
+    await dialog.getByRole('button', { name: 'Release' }).click();
+    await page.getByText('Released the hold of the claude-e2e call: nothing is charged for it.').waitFor();
+    const still = await adminApi.request('GET', '/admin/reservations/held');
+    expect(still.body.data.map((item: { id: string }) => item.id)).not.toContain(held?.id);
+  });
+
   it('the audit log names each action, actor and target, with details, filters and older pages', async () => {
     // Enough grants for a second page (25 a page).
     for (let index = 0; index < 26; index += 1) {
@@ -222,6 +253,16 @@ describe('admin actions that cannot slip', () => {
     await audit.getByText('note: launch goodwill').waitFor();
     await expect(audit.getByRole('row').count()).resolves.toBe(29);
     await expect(page.getByRole('button', { name: 'Older entries' }).count()).resolves.toBe(0);
+    // The catalogue says which entries the file manages and what needs a restart.
+    await page
+      .getByTestId('catalog-rule')
+      .getByText(/managed by the catalogue file/)
+      .waitFor();
+    await page
+      .getByTestId('catalog-rule')
+      .getByText(/restart the gateways/)
+      .waitFor();
+    await page.getByText('from the file').first().waitFor();
     await expectAccessible('admin operations');
     await screenshot(page, 'admin-audit');
   });

@@ -42,8 +42,12 @@ async function person(label: string, role?: 'admin' | 'reseller'): Promise<Perso
   return { email, password, page };
 }
 
+/** axe at the desktop width and at 390 px (a phone), back to desktop after. */
 async function expectAccessible(page: Page, screen: string): Promise<void> {
   expect(await accessibilityViolations(page), `axe on ${screen}`).toEqual([]);
+  await page.setViewportSize({ width: 390, height: 844 });
+  expect(await accessibilityViolations(page), `axe on ${screen} at 390 px`).toEqual([]);
+  await page.setViewportSize({ width: 1280, height: 860 });
 }
 
 let admin: Person;

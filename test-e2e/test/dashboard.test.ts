@@ -328,6 +328,16 @@ describe('the dashboard in Chromium', () => {
     await page.goto(`${base}/`);
     await page.getByTestId('activity').waitFor();
     await screenshot(page, 'overview-narrow');
+
+    // axe at 390 px (a phone): wide tables scroll inside a labelled, keyboard-reachable region.
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const path of ['/', '/keys', '/usage', '/orders', '/buy', '/sessions', '/profile', '/models']) {
+      await page.goto(`${base}${path}`);
+      await page.locator('main h1').waitFor();
+      await page.waitForLoadState('networkidle');
+      expect(await accessibilityViolations(page), `axe on ${path} at 390 px`).toEqual([]);
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
   });
 });
 

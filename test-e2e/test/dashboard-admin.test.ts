@@ -71,6 +71,17 @@ describe('admin actions that cannot slip', () => {
     await page.getByRole('heading', { name: /Welcome/ }).waitFor();
   });
 
+  it('a network error keeps the admin signed in; the session is asked for again', async () => {
+    await page.route('**/api/v1/me', (route) => route.abort('failed'));
+    await page.reload();
+    // Unreachable for a while: never sent to the login screen.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(new URL(page.url()).pathname).toBe('/');
+    await page.unroute('**/api/v1/me');
+    await page.getByRole('heading', { name: /Welcome/ }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/');
+  });
+
   it('grants once when the answer is lost and the admin confirms again, and once on a double click', async () => {
     await page.goto(`${base}/admin/accounts/${customer.accountId}`);
     await page.getByRole('heading', { name: customer.email }).waitFor();

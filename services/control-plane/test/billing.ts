@@ -211,11 +211,11 @@ export async function grantEntitlement(
   });
 }
 
-/** Ends an entitlement now, in Postgres's time, as time passing would (R16). */
+/** Ends an entitlement now, by Postgres's clock for expiries (tollgate_now()), as time passing would (R16). */
 export async function expireEntitlement(context: TestContext, accountId: string, entitlementId: string) {
   await context.deps.db.transaction().execute(async (trx) => {
     await lockAccount(trx, accountId, context.deps.hot);
-    await sql`update entitlements set expires_at = now() - interval '1 millisecond'
+    await sql`update entitlements set expires_at = tollgate_now() - interval '1 millisecond'
               where id = ${entitlementId}::uuid`.execute(trx);
   });
 }

@@ -11,6 +11,7 @@ import {
   removeRedisNamespace,
   testSecrets,
 } from '@tollgate/test-harness';
+import type pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
@@ -26,6 +27,7 @@ export interface TestClock extends Clock {
   advance(ms: number): void;
   /** How far it has been moved from real time (ms). */
   offset(): number;
+  offsetMs(): number;
 }
 
 export function createTestClock(): TestClock {
@@ -36,7 +38,23 @@ export function createTestClock(): TestClock {
       offset += ms;
     },
     offset: () => offset,
+    offsetMs: () => offset,
   };
+}
+
+/**
+ * Postgres's clock for expiries (tollgate_now(), docs/billing/rules.md R16) follows the test
+ * clock: a connection whose offset is not the clock's gets it before its next query (a query
+ * sent on acquiring runs before the caller's).
+ */
+function followClock(pool: pg.Pool, clock: TestClock): void {
+  const applied = new WeakMap<pg.PoolClient, number>();
+  pool.on('acquire', (client) => {
+    const offset = clock.offset();
+    if ((applied.get(client) ?? 0) === offset) return;
+    applied.set(client, offset);
+    client.query(`select set_config('tollgate.clock_offset_ms', '${offset}', false)`).catch(() => {});
+  });
 }
 
 export interface TestContext {
@@ -86,6 +104,7 @@ export async function createTestContext(
   // A copy of the run's migrated template (test/global-setup.ts): this finds nothing to apply.
   await migrateToLatest(handle.db);
   const clock = createTestClock();
+  if (handle.pool) followClock(handle.pool, clock);
   const events = createMemoryPublisher();
   const hot = openHotTier(config, { db: handle.db, prepared: handle.prepared, logger, clock });
   const deps: Dependencies = {

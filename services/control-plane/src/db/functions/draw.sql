@@ -19,10 +19,18 @@ create or replace function tollgate_refusal(p_id uuid, p_code text)
 select jsonb_build_object('reservation_id', p_id, 'ok', false, 'code', p_code)
 $fn$;
 
--- R3, R16: usable means tokens left, unexpired by Postgres now(), and covering the alias.
+-- R16: Postgres's one clock for every expiry it decides: now() (the transaction's start), moved by
+-- the session's tollgate.clock_offset_ms when set (only ever by tests, which move the clock).
+create or replace function tollgate_now()
+  returns timestamp with time zone language sql stable as $fn$
+select now() + coalesce(nullif(current_setting('tollgate.clock_offset_ms', true), '')::bigint, 0)
+  * interval '1 millisecond'
+$fn$;
+
+-- R3, R16: usable means tokens left, unexpired by tollgate_now(), and covering the alias.
 create or replace function tollgate_entitlement_usable(p_remaining bigint, p_expires_at timestamp with time zone, p_aliases text[], p_alias text)
   returns boolean language sql stable as $fn$
-select p_remaining > 0 and (p_expires_at is null or p_expires_at > now())
+select p_remaining > 0 and (p_expires_at is null or p_expires_at > tollgate_now())
   and (p_alias is null or p_aliases is null or p_alias = any(p_aliases))
 $fn$;
 

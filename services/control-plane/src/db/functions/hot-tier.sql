@@ -41,7 +41,7 @@ begin
 end
 $fn$;
 
--- R3, R4, R16, R21: leases each usable source of an account, up to p_cap, by Postgres now().
+-- R3, R4, R16, R21: leases each usable source of an account, up to p_cap, by tollgate_now().
 create or replace function tollgate_hot_take(p_lease uuid, p_account uuid, p_cap bigint)
   returns boolean language plpgsql as $fn$
 declare
@@ -85,7 +85,7 @@ select jsonb_build_object(
                'expiresAt', coalesce(floor(extract(epoch from e.expires_at) * 1000)::bigint, 0)::text,
                'aliases', e.aliases) as source
       from entitlements e
-      where e.account_id = l.account_id and (e.expires_at is null or e.expires_at > now())
+      where e.account_id = l.account_id and (e.expires_at is null or e.expires_at > tollgate_now())
       union all
       select 1, null, null, null,
              jsonb_build_object('id', null,

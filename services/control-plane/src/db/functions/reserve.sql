@@ -83,7 +83,7 @@ begin
   if p_key.key_id is null then return tollgate_refusal(v_id, 'invalid_api_key'); end if;
   if p_key.status = 'revoked' then return tollgate_refusal(v_id, 'api_key_revoked'); end if;
   if p_key.status = 'disabled' then return tollgate_refusal(v_id, 'api_key_disabled'); end if;
-  if p_key.expires_at is not null and p_key.expires_at <= now() then
+  if p_key.expires_at is not null and p_key.expires_at <= tollgate_now() then
     return tollgate_refusal(v_id, 'api_key_expired');
   end if;
   if p_key.account_status = 'suspended' then return tollgate_refusal(v_id, 'account_suspended'); end if;
@@ -111,7 +111,7 @@ begin
     if not v_covered then
       -- Without a credit price only a package can pay; with one, name what the account relies on.
       if not v_priced or exists (select 1 from entitlements where account_id = p_key.account_id
-                 and (expires_at is null or expires_at > now())
+                 and (expires_at is null or expires_at > tollgate_now())
                  and (aliases is null or v_alias = any(aliases))) then
         return tollgate_refusal(v_id, 'insufficient_tokens');
       end if;

@@ -89,18 +89,17 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
 
     it('stops drawing an entitlement the moment it expires, by the engine clock (R16)', async () => {
       const key = await createFundedKey(context, { credits: 10_000n });
-      const tokens = await grantEntitlement(context, key.accountId, { tokens: 1000n });
-      // Its expiry in Postgres's time (the test clock may have been moved by other tests).
-      await sql`update entitlements set expires_at = now() + interval '1500 milliseconds'
-                where id = ${tokens}::uuid`.execute(context.deps.db);
+      // An hour from now by the clock, which moves each engine's clock (Postgres tollgate_now(),
+      // Redis TIME) with it.
+      await grantEntitlement(context, key.accountId, { tokens: 1000n, expiresInMs: 3_600_000 });
       expect(await reserveOne(reserveItem(key, 'priced', 10n, 10n))).toMatchObject({
         reserved: { tokens: '20', credits: '0' },
       });
-      const { rows } = await sql<{ wait: number }>`
-        select greatest(0, extract(epoch from expires_at - now()) * 1000)::int + 50 as wait
-        from entitlements where id = ${tokens}::uuid`.execute(context.deps.db);
-      // Real time is what is tested: the entitlement expires on the database's clock.
-      await new Promise((resolve) => setTimeout(resolve, rows[0]!.wait));
+      context.clock.advance(3_600_000 - 10_000);
+      expect(await reserveOne(reserveItem(key, 'priced', 10n, 10n))).toMatchObject({
+        reserved: { tokens: '20', credits: '0' },
+      });
+      context.clock.advance(10_000);
       expect(await reserveOne(reserveItem(key, 'priced', 10n, 10n))).toMatchObject({
         reserved: { tokens: '0', credits: '70' },
       });

@@ -47,11 +47,17 @@ put('args', #ARGV)
 return out
 `;
 
+const CLOCK_OFFSET_MS = -1234;
+
 /** A call of the script with a value of its own for every name. */
 function sampleCall(script: ScriptName, items: number): ScriptCall<ScriptName> {
   const shape: ScriptLayout = SCRIPT_LAYOUTS[script];
   const named = (names: readonly string[], tag: string) =>
-    Object.fromEntries(names.filter((name) => name !== 'count').map((name) => [name, `${tag}${name}`]));
+    Object.fromEntries(
+      names
+        .filter((name) => name !== 'count' && name !== 'clockOffsetMs')
+        .map((name) => [name, `${tag}${name}`]),
+    );
   return {
     keys: named(shape.keys, 'k-'),
     args: named(shape.args, 'a-'),
@@ -69,7 +75,11 @@ function expectedEcho(script: ScriptName, call: ScriptCall<ScriptName>): Record<
   for (const name of shape.keys) expected[`key:${name}`] = (call.keys as Record<string, string>)[name]!;
   for (const name of shape.args) {
     expected[`arg:${name}`] =
-      name === 'count' ? String(items.length) : (call.args as Record<string, string>)[name]!;
+      name === 'count'
+        ? String(items.length)
+        : name === 'clockOffsetMs'
+          ? String(CLOCK_OFFSET_MS)
+          : (call.args as Record<string, string>)[name]!;
   }
   items.forEach((item, index) => {
     for (const name of shape.itemKeys) expected[`${index + 1}:key:${name}`] = item.keys[name]!;
@@ -92,7 +102,7 @@ describe('each script’s KEYS and ARGV', () => {
     it(`${script}: the script reads by name what the control plane encoded by name`, async () => {
       for (const items of [0, 1, 3]) {
         const call = sampleCall(script, items);
-        const { keys, args } = encodeCall(script, call);
+        const { keys, args } = encodeCall(script, call, CLOCK_OFFSET_MS);
         expect(await evalPairs(`${luaPrelude(script)}${ECHO}`, keys, args)).toEqual(
           expectedEcho(script, call),
         );

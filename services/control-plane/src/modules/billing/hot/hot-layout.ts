@@ -29,7 +29,10 @@ export interface ScriptLayout {
   /** Whether the script starts with lua/common.lua (shared helpers and the record codecs). */
   common: boolean;
   keys: readonly string[];
-  /** 'count', when present, is the number of items: filled in by encodeCall. */
+  /**
+   * Filled in by encodeCall: 'count', the number of items; 'clockOffsetMs', how far the control
+   * plane's clock is from real time (0 but in tests), by which the script moves Redis TIME.
+   */
   args: readonly string[];
   itemKeys: readonly string[];
   itemArgs: readonly string[];
@@ -45,7 +48,7 @@ export const SCRIPT_LAYOUTS = {
     file: 'reserve.lua',
     common: true,
     keys: ['lease', 'calls', 'account'],
-    args: ['topupAllowed', 'coverPercent', 'leaseTtlMs', 'topupEveryMs', 'count'],
+    args: ['clockOffsetMs', 'topupAllowed', 'coverPercent', 'leaseTtlMs', 'topupEveryMs', 'count'],
     itemKeys: ['key', 'keyRate', 'planRate', 'keyLeases', 'planLeases'],
     // aliasState: ok, unknown, unpublished, protocol. Prices '' = unpriced. keyRpm '' = limits
     // checked by the gateway.
@@ -72,7 +75,7 @@ export const SCRIPT_LAYOUTS = {
     file: 'finish.lua',
     common: true,
     keys: ['lease', 'calls'],
-    args: ['forgotten', 'topupAllowed', 'count'],
+    args: ['clockOffsetMs', 'forgotten', 'topupAllowed', 'count'],
     itemKeys: [],
     // Prices: the alias's of now ('' = unpriced). created: µs, for a call Redis does not know.
     itemArgs: [
@@ -90,12 +93,12 @@ export const SCRIPT_LAYOUTS = {
       'created',
     ],
   }),
-  /** Finished calls Postgres has: forgotten, or kept as tombstones until `untilMs`. */
+  /** Finished calls Postgres has: forgotten, or kept as tombstones for `tombstoneMs`. */
   hotWritten: layout({
     file: 'written.lua',
     common: true,
     keys: ['calls'],
-    args: ['untilMs', 'count'],
+    args: ['clockOffsetMs', 'tombstoneMs', 'count'],
     itemKeys: [],
     itemArgs: ['id'],
   }),
@@ -113,7 +116,7 @@ export const SCRIPT_LAYOUTS = {
     file: 'lease.lua',
     common: true,
     keys: ['lease', 'claim'],
-    args: ['mode', 'token', 'leaseId', 'version', 'more', 'now', 'count'],
+    args: ['clockOffsetMs', 'mode', 'token', 'leaseId', 'version', 'more', 'count'],
     itemKeys: [],
     itemArgs: ['id', 'net', 'expiresAt', 'aliases'],
   }),
@@ -131,7 +134,7 @@ export const SCRIPT_LAYOUTS = {
     file: 'sweep.lua',
     common: true,
     keys: ['lease', 'calls', 'claim'],
-    args: ['leaseId', 'now', 'timeoutMs', 'unwrittenMs', 'idleMs'],
+    args: ['clockOffsetMs', 'leaseId', 'timeoutMs', 'unwrittenMs', 'idleMs'],
     itemKeys: [],
     itemArgs: [],
   }),
@@ -172,7 +175,7 @@ type Value = string | number;
 /** What a script is called with, by name. */
 export interface ScriptCall<S extends ScriptName> {
   keys: Record<Names<(typeof SCRIPT_LAYOUTS)[S]['keys']>, string>;
-  args: Record<Exclude<Names<(typeof SCRIPT_LAYOUTS)[S]['args']>, 'count'>, Value>;
+  args: Record<Exclude<Names<(typeof SCRIPT_LAYOUTS)[S]['args']>, 'count' | 'clockOffsetMs'>, Value>;
   items?: Array<{
     keys: Record<Names<(typeof SCRIPT_LAYOUTS)[S]['itemKeys']>, string>;
     args: Record<Names<(typeof SCRIPT_LAYOUTS)[S]['itemArgs']>, Value>;
@@ -183,12 +186,15 @@ export interface ScriptCall<S extends ScriptName> {
 export function encodeCall<S extends ScriptName>(
   script: S,
   call: ScriptCall<S>,
+  clockOffsetMs = 0,
 ): { keys: string[]; args: Value[] } {
   const shape: ScriptLayout = SCRIPT_LAYOUTS[script];
   const items = (call.items ?? []) as Array<{ keys: Record<string, string>; args: Record<string, Value> }>;
   const head = call.args as Record<string, Value>;
   const keys = shape.keys.map((name) => (call.keys as Record<string, string>)[name]!);
-  const args = shape.args.map((name) => (name === 'count' ? items.length : head[name]!));
+  const args = shape.args.map((name) =>
+    name === 'count' ? items.length : name === 'clockOffsetMs' ? clockOffsetMs : head[name]!,
+  );
   for (const item of items) {
     for (const name of shape.itemKeys) keys.push(item.keys[name]!);
     for (const name of shape.itemArgs) args.push(item.args[name]!);

@@ -53,7 +53,7 @@ export function createLeases(
     if (!opened) return 'busy';
     const at = now();
     await writeEntries(store, { accountId, ...opened.entries }, at, null);
-    const written = await store.writeLease(accountId, leaseWrite('install', token, opened.state, at));
+    const written = await store.writeLease(accountId, leaseWrite('install', token, opened.state));
     if (written !== 'installed') {
       deps.logger.warn(
         { accountId, leaseId },
@@ -72,7 +72,7 @@ export function createLeases(
       `.execute(trx);
       return rows[0]!.state;
     });
-    if (state) await store.writeLease(accountId, leaseWrite('sync', '', state, now()));
+    if (state) await store.writeLease(accountId, leaseWrite('sync', '', state));
   }
 
   /**
@@ -127,12 +127,12 @@ export function createLeases(
 
 export type Leases = ReturnType<typeof createLeases>;
 
-function leaseWrite(mode: 'install' | 'sync', token: string, state: LeaseState, at: number) {
+function leaseWrite(mode: 'install' | 'sync', token: string, state: LeaseState) {
   const sources: LeaseSource[] = state.sources.map((source) => ({
     id: source.id ?? 'c',
     net: source.net,
     expiresAt: source.expiresAt ?? '0',
     aliases: source.aliases && source.aliases.length > 0 ? `,${source.aliases.join(',')},` : '',
   }));
-  return { mode, token, leaseId: state.lease, version: state.version, more: state.more, now: at, sources };
+  return { mode, token, leaseId: state.lease, version: state.version, more: state.more, sources };
 }

@@ -38,7 +38,6 @@ export interface LeaseWrite {
   leaseId: string;
   version: string;
   more: boolean;
-  now: number;
   sources: LeaseSource[];
 }
 
@@ -58,7 +57,16 @@ const CONNECT_WAIT_MS = 500;
  * sent by its hash. Commands of concurrent calls leave in one write (auto-pipelining). While Redis
  * is unreachable every call fails at once with rate_limiter_unavailable: nothing is reserved.
  */
-export function createHotStore(target: RedisTarget, prefix: string, logger: Logger) {
+/**
+ * clockOffsetMs: how far the control plane's clock is from real time (0 but in tests); the
+ * scripts move Redis TIME, the hot tier's one clock (R16), by as much.
+ */
+export function createHotStore(
+  target: RedisTarget,
+  prefix: string,
+  logger: Logger,
+  clockOffsetMs: () => number = () => 0,
+) {
   const redis: RedisConnection = connectRedis(target, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -76,7 +84,7 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
   /** Runs a script with its KEYS and ARGV by name (hot-layout.ts). */
   async function run<S extends ScriptName>(script: S, call: ScriptCall<S>): Promise<ScriptReplies[S]> {
     if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
-    const { keys, args } = encodeCall(script, call);
+    const { keys, args } = encodeCall(script, call, clockOffsetMs());
     try {
       return (await scripts[script](keys.length, ...keys, ...args)) as ScriptReplies[S];
     } catch (error) {
@@ -101,7 +109,6 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
           leaseId: write.leaseId,
           version: write.version,
           more: write.more ? '1' : '0',
-          now: write.now,
         },
         items: write.sources.map((source) => ({ keys: {}, args: source })),
       });
@@ -135,13 +142,13 @@ export function createHotStore(target: RedisTarget, prefix: string, logger: Logg
     },
     /**
      * Forgets finished calls once Postgres has them; a release or hold of a call Redis never saw
-     * stays as a tombstone until `until` (ms).
+     * stays as a tombstone for `tombstoneMs`.
      */
-    async written(accountId: string, ids: string[], until: number): Promise<void> {
+    async written(accountId: string, ids: string[], tombstoneMs: number): Promise<void> {
       if (ids.length === 0) return;
       await run('hotWritten', {
         keys: { calls: hotKeys(prefix, accountId).calls },
-        args: { untilMs: until },
+        args: { tombstoneMs },
         items: ids.map((id) => ({ keys: {}, args: { id } })),
       });
     },

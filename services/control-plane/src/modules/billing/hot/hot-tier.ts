@@ -331,7 +331,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
         await store.written(
           accountId,
           group.map((item) => item.reservationId),
-          now() + TOMBSTONE_TTL_MS,
+          TOMBSTONE_TTL_MS,
         );
         const replies = await finishForgotten(accountId, group, catalog);
         replies.forEach((reply, position) => {
@@ -489,7 +489,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
           .written(
             accountId,
             group.map(({ record }) => record.id),
-            now() + TOMBSTONE_TTL_MS,
+            TOMBSTONE_TTL_MS,
           )
           .catch((error: unknown) => {
             deps.logger.warn(
@@ -539,7 +539,6 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
         keys: { lease: names.lease, calls: names.calls, claim: names.claim },
         args: {
           leaseId: lease.id,
-          now: now(),
           timeoutMs: deps.reservationTimeoutMs,
           unwrittenMs: deps.writeGraceMs,
           idleMs: deps.idleMs,
@@ -624,6 +623,7 @@ export function openHotTier(
     { url: config.redisUrl, cluster: config.redisCluster },
     config.redisKeyPrefix,
     parts.logger,
+    () => parts.clock.offsetMs?.() ?? 0,
   );
   return createHotTier(
     {

@@ -6,6 +6,13 @@
 -- min() against such amounts; write-offs, which are not bounded, are computed by the control
 -- plane from the exact figures the records carry.
 local function num(value) return tonumber(value) or 0 end
+-- R16: the hot tier's one clock: Redis TIME, in ms and in µs, moved by `offsetMs` (the control
+-- plane's clock's distance from real time: 0 but in tests, which move it).
+local function clockNow(offsetMs)
+  local time = redis.call('TIME')
+  local micros = tonumber(time[1]) * 1000000 + tonumber(time[2]) + tonumber(offsetMs) * 1000
+  return math.floor(micros / 1000), string.format('%.0f', micros)
+end
 local function fmt(value) return string.format('%.0f', value) end
 local function split(text, separator)
   local parts = {}

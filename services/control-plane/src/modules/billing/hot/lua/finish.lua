@@ -10,9 +10,8 @@
 -- {'topup', lease id}, and the control plane tops the lease up and asks again.
 -- KEYS and ARGV: hot-layout.ts. Returns per call: {'done', record} | {'unknown'} | {'cold'} |
 -- {'topup', lease id}.
-local time = redis.call('TIME')
--- R16: Redis TIME is the clock of every expiry this script decides.
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- R16: every expiry this script decides is by clockNow (Redis TIME).
+local now = clockNow(ARGV[ARG.clockOffsetMs])
 local st = loadHash(KEYS[KEY.lease])
 local hot = st['lease'] ~= nil
 local changed = {}

@@ -3,6 +3,7 @@
 -- version: each source's free part moves by the change of its net amount. Sources come in draw
 -- order (R4). KEYS and ARGV: hot-layout.ts. Returns 'installed' | 'synced' | 'lost' | 'stale'.
 local mode, leaseId, version = ARGV[ARG.mode], ARGV[ARG.leaseId], tonumber(ARGV[ARG.version])
+local now = fmt(clockNow(ARGV[ARG.clockOffsetMs]))
 local st = loadHash(KEYS[KEY.lease])
 if mode == 'install' then
   if st['lease'] ~= nil or redis.call('GET', KEYS[KEY.claim]) ~= ARGV[ARG.token] then return 'lost' end
@@ -11,10 +12,10 @@ if mode == 'install' then
 elseif st['lease'] ~= leaseId or num(st['ver']) > version then
   return 'stale'
 end
-local values = {'lease', leaseId, 'ver', fmt(version), 'more', ARGV[ARG.more], 'tried', ARGV[ARG.now]}
+local values = {'lease', leaseId, 'ver', fmt(version), 'more', ARGV[ARG.more], 'tried', now}
 if mode == 'install' then
   values[#values + 1] = 'last'
-  values[#values + 1] = ARGV[ARG.now]
+  values[#values + 1] = now
 end
 local order = {}
 local count = tonumber(ARGV[ARG.count])

@@ -3,10 +3,8 @@
 -- Returns per call: {'ok', legs, tokens, credits, budget} | {'no', code, retry ms, budget} |
 -- {'miss'} (a key or account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short;
 -- Postgres may hold more).
-local time = redis.call('TIME')
--- R16: Redis TIME is the clock of every expiry this script decides.
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local createdUs = time[1] .. string.format('%06d', tonumber(time[2]))
+-- R16: every expiry this script decides is by clockNow (Redis TIME).
+local now, createdUs = clockNow(ARGV[ARG.clockOffsetMs])
 local st = loadHash(KEYS[KEY.lease])
 local hot = st['lease'] ~= nil
 local changed = {}

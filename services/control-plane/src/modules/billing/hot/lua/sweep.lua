@@ -1,13 +1,13 @@
 -- The reconciler's pass over one lease: calls in flight past the reservation timeout are held
 -- (settlement_missing, R13) and returned with finished calls Postgres has not had for a while
 -- (their control plane stopped); expired tombstones go; a lease idle long enough, with nothing in
--- flight or unwritten, is removed from Redis, to be closed in Postgres. `now`: the control plane's
--- clock (ms). KEYS and ARGV: hot-layout.ts.
+-- flight or unwritten, is removed from Redis, to be closed in Postgres. Every time is by clockNow
+-- (Redis TIME), as the reservations' and the tombstones'. KEYS and ARGV: hot-layout.ts.
 -- Returns {'absent', claimed} | {'other'} | {'closed'} | {'open', record...}.
 local st = loadHash(KEYS[KEY.lease])
 if st['lease'] == nil then return {'absent', redis.call('EXISTS', KEYS[KEY.claim])} end
 if st['lease'] ~= ARGV[ARG.leaseId] then return {'other'} end
-local now, timeout = tonumber(ARGV[ARG.now]), tonumber(ARGV[ARG.timeoutMs])
+local now, timeout = clockNow(ARGV[ARG.clockOffsetMs]), tonumber(ARGV[ARG.timeoutMs])
 local unwritten, idle = tonumber(ARGV[ARG.unwrittenMs]), tonumber(ARGV[ARG.idleMs])
 local results = {'open'}
 local live = 0

@@ -4,7 +4,9 @@
  * that has neither an entry nor a prefix default fails the test, so new routes must be added.
  */
 import { randomUUID } from 'node:crypto';
+import { apiKeyDigest } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { internalApi, reserveItem, settleItem } from '../../test/billing.ts';
 import { createClient, type TestClient } from '../../test/client.ts';
 import { createTestContext, type TestContext } from '../../test/context.ts';
 import {
@@ -15,6 +17,7 @@ import {
   member,
   seedCatalog,
 } from '../../test/resellers.ts';
+import { changeCredit } from '../modules/billing/billing.service.ts';
 
 type Scope =
   | 'customers:read'
@@ -69,6 +72,7 @@ const RULES: Record<string, Rule> = {
   'GET /me/balance': SESSION,
   'GET /me/entitlements': SESSION,
   'GET /me/activity': SESSION,
+  'GET /me/activity/{id}': OWNED,
   'GET /me/usage/summary': SESSION,
   'GET /me/api-keys': SESSION,
   'GET /me/api-keys/limits': SESSION,
@@ -178,11 +182,30 @@ beforeAll(async () => {
     body: { name: 'c' },
   });
   const spare = await createManagementKey(reseller, ['customers:read'], { name: 'spare' });
+  // A call of A's, for its receipt.
+  await changeCredit(context.deps, {
+    accountId: customerA.id,
+    amount: 1000n,
+    kind: 'grant',
+    cause: 'matrix',
+  });
+  const caller = {
+    accountId: customerA.id,
+    email: customerA.email,
+    keyId: inferenceKey.body.data.key.id,
+    secret: inferenceKey.body.data.secret,
+    digest: apiKeyDigest(inferenceKey.body.data.secret),
+  };
+  const call = reserveItem(caller, 'priced', 1n, 1n);
+  const internal = internalApi(context);
+  await internal.reserve([call]);
+  await internal.finish([settleItem(caller, call.reservationId, 'priced', 1n, 1n)]);
   ids = {
     A: customerA.id,
     keyA: pathKey.body.data.key.id,
     sessionA: otherSession.id,
     orderA: orderA.body.data.id,
+    callA: call.reservationId,
     C: customerC,
     keyC: keyC.body.data.key.id,
     spareManagementKey: spare.id,
@@ -260,6 +283,7 @@ function concrete(path: string): string {
   return path.replace(/\{(\w+)\}/g, (_, name: string) => {
     if (path.startsWith('/me/api-keys/')) return ids.keyA as string;
     if (path.startsWith('/me/sessions/')) return ids.sessionA as string;
+    if (path.startsWith('/me/activity/')) return ids.callA as string;
     if (path.startsWith('/orders/')) return ids.orderA as string;
     if (path.startsWith('/reseller/management-keys/')) return ids.spareManagementKey as string;
     if (path.startsWith('/reseller')) return (name === 'keyId' ? ids.keyC : ids.C) as string;

@@ -33,6 +33,8 @@ export function createFinishQueue(
   let queue: FinishItem[] = [];
   let inFlight = 0;
   let timer: NodeJS.Timeout | null = null;
+  /** A send on the next turn of the event loop (setTimeout would wait a millisecond at least). */
+  let immediate: NodeJS.Immediate | null = null;
   let retryDelay = 0;
   let idleWaiters: Array<() => void> = [];
   let stopped = false;
@@ -78,11 +80,15 @@ export function createFinishQueue(
 
   /** Sends on the next turn of the event loop, so items queued in this one share the batch. */
   function soon(): void {
+    if (immediate) return;
     if (timer) {
       clearTimeout(timer);
       timer = null;
     }
-    schedule(0);
+    immediate = setImmediate(() => {
+      immediate = null;
+      flush();
+    });
   }
 
   function settleWaiters(): void {
@@ -94,7 +100,11 @@ export function createFinishQueue(
   }
 
   function flush(): void {
-    while (!stopped && queue.length > 0 && inFlight < options.maxInFlight) {
+    // Items a receipt waits for leave one batch at a time: what queues while a batch is under way
+    // leaves together when it returns (a group commit), so waiting adds one round trip, and the
+    // control plane does not pay a durable commit per call.
+    const limit = resultWaiters.size > 0 ? 1 : options.maxInFlight;
+    while (!stopped && queue.length > 0 && inFlight < limit) {
       const batch = queue.slice(0, options.maxBatch);
       queue = queue.slice(batch.length);
       inFlight += 1;
@@ -121,10 +131,10 @@ export function createFinishQueue(
           inFlight -= 1;
           sending.delete(batch);
           // Someone waits for an account's items (settledFor) or for a receipt: the rest leave at once.
-          if (queue.length > 0 && !stopped)
-            schedule(
-              retryDelay || (accountWaiters.size > 0 || resultWaiters.size > 0 ? 0 : options.flushIntervalMs),
-            );
+          if (queue.length > 0 && !stopped) {
+            if (resultWaiters.size > 0 && retryDelay === 0) soon();
+            else schedule(retryDelay || (accountWaiters.size > 0 ? 0 : options.flushIntervalMs));
+          }
           settleWaiters();
         });
       if (retryDelay > 0) break;
@@ -195,6 +205,10 @@ export function createFinishQueue(
     /** Stops sending and retrying; returns every item not acknowledged (sent or not). */
     stop(): FinishItem[] {
       stopped = true;
+      if (immediate) {
+        clearImmediate(immediate);
+        immediate = null;
+      }
       if (timer) {
         clearTimeout(timer);
         timer = null;

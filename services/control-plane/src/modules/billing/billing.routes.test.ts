@@ -263,6 +263,41 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
     expect(await use(unusedKeyId)).toEqual({ first: null, last: null });
   });
 
+  it("shows one call's receipt: usage, prices, what the package and the credit gave; another account's is not_found", async () => {
+    const { client, key } = await customer();
+    await grantPackage(context.deps, { accountId: key.accountId, packageId: 'small', cause: 'test' });
+    await changeCredit(context.deps, {
+      accountId: key.accountId,
+      amount: 100_000n,
+      kind: 'grant',
+      cause: 'test',
+    });
+    // 1,000 package tokens cover part of 900 + 300; the rest is charged in credit at the alias's prices.
+    const id = await meteredCall(key, 'priced', 900n, 300n);
+    const receipt = await client.request('GET', `/me/activity/${id}`);
+    expect(receipt.status).toBe(200);
+    const { data } = receipt.body;
+    expect(data).toMatchObject({
+      requestId: id,
+      keyId: key.keyId,
+      alias: 'priced',
+      state: 'settled',
+      usage: { inputTokens: '900', outputTokens: '300' },
+      writtenOff: { tokens: '0', credits: '0' },
+    });
+    // 900 input and 100 output from the package, 200 output at 5 credits.
+    expect(data.charged).toEqual({ tokens: '1000', credits: '1000' });
+    expect(data.drawn).toEqual([
+      { source: 'entitlement', entitlementId: expect.any(String), packageId: 'small', amount: '1000' },
+      { source: 'credit', entitlementId: null, packageId: null, amount: data.charged.credits },
+    ]);
+    expect(data.prices).toMatchObject({ input: '2', output: '5' });
+
+    const stranger = await customer();
+    const refused = await stranger.client.request('GET', `/me/activity/${id}`);
+    expect([refused.status, refused.body.code]).toEqual([404, 'not_found']);
+  });
+
   it("never shows another account's activity", async () => {
     const mine = await customer();
     const theirs = await customer();

@@ -8,10 +8,12 @@ import {
   ActivityQuery,
   BalanceView,
   EntitlementView,
+  ReceiptView,
   summaryRange,
   UsageSummaryQuery,
   UsageSummaryRowView,
 } from './billing.schemas.ts';
+import { readCallReceipt } from './receipts.service.ts';
 import { listActivity, listEntitlements, readBalance, summarizeUsage } from './reports.service.ts';
 
 const balanceRoute = createRoute({
@@ -51,6 +53,27 @@ const activityRoute = createRoute({
   },
 });
 
+const receiptRoute = createRoute({
+  tags: ['billing'],
+  security: SESSION,
+  middleware: [requireSession()] as const,
+  method: 'get',
+  path: '/me/activity/{id}',
+  summary: "One call's receipt: usage parts, prices, what each entitlement or the credit gave, state",
+  request: {
+    params: z.object({
+      id: z
+        .string()
+        .uuid()
+        .openapi({ param: { name: 'id', in: 'path' } }),
+    }),
+  },
+  responses: {
+    200: jsonContent(dataOf(ReceiptView), 'The receipt.'),
+    ...errorResponses(401, 403, 404, 422),
+  },
+});
+
 const summaryRoute = createRoute({
   tags: ['billing'],
   security: SESSION,
@@ -82,6 +105,18 @@ export function billingRoutes() {
     });
     return c.json({ data: page }, 200);
   });
+  app.openapi(receiptRoute, async (c) =>
+    c.json(
+      {
+        data: await readCallReceipt(
+          c.get('deps'),
+          { accountId: c.get('auth').account.id },
+          c.req.valid('param').id,
+        ),
+      },
+      200,
+    ),
+  );
   app.openapi(summaryRoute, async (c) =>
     c.json(
       {

@@ -48,6 +48,45 @@ export const ActivityItemView = z
   })
   .openapi('ActivityItem');
 
+export const ReceiptView = z
+  .object({
+    requestId: z.string().uuid().describe("The call's id: its answer's x-request-id."),
+    keyId: z.string().uuid(),
+    alias: z.string(),
+    surface: z.enum(['messages', 'responses', 'chat_completions']),
+    state: z.enum(['reserved', 'settled', 'released', 'held']),
+    outcome: z.string().nullable(),
+    httpStatus: z.number().int().nullable(),
+    holdReason: z.string().nullable(),
+    usage: z
+      .record(z.string(), IntegerString)
+      .nullable()
+      .describe(
+        'The token parts the settlement charged (inputTokens, outputTokens, ...); null unless settled.',
+      ),
+    prices: z
+      .record(z.string(), IntegerString)
+      .nullable()
+      .describe(
+        'Credits per token of each part, fixed when the call was reserved; null when no credit was reserved.',
+      ),
+    charged: AmountsView,
+    writtenOff: AmountsView,
+    drawn: z
+      .array(
+        z.object({
+          source: z.enum(['entitlement', 'credit']),
+          entitlementId: z.string().nullable(),
+          packageId: z.string().nullable(),
+          amount: IntegerString.describe('Tokens of an entitlement, credits of the balance.'),
+        }),
+      )
+      .describe("The ledger's settle rows of the call."),
+    createdAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('Receipt');
+
 export const ActivityPage = z
   .object({ items: z.array(ActivityItemView), nextCursor: z.string().nullable() })
   .openapi('ActivityPage');

@@ -25,12 +25,7 @@ function pricesOf(legs: Leg[]): Record<string, string> | null {
   return prices;
 }
 
-/**
- * One call's receipt, for the key that made it (GET /v1/key/usage/{request_id}): the reservation
- * row (alias, state, usage parts, totals, the prices fixed when it was reserved) and the ledger's
- * settle rows for it (what was drawn from which entitlement or the credit balance). Another key's
- * call, an unknown id and a call not yet written (in flight on the hot tier) are all not_found.
- */
+/** One call's receipt, for the key that made it (GET /v1/key/usage/{request_id}). */
 export async function readReceipt(
   deps: Dependencies,
   keyDigest: string,
@@ -38,20 +33,35 @@ export async function readReceipt(
 ): Promise<CallReceipt> {
   const key = await findKeyByDigest(deps.db, deps.config.keyPepper, keyDigest, deps.clock.now());
   if (!key) throw new AppError('invalid_api_key');
-  const row = await deps.db
+  return readCallReceipt(deps, { accountId: key.accountId, keyId: key.keyId }, requestId);
+}
+
+/**
+ * One call's receipt, within an account (and one key of it, when given): the reservation row
+ * (alias, state, usage parts, totals, the prices fixed when it was reserved) and the ledger's
+ * settle rows for it (what was drawn from which entitlement or the credit balance). A call of
+ * another account or key, an unknown id and a call not yet written (in flight on the hot tier)
+ * are all not_found.
+ */
+export async function readCallReceipt(
+  deps: Dependencies,
+  owner: { accountId: string; keyId?: string },
+  requestId: string,
+): Promise<CallReceipt> {
+  let query = deps.db
     .selectFrom('reservations')
     .selectAll()
     .where('id', '=', requestId)
-    .where('account_id', '=', key.accountId)
-    .where('key_id', '=', key.keyId)
-    .executeTakeFirst();
-  if (!row) throw new AppError('not_found', { message: 'This key made no call with that request id.' });
+    .where('account_id', '=', owner.accountId);
+  if (owner.keyId !== undefined) query = query.where('key_id', '=', owner.keyId);
+  const row = await query.executeTakeFirst();
+  if (!row) throw new AppError('not_found', { message: 'No call with that request id.' });
   const draws = await deps.db
     .selectFrom('ledger_entries as l')
     .leftJoin('entitlements as e', 'e.id', 'l.entitlement_id')
     .select(['l.entitlement_id', 'e.package_id', 'l.amount'])
     .where('l.reservation_id', '=', requestId)
-    .where('l.account_id', '=', key.accountId)
+    .where('l.account_id', '=', owner.accountId)
     .where('l.kind', '=', 'settle')
     .orderBy('l.id')
     .execute();

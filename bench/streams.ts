@@ -14,7 +14,7 @@
  * BENCH_STREAM_RAMP_SECONDS (every stream of a level starts within this, 2),
  * BENCH_STREAM_TARGETS ("direct,floor,gateway"; add "portkey" with BENCH_PORTKEY_NODE naming a
  * Node binary Portkey's streaming works under, e.g. Node 22), and BENCH_DATABASE_URL /
- * BENCH_REDIS_URL as for `pnpm bench`.
+ * BENCH_REDIS_URL, BENCH_PROFILE_DIR and BENCH_GATEWAY_ENV as for `pnpm bench`.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -24,7 +24,7 @@ import { createHistogram, monitorEventLoopDelay, type RecordableHistogram } from
 import { cpuMs } from './src/cpu.ts';
 import { format } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
-import { type BenchStack, PORTS, startBenchStack } from './src/stack.ts';
+import { type BenchStack, PORTS, parseEnvChanges, startBenchStack } from './src/stack.ts';
 
 const levels = (process.env.BENCH_STREAM_LEVELS ?? '500,2000,5000').split(',').map(Number);
 const seconds = Number(process.env.BENCH_STREAM_SECONDS ?? 30);
@@ -250,7 +250,8 @@ async function main(): Promise<void> {
   const stack: BenchStack = await startBenchStack({
     adminUrl: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    gatewayEnv: { METRICS_PORT: String(PORTS.metrics) },
+    gatewayEnv: { METRICS_PORT: String(PORTS.metrics), ...parseEnvChanges(process.env.BENCH_GATEWAY_ENV) },
+    profileDir: process.env.BENCH_PROFILE_DIR,
     keyConcurrency: Math.max(...levels) * 2,
   });
   try {

@@ -12,7 +12,8 @@
  * Environment: BENCH_STREAM_LEVELS (concurrent streams, default "500,2000,5000"),
  * BENCH_STREAM_SECONDS (30), BENCH_STREAM_RATE (events per second per stream, 25),
  * BENCH_STREAM_RAMP_SECONDS (every stream of a level starts within this, 2),
- * BENCH_STREAM_TARGETS ("direct,floor,gateway"; add "portkey" with BENCH_PORTKEY_NODE naming a
+ * BENCH_STREAM_PROMPT_KIB (prompt padding per call, 0), BENCH_STREAM_WARMUP (streams of the unreported 5 s warm-up of each target, at most the first
+ * level; 500), BENCH_STREAM_TARGETS ("direct,floor,gateway"; add "portkey" with BENCH_PORTKEY_NODE naming a
  * Node binary Portkey's streaming works under, e.g. Node 22), and BENCH_DATABASE_URL /
  * BENCH_REDIS_URL, BENCH_PROFILE_DIR and BENCH_GATEWAY_ENV as for `pnpm bench`.
  */
@@ -32,6 +33,8 @@ const rate = Number(process.env.BENCH_STREAM_RATE ?? 25);
 const rampSeconds = Number(process.env.BENCH_STREAM_RAMP_SECONDS ?? 2);
 const targetNames = (process.env.BENCH_STREAM_TARGETS ?? 'direct,floor,gateway').split(',');
 const portkeyNode = process.env.BENCH_PORTKEY_NODE;
+const warmupStreams = Number(process.env.BENCH_STREAM_WARMUP ?? 500);
+const promptKiB = Number(process.env.BENCH_STREAM_PROMPT_KIB ?? 0);
 
 /** Why streams failed, with how many: printed under the table. */
 const failures = new Map<string, number>();
@@ -66,11 +69,25 @@ interface LevelResult {
   ttfb: { p50: number; p99: number };
   targetLagP99Ms: number | null;
   generatorLagP99Ms: number;
+  /** The target's V8 heap in use and external memory at the plateau above idle, per stream held. */
+  heapPerStreamKiB: number | null;
+  externalPerStreamKiB: number | null;
 }
 
-function bodyFor(surface: (typeof SURFACES)[number]): string {
-  const words = Math.max(1, Math.round(seconds * rate));
-  const text = `Long stream @mock(words=${words},chunk_delay=${Math.round(1000 / rate)},input_tokens=40,output_tokens=${words})`;
+function maxOrNull(a: number | null | undefined, b: number | null | undefined): number | null {
+  if (a == null) return b ?? null;
+  return b == null ? a : Math.max(a, b);
+}
+
+function bodyFor(surface: (typeof SURFACES)[number], duration: number): string {
+  const words = Math.max(1, Math.round(duration * rate));
+  // Real prompts are often long (a conversation, a document): BENCH_STREAM_PROMPT_KIB pads the
+  // prompt so that what a call holds for its whole stream shows in the memory per stream.
+  const padding =
+    promptKiB > 0
+      ? `${'lorem ipsum dolor sit amet '.repeat(Math.ceil((promptKiB * 1024) / 27)).slice(0, promptKiB * 1024)} `
+      : '';
+  const text = `${padding}Long stream @mock(words=${words},chunk_delay=${Math.round(1000 / rate)},input_tokens=40,output_tokens=${words})`;
   if (surface.path === '/v1/responses')
     return JSON.stringify({ model: surface.model, input: text, stream: true });
   return JSON.stringify({
@@ -92,13 +109,29 @@ function rssKiB(pid: number): number {
   }
 }
 
-/** The gateway's event-loop lag p99 since the last scrape (prom-client resets it on each collect). */
-async function scrapeLagP99Ms(port: number | undefined): Promise<number | null> {
+interface TargetMetrics {
+  /** Event-loop lag p99 since the last scrape (prom-client resets it on each collect). */
+  lagP99Ms: number | null;
+  /** V8 heap in use and external (Buffer) memory, KiB. */
+  heapUsedKiB: number;
+  externalKiB: number;
+}
+
+/** What the gateway's own /metrics says; null for a target without them. */
+async function scrapeMetrics(port: number | undefined): Promise<TargetMetrics | null> {
   if (!port) return null;
   try {
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    const value = /^nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text)?.[1];
-    return value === undefined ? null : Number(value) * 1000;
+    const read = (name: string) => {
+      const value = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(text)?.[1];
+      return value === undefined ? null : Number(value);
+    };
+    const lag = read('nodejs_eventloop_lag_p99_seconds');
+    return {
+      lagP99Ms: lag === null ? null : lag * 1000,
+      heapUsedKiB: (read('nodejs_heap_size_used_bytes') ?? 0) / 1024,
+      externalKiB: (read('nodejs_external_memory_bytes') ?? 0) / 1024,
+    };
   } catch {
     return null;
   }
@@ -112,9 +145,10 @@ function openStream(
   gaps: RecordableHistogram,
   ttfb: RecordableHistogram,
   open: { count: number },
+  duration: number,
 ): Promise<{ ok: boolean; events: number }> {
   const surface = SURFACES[index % SURFACES.length]!;
-  const body = bodyFor(surface);
+  const body = bodyFor(surface, duration);
   return new Promise((resolve) => {
     const started = performance.now();
     let last = 0;
@@ -168,7 +202,7 @@ function openStream(
         response.on('end', () => {
           open.count -= 1;
           // A stream cut short is an error, whatever its status said.
-          const whole = events > seconds * rate * 0.9;
+          const whole = events > duration * rate * 0.9;
           if (!whole) failed(`${target.name}: ended after ${events} events`);
           done(whole);
         });
@@ -183,7 +217,7 @@ function openStream(
   });
 }
 
-async function runLevel(target: Target, streams: number): Promise<LevelResult> {
+async function runLevel(target: Target, streams: number, duration = seconds): Promise<LevelResult> {
   const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const gaps = createHistogram();
   const ttfb = createHistogram();
@@ -193,19 +227,20 @@ async function runLevel(target: Target, streams: number): Promise<LevelResult> {
   // Settle after the previous level, then read the idle figures.
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idleRss = rssKiB(pid);
-  await scrapeLagP99Ms(target.metricsPort);
+  const idleMetrics = await scrapeMetrics(target.metricsPort);
   const cpuBefore = cpuMs(pid);
   generatorLag.enable();
   const calls: Promise<{ ok: boolean; events: number }>[] = [];
   const spacing = (rampSeconds * 1000) / streams;
   for (let index = 0; index < streams; index += 1) {
-    calls.push(openStream(agent, target, index, gaps, ttfb, open));
+    calls.push(openStream(agent, target, index, gaps, ttfb, open, duration));
     if (index % 50 === 49) await new Promise((resolve) => setTimeout(resolve, spacing * 50));
   }
   // The plateau: every stream started and none finished yet.
-  await new Promise((resolve) => setTimeout(resolve, Math.max(1000, (seconds * 1000) / 3)));
+  await new Promise((resolve) => setTimeout(resolve, Math.max(1000, (duration * 1000) / 3)));
   const held = open.count;
   const plateauRss = rssKiB(pid);
+  const plateauMetrics = await scrapeMetrics(target.metricsPort);
   const results = await Promise.all(calls);
   const cpu = cpuMs(pid) - cpuBefore;
   generatorLag.disable();
@@ -223,7 +258,16 @@ async function runLevel(target: Target, streams: number): Promise<LevelResult> {
     cpuPerCallUs: (cpu * 1000) / streams,
     gap: { p50: us(gaps, 50), p99: us(gaps, 99), max: gaps.max / 1000 },
     ttfb: { p50: us(ttfb, 50), p99: us(ttfb, 99) },
-    targetLagP99Ms: await scrapeLagP99Ms(target.metricsPort),
+    // The lag of the ramp and plateau (up to the scrape above) and of the rest, whichever is worse.
+    targetLagP99Ms: maxOrNull(plateauMetrics?.lagP99Ms, (await scrapeMetrics(target.metricsPort))?.lagP99Ms),
+    heapPerStreamKiB:
+      idleMetrics && plateauMetrics && held > 0
+        ? (plateauMetrics.heapUsedKiB - idleMetrics.heapUsedKiB) / held
+        : null,
+    externalPerStreamKiB:
+      idleMetrics && plateauMetrics && held > 0
+        ? (plateauMetrics.externalKiB - idleMetrics.externalKiB) / held
+        : null,
     generatorLagP99Ms: generatorLag.percentile(99) / 1e6,
   };
 }
@@ -242,6 +286,14 @@ function render(rows: LevelResult[]): string[] {
     );
   }
   lines.push('', `Nominal gap ${format(nominal, 1)} ms (${rate} events/s), ${seconds} s per stream.`);
+  // RSS counts garbage not yet collected and the heap's growth; the heap in use (not collected
+  // either) and external memory say how much of it the streams themselves hold.
+  for (const row of rows) {
+    if (row.heapPerStreamKiB === null) continue;
+    lines.push(
+      `${row.streams} ${row.target}: heap in use ${format(row.heapPerStreamKiB, 1)} KiB and external ${format(row.externalPerStreamKiB ?? 0, 1)} KiB per stream held, above idle.`,
+    );
+  }
   return lines;
 }
 
@@ -317,6 +369,10 @@ async function main(): Promise<void> {
       });
     }
     const chosen = targets.filter((target) => targetNames.includes(target.name));
+    // Each target first carries a short unreported load, so that the first level's memory per
+    // stream is not the heap's one-off growth to its working size divided by that level's streams.
+    for (const target of chosen) await runLevel(target, Math.min(warmupStreams, levels[0]!), 5);
+    failures.clear();
     const rows: LevelResult[] = [];
     for (const streams of levels) {
       for (const target of chosen) {

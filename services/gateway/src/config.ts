@@ -69,6 +69,9 @@ export const GatewayEnv = z.object({
   UPSTREAM_BODY_TIMEOUT_MS: withDefault(positiveInt, 300_000).describe(
     "Longest silence between two chunks of a provider's body; also bounds, in total, reading an answer on after its client left.",
   ),
+  STREAM_CLIENT_STALL_MS: withDefault(positiveInt, 60_000).describe(
+    "Longest a stream waits for its client to take what was already written (its socket's buffer full, the provider paused meanwhile); past it the connection is closed and the call ends as if the client had left.",
+  ),
   ROUTING_MAX_ATTEMPTS: withDefault(positiveInt, 3).describe(
     'Upstreams one call may try when an alias has several: the next is tried only when the one before failed before anything reached the client (docs/routing.md).',
   ),
@@ -187,6 +190,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       headersTimeoutMs: parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
       bodyTimeoutMs: parsed.UPSTREAM_BODY_TIMEOUT_MS,
     },
+    streamClientStallMs: parsed.STREAM_CLIENT_STALL_MS,
     routing: {
       maxAttempts: parsed.ROUTING_MAX_ATTEMPTS,
       cooldownMs: parsed.ROUTING_COOLDOWN_MS,

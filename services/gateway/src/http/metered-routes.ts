@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import { handleMetered } from '../proxy/metered.ts';
-import type { Reply } from '../proxy/reply.ts';
+import type { Reply, StreamBody } from '../proxy/reply.ts';
 import { fromNodeRequest } from '../request/inbound.ts';
 import { type ErrorStyle, startCycle } from './request-cycle.ts';
 
@@ -78,52 +78,62 @@ async function serve(
   }
   response.writeHead(reply.status, headers);
   response.flushHeaders();
-  await relay(reply.body, response, firstByte);
+  await relay(reply.body, response, firstByte, deps.config.streamClientStallMs);
 }
 
-/** Writes a relayed stream as it arrives, at the pace the client reads; a client that leaves cancels it. */
-async function relay(
-  body: ReadableStream<Uint8Array>,
+/**
+ * Writes a relayed stream as it arrives, at the pace the client reads: a write the socket cannot
+ * take at once pauses the upstream until 'drain', so a slow client holds a bounded buffer. One
+ * that takes nothing for `stallMs` is cut off, and the relay ends as for a client that left. A
+ * client that leaves cancels the relay.
+ */
+function relay(
+  body: StreamBody,
   response: ServerResponse,
   firstByte: () => void,
+  stallMs: number,
 ): Promise<void> {
-  const reader = body.getReader();
-  let gone = response.destroyed;
-  const leave = () => {
-    gone = true;
-    reader.cancel().catch(() => {});
-  };
-  response.once('close', leave);
-  let first = true;
-  try {
-    while (!gone) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (gone) return;
-      if (first) {
-        first = false;
-        firstByte();
-      }
-      if (!response.write(value)) await drained(response);
-    }
-    if (!gone) response.end();
-  } catch {
-    // The relay ends its own stream with an error event; a read that still fails cuts the answer.
-    response.destroy();
-  } finally {
-    response.off('close', leave);
-  }
-}
-
-function drained(response: ServerResponse): Promise<void> {
   return new Promise((resolve) => {
-    const done = () => {
-      response.off('drain', done);
-      response.off('close', done);
+    let first = true;
+    // Armed only while a write waits for the client: a stream that flows sets no timer at all.
+    let stall: ReturnType<typeof setTimeout> | undefined;
+    const leave = () => {
+      clearTimeout(stall);
+      response.off('drain', resume);
+      piped.cancel();
       resolve();
     };
-    response.once('drain', done);
-    response.once('close', done);
+    const resume = () => {
+      clearTimeout(stall);
+      stall = undefined;
+      piped.resume();
+    };
+    const piped = body.pipe({
+      write(bytes) {
+        if (response.destroyed) return false;
+        if (first) {
+          first = false;
+          firstByte();
+        }
+        if (response.write(bytes)) return true;
+        if (stall === undefined) {
+          stall = setTimeout(() => response.destroy(), stallMs);
+          stall.unref();
+        }
+        return false;
+      },
+      end() {
+        response.off('close', leave);
+        response.off('drain', resume);
+        if (!response.destroyed) response.end();
+        // What is left in a full buffer still has the client's deadline to be taken.
+        if (stall !== undefined) response.once('finish', () => clearTimeout(stall));
+        resolve();
+      },
+    });
+    if (response.destroyed) return leave();
+    response.once('close', leave);
+    response.on('drain', resume);
   });
 }
 

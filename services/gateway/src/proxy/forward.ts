@@ -268,7 +268,7 @@ async function forward(
     // From here a byte may reach the client: never another upstream (docs/routing.md).
     return {
       forwarded: {
-        reply: { answer: { status: 200, headers: relayed.headers, body: relayed.body } },
+        reply: { answer: { status: 200, headers: relayed.headers, body: { pipe: relayed.pipe } } },
         decision,
         streaming: true,
       },

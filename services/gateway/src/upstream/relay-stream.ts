@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { AppError } from '@tollgate/errors';
 import type { WireProtocol } from '../translation/protocol.ts';
 import type { StreamTranslator } from '../translation/translate.ts';
@@ -59,9 +60,33 @@ export interface RelayStreamInput {
   closing?: Promise<((end: string) => string) | null>;
 }
 
+/**
+ * Where a relayed stream is written. The gateway's server writes to the client's socket; tests and
+ * other readers take the same stream as a web ReadableStream (RelayedStream.body).
+ */
+export interface StreamSink {
+  /** Takes bytes; false when the client's buffer is full: the relay pauses until resumed. */
+  write(bytes: Uint8Array): boolean;
+  /** The stream ended, after its end event or the gateway's error event. */
+  end(): void;
+}
+
+/** A relay started into a sink. */
+export interface PipedStream {
+  /** The sink has room again (after a write that answered false). */
+  resume(): void;
+  /** The client left: stops relaying (and, after output started, reads on for the usage). */
+  cancel(): void;
+}
+
 export interface RelayedStream {
-  /** What the client reads: upstream events relayed as they arrive, then the end or error event. */
-  body: ReadableStream<Uint8Array>;
+  /**
+   * What the client reads as a web stream: upstream events relayed as they arrive, then the end or
+   * error event. Created on first use; use either this or pipe, once.
+   */
+  readonly body: ReadableStream<Uint8Array>;
+  /** The same stream written straight into a sink: no promise per event (the server's path). */
+  pipe(sink: StreamSink): PipedStream;
   /** The only headers the client gets; provider headers never pass. */
   headers: Record<string, string>;
   /** Resolves exactly once, when the stream has ended one way or another. Never rejects. */
@@ -99,13 +124,101 @@ export const STREAM_HEADERS: Readonly<Record<string, string>> = {
   'cache-control': 'no-cache',
 };
 
+/** How the relay reads the upstream body: pushed to handlers, paused while the sink is full. */
+interface Source {
+  pause(): void;
+  resume(): void;
+  /** Ends the reading for good (destroys the upstream body). */
+  stop(): void;
+}
+
+interface SourceHandlers {
+  chunk(bytes: Buffer): void;
+  end(): void;
+  error(error: unknown): void;
+}
+
+/**
+ * An undici body (a Node Readable) read by its events: one callback per chunk, where an async
+ * iterator and a web stream cost several promises each (docs/decisions/stream-relay-push.md).
+ */
+function readableSource(body: Readable, handlers: SourceHandlers): Source {
+  let stopped = false;
+  body.on('data', (chunk: Buffer) => {
+    if (!stopped) handlers.chunk(chunk);
+  });
+  body.once('end', () => {
+    if (!stopped) handlers.end();
+  });
+  body.on('error', (error: unknown) => {
+    if (!stopped) handlers.error(error);
+  });
+  return {
+    pause: () => body.pause(),
+    resume: () => {
+      if (!stopped) body.resume();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      body.destroy();
+    },
+  };
+}
+
+/** Any other async iterable (tests' in-memory bodies): read in a loop that waits while paused. */
+function iteratorSource(body: AsyncIterable<Buffer>, handlers: SourceHandlers): Source {
+  const iterator = body[Symbol.asyncIterator]();
+  let stopped = false;
+  let paused = false;
+  let wake: (() => void) | null = null;
+  const loop = async () => {
+    try {
+      for (;;) {
+        if (paused) await new Promise<void>((resolve) => (wake = resolve));
+        if (stopped) return;
+        const next = await iterator.next();
+        if (stopped) return;
+        if (next.done) return handlers.end();
+        handlers.chunk(next.value);
+      }
+    } catch (error) {
+      if (!stopped) handlers.error(error);
+    }
+  };
+  void loop();
+  return {
+    pause: () => {
+      paused = true;
+    },
+    resume: () => {
+      paused = false;
+      const waiting = wake;
+      wake = null;
+      waiting?.();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      // Ending the iteration destroys the upstream body; a pending read then settles by itself.
+      iterator.return?.().catch(() => {});
+      const waiting = wake;
+      wake = null;
+      waiting?.();
+    },
+  };
+}
+
 /**
  * The one stream relay. Each upstream chunk is parsed into complete SSE events; every event is
  * fed to the adapter's usage tracker and passed on at once (with the upstream model id replaced by
- * the alias), so nothing waits for the whole stream. Pull-based: the upstream is read only as
- * fast as the client reads. A client that cancels before any event aborts the upstream request;
- * one that cancels later stops the relaying only: the upstream is read on to its end (bounded by
- * the upstream timeouts) so that the usage the provider bills is known and settled.
+ * the alias), so nothing waits for the whole stream. The upstream is read only as fast as the
+ * client takes what is written: a full sink pauses the upstream body, so a slow client holds at
+ * most the sink's buffer and the upstream's socket buffers, and the provider feels the
+ * backpressure. A client that cancels before any event aborts the upstream request; one that
+ * cancels later stops the relaying only: the upstream is read on to its end (bounded by the
+ * upstream timeouts and the drain deadline) so that the usage the provider bills is known and
+ * settled.
  */
 export function relayStream(input: RelayStreamInput): RelayedStream {
   const { surface, translator } = input;
@@ -117,7 +230,6 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
     firstOnly: true,
     anyValue: input.adapter.namesItsOwnModel === true,
   });
-  const iterator = input.response.body[Symbol.asyncIterator]();
   const dropUsageOnly = !translator && surface === 'chat_completions' && !input.clientAskedForUsage;
 
   let resolveOutcome: (outcome: StreamOutcome) => void = () => {};
@@ -128,13 +240,17 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
   let terminalSeen = false;
   /** Set once the client has gone after output started: events are only observed, not relayed. */
   let draining = false;
-  /** The pull under way, which a drain must let finish before it reads on. */
-  let reading: Promise<void> | null = null;
+  let drainDeadline: ReturnType<typeof setTimeout> | undefined;
   /** Upstream events seen; the next responses sequence number, since the provider counts from 0. */
   let eventCount = 0;
   /** The stream's end, kept back for the receipt once its usage or end event arrived (`closing`). */
   let holding = false;
   let held = '';
+  let sink: StreamSink | null = null;
+  let source: Source | null = null;
+  /** Why the upstream is paused: the client's socket is full, or the end waits for its receipt. */
+  let sinkFull = false;
+  let waitingForReceipt = false;
 
   function finish(result: StreamOutcome): boolean {
     if (finished) return false;
@@ -144,8 +260,8 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
   }
 
   function stopReading(): void {
-    // Ending the iteration destroys the upstream body; a pending read then settles by itself.
-    iterator.return?.().catch(() => {});
+    clearTimeout(drainDeadline);
+    source?.stop();
   }
 
   function disconnected(): StreamOutcome {
@@ -190,15 +306,22 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
     return text + (close ? close(end) : end);
   }
 
-  function fail(
-    controller: ReadableStreamDefaultController<Uint8Array>,
-    text: string,
-    error: AppError,
-  ): void {
+  function resumeSource(): void {
+    if (!sinkFull && !waitingForReceipt) source?.resume();
+  }
+
+  function write(text: string): void {
+    if (text.length > 0 && sink && !sink.write(toBytes(text))) {
+      sinkFull = true;
+      source?.pause();
+    }
+  }
+
+  function fail(text: string, error: AppError): void {
     if (!finish({ kind: 'upstream_failed', error })) return;
     const sequence = translator ? translator.eventCount : eventCount;
-    controller.enqueue(toBytes(text + renderStreamError(surface, error, sequence)));
-    controller.close();
+    sink?.write(toBytes(text + renderStreamError(surface, error, sequence)));
+    sink?.end();
     stopReading();
   }
 
@@ -207,121 +330,159 @@ export function relayStream(input: RelayStreamInput): RelayedStream {
     return usage === null ? { kind: 'no_usage' } : { kind: 'completed', usage };
   }
 
-  function announceEnd(): void {
-    resolveOutcome(ended());
-  }
-
-  function end(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  function end(): void {
     if (!finish(ended())) return;
-    controller.close();
+    sink?.end();
     stopReading();
   }
 
-  /**
-   * Reads the rest of the upstream answer for its usage alone, once the client has gone. Ends at
-   * the protocol's end event, the body's end, a provider error or a transport failure (including
-   * the upstream body timeout); whatever usage was seen by then decides.
-   */
-  async function drain(): Promise<void> {
-    const deadline =
-      input.drainTimeoutMs === undefined
-        ? undefined
-        : setTimeout(() => {
-            // A provider that trickles on forever: stop it; the usage seen so far decides.
-            finish(disconnected());
-            input.abortUpstream();
-            stopReading();
-          }, input.drainTimeoutMs);
-    deadline?.unref();
-    try {
-      await drainToEnd();
-    } finally {
-      clearTimeout(deadline);
-    }
-  }
-
-  async function drainToEnd(): Promise<void> {
-    await reading;
-    try {
-      while (!finished && !terminalSeen) {
-        const next = await iterator.next();
-        const { failure } = relayEvents(next.done ? parser.flush() : parser.push(next.value));
-        if (failure || next.done) break;
-      }
-    } catch {
-      // Cut or timed out: the usage seen so far decides (none -> held).
-    }
+  /** Once the client has gone: the usage seen by now decides, and the upstream is let go. */
+  function drained(): void {
     finish(disconnected());
     stopReading();
   }
 
-  async function pullOnce(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
-    // Reads until at least one complete event can be passed on, or the stream ends.
-    for (;;) {
-      let next: IteratorResult<Buffer>;
-      try {
-        next = await iterator.next();
-      } catch (error) {
-        if (finished || draining) return;
-        // After the end event the answer is whole; a late cut changes nothing.
-        if (terminalSeen) return end(controller);
-        if (input.signal?.aborted || isAbortError(error)) {
-          finish(disconnected());
-          return controller.close();
-        }
-        return fail(controller, '', new AppError('upstream_unavailable', { cause: error }));
-      }
-      if (finished) return;
-      const relayed = relayEvents(next.done ? parser.flush() : parser.push(next.value));
-      const failure = relayed.failure;
-      let text = relayed.text;
-      // The client left while this read was under way: its events count, the drain reads on.
-      if (draining) return;
-      if (failure) return fail(controller, withHeld(text), failure);
+  function chunk(bytes: Buffer): void {
+    relayChunk(parser.push(bytes), false);
+  }
+
+  function upstreamEnded(): void {
+    relayChunk(parser.flush(), true);
+  }
+
+  /** The events of one upstream chunk (`last`: what the body's end completed). */
+  function relayChunk(events: SseEvent[], last: boolean): void {
+    if (finished) return;
+    const { text, failure } = relayEvents(events);
+    if (draining) {
+      // Read for the usage alone, to the protocol's end event or the provider's error.
+      if (last || failure || terminalSeen) drained();
+      return;
+    }
+    if (failure) {
+      fail(withHeld(text), failure);
+      return;
+    }
+    if (terminalSeen) {
       // The end event decides the outcome before the client can read it, so the settlement is
       // on its way before the client's next call (the promise keeps this first resolution).
-      if (terminalSeen) {
-        announceEnd();
-        if (holding) text = await closed(text);
-        if (finished || draining) return;
+      resolveOutcome(ended());
+      if (holding) {
+        // Nothing more is read until the end, with its receipt, is written.
+        waitingForReceipt = true;
+        source?.pause();
+        void closed(text).then((end) => {
+          waitingForReceipt = false;
+          if (finished || draining) return;
+          deliver(end, last);
+          resumeSource();
+        });
+        return;
       }
-      if (next.done) {
-        text = withHeld(text);
-        if (text.length > 0) controller.enqueue(toBytes(text));
-        // A stream that stops without its protocol's end event was cut short.
-        if (!terminalSeen) return fail(controller, '', new AppError('upstream_invalid_response'));
-        return end(controller);
-      }
-      if (text.length > 0) return controller.enqueue(toBytes(text));
+    }
+    deliver(text, last);
+  }
+
+  function deliver(text: string, last: boolean): void {
+    if (!last) {
+      write(text);
+      return;
+    }
+    write(withHeld(text));
+    // A stream that stops without its protocol's end event was cut short.
+    if (!terminalSeen) fail('', new AppError('upstream_invalid_response'));
+    else end();
+  }
+
+  function upstreamFailed(error: unknown): void {
+    if (finished) return;
+    if (draining) {
+      // Cut or timed out while draining: the usage seen so far decides (none -> held).
+      drained();
+    } else if (terminalSeen) {
+      // After the end event the answer is whole; a late cut changes nothing.
+      end();
+    } else if (input.signal?.aborted || isAbortError(error)) {
+      finish(disconnected());
+      sink?.end();
+      stopReading();
+    } else {
+      fail('', new AppError('upstream_unavailable', { cause: error }));
     }
   }
 
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      reading = pullOnce(controller).finally(() => {
-        reading = null;
-      });
-      return reading;
-    },
-    cancel() {
-      if (finished) return;
-      // A client may hang up as soon as it has read the end event (openai-node stops at [DONE]),
-      // before the upstream body has formally ended: that answer was whole and is settled.
-      if (terminalSeen) {
-        finish(ended());
-        stopReading();
-      } else if (eventCount === 0) {
-        // The provider produced nothing yet: stop it, nothing is owed.
-        finish(disconnected());
-        input.abortUpstream();
-        stopReading();
-      } else {
-        // Output has started and the provider bills it: read on for the usage.
-        draining = true;
-        drain().catch(() => {});
+  function cancel(): void {
+    if (finished) return;
+    // A client may hang up as soon as it has read the end event (openai-node stops at [DONE]),
+    // before the upstream body has formally ended: that answer was whole and is settled.
+    if (terminalSeen) {
+      finish(ended());
+      stopReading();
+    } else if (eventCount === 0) {
+      // The provider produced nothing yet: stop it, nothing is owed.
+      finish(disconnected());
+      input.abortUpstream();
+      stopReading();
+    } else {
+      // Output has started and the provider bills it: read on for the usage, within the deadline.
+      draining = true;
+      if (input.drainTimeoutMs !== undefined) {
+        drainDeadline = setTimeout(() => {
+          // A provider that trickles on forever: stop it; the usage seen so far decides.
+          finish(disconnected());
+          input.abortUpstream();
+          stopReading();
+        }, input.drainTimeoutMs);
+        drainDeadline.unref();
       }
-    },
-  });
+      source?.resume();
+    }
+  }
 
-  return { body, headers: { ...STREAM_HEADERS }, outcome };
+  function pipe(target: StreamSink): PipedStream {
+    if (sink) throw new Error('a relayed stream is read once');
+    sink = target;
+    const handlers = { chunk, end: upstreamEnded, error: upstreamFailed };
+    const body = input.response.body;
+    source = body instanceof Readable ? readableSource(body, handlers) : iteratorSource(body, handlers);
+    return {
+      resume: () => {
+        sinkFull = false;
+        if (!draining) resumeSource();
+      },
+      cancel,
+    };
+  }
+
+  let webBody: ReadableStream<Uint8Array> | null = null;
+  const webStream = (): ReadableStream<Uint8Array> => {
+    let piped: PipedStream | null = null;
+    return new ReadableStream<Uint8Array>({
+      start(controller) {
+        piped = pipe({
+          write(bytes) {
+            controller.enqueue(bytes);
+            return (controller.desiredSize ?? 0) > 0;
+          },
+          end: () => controller.close(),
+        });
+      },
+      pull() {
+        piped?.resume();
+      },
+      cancel() {
+        piped?.cancel();
+      },
+    });
+  };
+
+  return {
+    get body() {
+      webBody ??= webStream();
+      return webBody;
+    },
+    pipe,
+    headers: { ...STREAM_HEADERS },
+    outcome,
+  };
 }

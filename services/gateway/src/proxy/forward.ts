@@ -15,6 +15,7 @@ import {
   getAdapter,
   relayNonStreaming,
   relayStream,
+  type StreamOutcome,
   type UpstreamAdapter,
   type UpstreamResponse,
 } from '../upstream/index.ts';
@@ -183,6 +184,28 @@ async function attemptUpstream(
   }
 }
 
+/**
+ * The decision of a relayed stream, logged when it ends. Built apart from forward() so that what
+ * it keeps for the stream's whole life is only this: a closure made in forward() would keep its
+ * whole scope, the request's text and the body sent upstream with it.
+ */
+function streamDecision(
+  deps: GatewayDependencies,
+  outcome: Promise<StreamOutcome>,
+  providerId: string,
+  log: RequestLog,
+): Promise<Decision> {
+  const started = performance.now();
+  return outcome.then((ended) => {
+    if (ended.kind === 'upstream_failed') logUpstreamFailure(deps, providerId, ended.error, undefined, log);
+    deps.logger.info(
+      { ...log, outcome: ended.kind, streamMs: Math.round(performance.now() - started) },
+      'stream ended',
+    );
+    return decideStream(ended);
+  });
+}
+
 async function forward(
   deps: GatewayDependencies,
   input: ForwardInput,
@@ -255,16 +278,7 @@ async function forward(
       drainTimeoutMs: deps.config.upstream.bodyTimeoutMs,
       ...(input.closing ? { closing: input.closing } : {}),
     });
-    const started = performance.now();
-    const decision = relayed.outcome.then((outcome) => {
-      if (outcome.kind === 'upstream_failed')
-        logUpstreamFailure(deps, providerId, outcome.error, undefined, input.log);
-      deps.logger.info(
-        { ...input.log, outcome: outcome.kind, streamMs: Math.round(performance.now() - started) },
-        'stream ended',
-      );
-      return decideStream(outcome);
-    });
+    const decision = streamDecision(deps, relayed.outcome, providerId, input.log);
     // From here a byte may reach the client: never another upstream (docs/routing.md).
     return {
       forwarded: {

@@ -28,7 +28,7 @@ import { providerOfKey, READY, type Standing, upstreamKey } from '../routing/ups
 import { upstreamsFor } from '../routing/upstreams-for.ts';
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
-import { forwardToUpstream } from './forward.ts';
+import { type Forwarded, forwardToUpstream } from './forward.ts';
 import {
   budgetHeaders,
   countRefusal,
@@ -141,11 +141,7 @@ export async function handleMetered(
       clientAskedForUsage,
       ...(stream && showsUsage
         ? {
-            closing: receipt.then(async (pending) => {
-              if (pending === null) return null;
-              const members = costMembers(await pending, reservationId);
-              return (end: string) => withCostInStreamEnd(surface, end, members);
-            }),
+            closing: streamClosing(receipt, reservationId, surface),
           }
         : {}),
       log,
@@ -155,24 +151,11 @@ export async function handleMetered(
       deps.affinity.set(affinity.key, upstreamKey(forwarded.route));
     }
     // The one place a reservation is finished: one decision, then the slot is freed.
-    const finished = context;
-    ended = forwarded.decision
-      .then((decision: Decision) => {
-        // Which upstream served is recorded only where there was a choice (docs/routing.md).
-        const item = finishItemOf(finished, decision, alias.upstreams.length > 1 ? forwarded.route : null);
-        if (showsUsage && decision.action === 'settle' && decision.outcome === 'ok') {
-          toldReceipt(receiptOf(deps, item));
-        } else {
-          deps.billing.finish(item);
-          toldReceipt(null);
-        }
-        return lease?.release();
-      })
-      .catch((error: unknown) => {
-        // Never expected (enqueue and release do not throw); never an unhandled rejection either.
-        deps.logger.error({ err: error, reservationId }, 'finishing a call failed');
-        toldReceipt(null);
-      });
+    ended = finishWhenDecided(deps, context, forwarded, lease, {
+      routed: alias.upstreams.length > 1,
+      showsUsage,
+      toldReceipt,
+    });
     // A non-streamed answer leaves only once its slot is free, so the client's next call cannot
     // find this one in flight.
     if (!forwarded.streaming) await ended;
@@ -193,6 +176,57 @@ export async function handleMetered(
   } finally {
     if (!ended) await lease?.release();
   }
+}
+
+/**
+ * Finishes the reservation with the call's one decision (its receipt told to a caller that shows
+ * usage), then frees the slot. This and streamClosing are apart from handleMetered so that a
+ * stream keeps only what they take for its whole life: a closure made there would keep its whole
+ * scope, the request's text and parsed body among it.
+ */
+function finishWhenDecided(
+  deps: GatewayDependencies,
+  context: ReservationContext,
+  forwarded: Forwarded,
+  lease: Lease | null,
+  options: {
+    routed: boolean;
+    showsUsage: boolean;
+    toldReceipt: (receipt: Promise<Receipt> | null) => void;
+  },
+): Promise<void> {
+  const { decision, route } = forwarded;
+  const { showsUsage, toldReceipt } = options;
+  return decision
+    .then((decided: Decision) => {
+      // Which upstream served is recorded only where there was a choice (docs/routing.md).
+      const item = finishItemOf(context, decided, options.routed ? route : null);
+      if (showsUsage && decided.action === 'settle' && decided.outcome === 'ok') {
+        toldReceipt(receiptOf(deps, item));
+      } else {
+        deps.billing.finish(item);
+        toldReceipt(null);
+      }
+      return lease?.release();
+    })
+    .catch((error: unknown) => {
+      // Never expected (enqueue and release do not throw); never an unhandled rejection either.
+      deps.logger.error({ err: error, reservationId: context.reservationId }, 'finishing a call failed');
+      toldReceipt(null);
+    });
+}
+
+/** A stream's end with its receipt in it, once the settlement's answer (or its wait) is known. */
+function streamClosing(
+  receipt: Promise<Promise<Receipt> | null>,
+  reservationId: string,
+  surface: MeteredSurface,
+): Promise<((end: string) => string) | null> {
+  return receipt.then(async (pending) => {
+    if (pending === null) return null;
+    const members = costMembers(await pending, reservationId);
+    return (end: string) => withCostInStreamEnd(surface, end, members);
+  });
 }
 
 /** What a metered call is, once its request passed every check that needs no reservation. */

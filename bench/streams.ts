@@ -137,6 +137,34 @@ async function scrapeMetrics(port: number | undefined): Promise<TargetMetrics | 
   }
 }
 
+/**
+ * The lowest of a few samples 500 ms apart of the target's RSS and, for the gateway, its heap in
+ * use and external memory: what stays between collections, nearer what the streams hold than one
+ * sample taken at any point of the garbage's rise and fall.
+ */
+async function memoryLow(
+  target: Target,
+  pid: number,
+  samples: number,
+): Promise<{ rss: number; metrics: TargetMetrics | null }> {
+  let rss = Number.POSITIVE_INFINITY;
+  let metrics: TargetMetrics | null = null;
+  for (let sample = 0; sample < samples; sample++) {
+    if (sample > 0) await new Promise((resolve) => setTimeout(resolve, 500));
+    rss = Math.min(rss, rssKiB(pid));
+    const scraped = await scrapeMetrics(target.metricsPort);
+    if (!scraped) continue;
+    metrics = metrics
+      ? {
+          lagP99Ms: maxOrNull(metrics.lagP99Ms, scraped.lagP99Ms),
+          heapUsedKiB: Math.min(metrics.heapUsedKiB, scraped.heapUsedKiB),
+          externalKiB: Math.min(metrics.externalKiB, scraped.externalKiB),
+        }
+      : scraped;
+  }
+  return { rss, metrics };
+}
+
 /** One stream: counts its events and records the gaps between them and its first byte. */
 function openStream(
   agent: Agent,
@@ -226,8 +254,7 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
   const pid = target.pid();
   // Settle after the previous level, then read the idle figures.
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const idleRss = rssKiB(pid);
-  const idleMetrics = await scrapeMetrics(target.metricsPort);
+  const { rss: idleRss, metrics: idleMetrics } = await memoryLow(target, pid, 3);
   const cpuBefore = cpuMs(pid);
   generatorLag.enable();
   const calls: Promise<{ ok: boolean; events: number }>[] = [];
@@ -239,8 +266,7 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
   // The plateau: every stream started and none finished yet.
   await new Promise((resolve) => setTimeout(resolve, Math.max(1000, (duration * 1000) / 3)));
   const held = open.count;
-  const plateauRss = rssKiB(pid);
-  const plateauMetrics = await scrapeMetrics(target.metricsPort);
+  const { rss: plateauRss, metrics: plateauMetrics } = await memoryLow(target, pid, 6);
   const results = await Promise.all(calls);
   const cpu = cpuMs(pid) - cpuBefore;
   generatorLag.disable();

@@ -89,7 +89,17 @@ describe('admin actions that cannot slip', () => {
     // A typed amount does not carry over into another kind of grant.
     await page.getByLabel('Credits', { exact: true }).fill('500000');
     await page.getByLabel('What').selectOption('package');
-    await expect(page.getByLabel('Package id').inputValue()).resolves.toBe('');
+    await expect(page.getByLabel('Package', { exact: true }).inputValue()).resolves.toBe('');
+    // Packages are chosen by name; the confirmation names the package and the account.
+    await page.getByLabel('Package', { exact: true }).selectOption('e2e-tokens');
+    await page.getByLabel('Reason (required)').fill('trial package');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page
+      .getByRole('dialog', { name: `Grant the package E2E tokens to ${customer.email}?` })
+      .getByRole('button', { name: 'Grant', exact: true })
+      .click();
+    await page.getByText(`Granted the package E2E tokens to ${customer.email}.`).waitFor();
+    await page.getByLabel('What').selectOption('package');
     await page.getByLabel('What').selectOption('credits');
     await expect(page.getByLabel('Credits', { exact: true }).inputValue()).resolves.toBe('');
 
@@ -262,7 +272,7 @@ describe('admin actions that cannot slip', () => {
     await expect(audit.getByRole('cell', { name: customer.email }).count()).resolves.toBe(25);
     await page.getByRole('button', { name: 'Older entries' }).click();
     await audit.getByText('note: launch goodwill').waitFor();
-    await expect(audit.getByRole('row').count()).resolves.toBe(29);
+    await expect(audit.getByRole('row').count()).resolves.toBe(30);
     await expect(page.getByRole('button', { name: 'Older entries' }).count()).resolves.toBe(0);
     // The catalogue says which entries the file manages and what needs a restart.
     await page

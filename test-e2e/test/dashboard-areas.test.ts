@@ -161,6 +161,10 @@ describe('the reseller area', () => {
     await stack.admin('grant-credit', reseller.email, '10000');
     const { page } = reseller;
     await page.getByRole('navigation').getByRole('link', { name: 'Customers' }).click();
+    await page
+      .getByTestId('reseller-holdings-summary')
+      .getByText(/10,000 credits to grant/)
+      .waitFor();
     await page.getByText('No customers yet').waitFor();
     const customerEmail = `sold-${randomBytes(4).toString('hex')}@example.test`;
     await page.getByLabel('Email').fill(customerEmail);

@@ -100,9 +100,9 @@ interface PendingChange {
   done: string;
 }
 
-function grantSummary(kind: GrantKind, value: string, email: string): string {
+function grantSummary(kind: GrantKind, value: string, email: string, packageName = value): string {
   const amount = groupDigits(value.trim());
-  if (kind === 'package') return `Grant the package ${value.trim()} to ${email}`;
+  if (kind === 'package') return `Grant the package ${packageName} to ${email}`;
   if (kind === 'adjust')
     return value.trim().startsWith('-')
       ? `Take ${groupDigits(value.trim().slice(1))} credits from ${email}`
@@ -120,6 +120,10 @@ export function AdminAccountScreen(props: { id: string }) {
   const base = `/admin/accounts/${encodeURIComponent(props.id)}`;
   const account = useApi<Account>(base);
   const balance = useApi<{ remaining: { tokens: string; credits: string } }>(`${base}/balance`);
+  const packages = useApi<{ packages: { id: string; name: string; tokens: string; published: boolean }[] }>(
+    '/admin/catalog',
+  );
+  const packageName = (id: string) => packages.data?.packages.find((pack) => pack.id === id)?.name ?? id;
   const [resellerId, setResellerId] = useState('');
   const [grant, setGrant] = useState<{ kind: GrantKind; value: string; note: string }>({
     kind: 'credits',
@@ -141,7 +145,7 @@ export function AdminAccountScreen(props: { id: string }) {
   const apply = useAction(async () => {
     setDone(null);
     const email = account.data?.email ?? 'the account';
-    const summary = grantSummary(grant.kind, grant.value, email);
+    const summary = grantSummary(grant.kind, grant.value, email, packageName(grant.value));
     const options = { idempotencyKey: formKey.key };
     if (grant.kind === 'adjust') {
       await api(
@@ -314,7 +318,7 @@ export function AdminAccountScreen(props: { id: string }) {
               const errors: Record<string, string[]> = {};
               const value = grant.value.trim();
               if (!value)
-                errors[valueField] = [grant.kind === 'package' ? 'Enter a package id.' : 'Enter an amount.'];
+                errors[valueField] = [grant.kind === 'package' ? 'Choose a package.' : 'Enter an amount.'];
               else if (grant.kind === 'credits' && !/^[1-9][0-9]*$/.test(value))
                 errors[valueField] = ['Use a positive whole number, e.g. 5000.'];
               else if (grant.kind === 'adjust' && !/^-?[1-9][0-9]*$/.test(value))
@@ -341,25 +345,41 @@ export function AdminAccountScreen(props: { id: string }) {
                 onChange={(event) => editGrant({ kind: event.target.value as GrantKind, value: '' })}
               >
                 <option value="credits">Grant credit</option>
-                <option value="package">Grant a package (id)</option>
+                <option value="package">Grant a package</option>
                 <option value="adjust">Adjust credit (+/-)</option>
               </select>
             </div>
-            <Field
-              key={grant.kind}
-              label={
-                grant.kind === 'package'
-                  ? 'Package id'
-                  : grant.kind === 'adjust'
-                    ? 'Credits (+/-)'
-                    : 'Credits'
-              }
-              name={valueField}
-              value={grant.value}
-              onChange={(value) => editGrant({ value })}
-              error={formError}
-              inputMode={grant.kind === 'package' ? 'text' : 'numeric'}
-            />
+            {grant.kind === 'package' ? (
+              <Field label="Package" name="packageId" error={formError}>
+                {(id, describedBy) => (
+                  <select
+                    id={id}
+                    value={grant.value}
+                    onChange={(event) => editGrant({ value: event.target.value })}
+                    aria-describedby={describedBy}
+                    aria-invalid={Boolean(formError?.fieldErrors.packageId) || undefined}
+                  >
+                    <option value="">Choose a package</option>
+                    {(packages.data?.packages ?? []).map((pack) => (
+                      <option key={pack.id} value={pack.id}>
+                        {pack.name} ({groupDigits(pack.tokens)} tokens)
+                        {pack.published ? '' : ', unpublished'}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </Field>
+            ) : (
+              <Field
+                key={grant.kind}
+                label={grant.kind === 'adjust' ? 'Credits (+/-)' : 'Credits'}
+                name={valueField}
+                value={grant.value}
+                onChange={(value) => editGrant({ value })}
+                error={formError}
+                inputMode="numeric"
+              />
+            )}
             <Field
               label="Reason (required)"
               name="note"
@@ -378,7 +398,7 @@ export function AdminAccountScreen(props: { id: string }) {
       )}
       {confirmingGrant && data ? (
         <Confirm
-          title={`${grantSummary(grant.kind, grant.value, data.email)}?`}
+          title={`${grantSummary(grant.kind, grant.value, data.email, packageName(grant.value))}?`}
           confirmLabel={grant.kind === 'adjust' ? 'Adjust' : 'Grant'}
           pending={apply.pending}
           error={apply.error}

@@ -26,6 +26,7 @@ interface Usage {
 
 export function ResellerCustomersScreen() {
   const customers = useApi<{ items: Account[] }>('/reseller/customers?limit=200');
+  const holdings = useApi<{ remaining: { tokens: string; credits: string } }>('/me/balance');
   const [email, setEmail] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const create = useAction(async () => {
@@ -37,6 +38,12 @@ export function ResellerCustomersScreen() {
   const items = customers.data?.items ?? [];
   return (
     <Page title="Customers">
+      {holdings.data ? (
+        <p className="muted" data-testid="reseller-holdings-summary">
+          You hold {groupDigits(holdings.data.remaining.tokens)} tokens and{' '}
+          {groupDigits(holdings.data.remaining.credits)} credits to grant to your customers.
+        </p>
+      ) : null}
       <form
         className="card"
         noValidate

@@ -1,22 +1,13 @@
 import type { Logger } from '@tollgate/service-kit';
 import type { Kysely } from 'kysely';
+import { type Clock, systemClock } from './clock.ts';
 import type { ControlPlaneConfig } from './config.ts';
 import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import type { EventPublisher } from './events.ts';
 import type { HotTier } from './modules/billing/engines.ts';
 
-export interface Clock {
-  now(): Date;
-  /**
-   * How far this clock is from real time (ms); absent: none. The billing engines move their own
-   * clocks (Postgres tollgate_now(), Redis TIME) by as much (docs/billing/rules.md R16), so a test
-   * that moves the clock moves every expiry with it.
-   */
-  offsetMs?(): number;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
+export { type Clock, systemClock } from './clock.ts';
 
 /** Everything a route or domain service may use, built once in main.ts (or a test) and injected. */
 export interface Dependencies {

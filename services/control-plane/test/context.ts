@@ -20,7 +20,7 @@ import type { Clock, Dependencies } from '../src/deps.ts';
 import { createMemoryPublisher, withCatalogHook } from '../src/events.ts';
 import { createPublicApp } from '../src/http/app.ts';
 import { createInternalApi } from '../src/http/internal-api.ts';
-import { openHotTier } from '../src/modules/billing/hot/hot-tier.ts';
+import { openHotTier } from '../src/modules/billing/engines.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms; back with a negative amount). Real time keeps running underneath. */

@@ -5,7 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
 import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
-import type { HotTier } from '../src/modules/billing/hot/hot-tier.ts';
+import type { HotTier } from '../src/modules/billing/engines.ts';
 
 export { createAccount, setAccountRoles } from '../src/modules/accounts/accounts.service.ts';
 export { changeKeyStatus, createKey, rotateKey } from '../src/modules/api-keys/api-keys.service.ts';

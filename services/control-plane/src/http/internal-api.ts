@@ -1,24 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError, renderControlPlaneError } from '@tollgate/errors';
-import type { z } from 'zod';
 import type { Dependencies } from '../deps.ts';
 import { billingInternalRoutes } from '../modules/billing/billing.internal-routes.ts';
 import { statusInternalRoutes } from '../modules/status/status.internal-routes.ts';
 import { fieldErrorsOf } from './errors.ts';
 import { createServiceTokenVerifier } from './service-token.ts';
-
-/** One route of the internal API: validated input in, JSON out. */
-export interface InternalRoute<Schema extends z.ZodType = z.ZodType> {
-  method: 'GET' | 'POST';
-  path: string;
-  /** Body schema of POST routes. */
-  input?: Schema;
-  handle(deps: Dependencies, input: z.infer<Schema>): Promise<unknown>;
-}
-
-export function defineInternalRoute<Schema extends z.ZodType>(route: InternalRoute<Schema>): InternalRoute {
-  return route as unknown as InternalRoute;
-}
 
 interface InternalAnswer {
   status: number;

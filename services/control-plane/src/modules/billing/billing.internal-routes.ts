@@ -4,7 +4,7 @@ import {
   ReserveBatchRequest,
   ResolveKeyRequest,
 } from '@tollgate/schemas';
-import { defineInternalRoute, type InternalRoute } from '../../http/internal-api.ts';
+import { defineInternalRoute, type InternalRoute } from '../../http/internal-route.ts';
 import { readGatewayCatalog } from '../catalog/catalog.service.ts';
 import { finish, reserve } from './billing.service.ts';
 import { readKeyStatusForGateway, resolveKeyForGateway } from './gateway-keys.service.ts';

@@ -1,7 +1,7 @@
 import type { Logger } from '@tollgate/service-kit';
 import type { Kysely } from 'kysely';
+import type { Clock } from '../../clock.ts';
 import type { Database } from '../../db/schema.ts';
-import type { Clock } from '../../deps.ts';
 import { insertOutboxEmail, markEmailFailed, markEmailSent } from './mail.repository.ts';
 import type { MailSender, OutgoingEmail } from './mail-sender.ts';
 

@@ -1,5 +1,5 @@
 import { GatewayHeartbeat } from '@tollgate/schemas';
-import { defineInternalRoute, type InternalRoute } from '../../http/internal-api.ts';
+import { defineInternalRoute, type InternalRoute } from '../../http/internal-route.ts';
 import { recordHeartbeat } from './status.service.ts';
 
 /** The gateway's heartbeat (liveness, Redis reachability, upstream outcomes per provider). */

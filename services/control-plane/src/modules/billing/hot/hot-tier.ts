@@ -14,10 +14,10 @@ import type {
 import { totalInputTokens } from '@tollgate/schemas';
 import { type Logger, limiterKeys } from '@tollgate/service-kit';
 import { type Kysely, sql } from 'kysely';
+import type { Clock } from '../../../clock.ts';
 import type { ControlPlaneConfig } from '../../../config.ts';
 import type { PreparedQueries } from '../../../db/database.ts';
 import type { Database } from '../../../db/schema.ts';
-import type { Clock } from '../../../deps.ts';
 import { lookupHashOf } from '../../api-keys/key-crypto.ts';
 import * as repository from '../billing.repository.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from '../billing.rows.ts';

@@ -18,7 +18,7 @@ import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
 import { insertEntitlement, lockAccount } from '../src/modules/billing/billing.repository.ts';
 import { changeCredit, grantPackage } from '../src/modules/billing/billing.service.ts';
 import { verifyLedger } from '../src/modules/billing/ledger-check.ts';
-import { syncCatalog } from '../src/modules/catalog/catalog.service.ts';
+import { priceColumns, syncCatalog } from '../src/modules/catalog/catalog.service.ts';
 import { parseCatalog } from '../src/modules/catalog/catalog-file.ts';
 import type { TestContext } from './context.ts';
 import { balancesOf as balancesOfAccount } from './kit.ts';
@@ -113,6 +113,15 @@ export function internalApi(context: TestContext) {
   };
 }
 
+/** Another key on the account of `key`, drawing from the same balances. */
+export async function addKey(context: TestContext, key: FundedKey): Promise<FundedKey> {
+  const { key: created, secret } = await createKey(context.deps, key.accountId, {
+    name: 'another',
+    scope: null,
+  });
+  return { ...key, keyId: created.id, secret, digest: apiKeyDigest(secret) };
+}
+
 export function reserveItem(key: FundedKey, alias: string, input: bigint, output: bigint): ReserveItem {
   return {
     reservationId: randomUUID(),
@@ -131,6 +140,7 @@ export function settleItem(
   alias: string,
   input: bigint,
   output: bigint,
+  cache: { cacheRead?: bigint; cacheWrite?: bigint; cacheWrite1h?: bigint } = {},
 ): FinishItem {
   return {
     action: 'settle',
@@ -142,7 +152,13 @@ export function settleItem(
     httpStatus: 200,
     occurredAt: new Date().toISOString(),
     outcome: 'ok',
-    usage: { inputTokens: String(input), outputTokens: String(output) },
+    usage: {
+      inputTokens: String(input),
+      outputTokens: String(output),
+      ...(cache.cacheRead === undefined ? {} : { cacheReadTokens: String(cache.cacheRead) }),
+      ...(cache.cacheWrite === undefined ? {} : { cacheWriteTokens: String(cache.cacheWrite) }),
+      ...(cache.cacheWrite1h === undefined ? {} : { cacheWrite1hTokens: String(cache.cacheWrite1h) }),
+    },
   };
 }
 
@@ -276,10 +292,17 @@ export async function spentOf(context: TestContext, accountId: string) {
 }
 
 /** Sets an alias's credit prices as a catalogue change does (the hot tier's cache drops at once). */
-export async function setPrice(context: TestContext, alias: string, input: bigint, output: bigint) {
+/** Sets an alias's prices; the parts not given as docs/pricing.md says (cache parts at the input price). */
+export async function setPrice(
+  context: TestContext,
+  alias: string,
+  input: bigint,
+  output: bigint,
+  parts: { cacheRead?: bigint; cacheWrite?: bigint; cacheWrite1h?: bigint; request?: bigint } = {},
+) {
   await context.deps.db
     .updateTable('model_aliases')
-    .set({ input_price: input, output_price: output })
+    .set(priceColumns({ input, output, ...parts }))
     .where('alias', '=', alias)
     .execute();
   await context.deps.events.publish({ type: 'catalog.changed' });

@@ -5,7 +5,89 @@
  * engine disagree, the rulebook decides which one is wrong.
  */
 
-export type Price = { input: bigint; output: bigint } | null;
+/** Credits per token of each usage part and per call paid from credit (R2). */
+export interface FullPrice {
+  input: bigint;
+  output: bigint;
+  cacheRead: bigint;
+  cacheWrite: bigint;
+  cacheWrite1h: bigint;
+  request: bigint;
+}
+export type Price = FullPrice | null;
+
+/** Prices as an operator may write them: the parts not given as in completePrice (docs/pricing.md). */
+export function fullPrice(price: {
+  input: bigint;
+  output: bigint;
+  cacheRead?: bigint;
+  cacheWrite?: bigint;
+  cacheWrite1h?: bigint;
+  request?: bigint;
+}): FullPrice {
+  const cacheWrite = price.cacheWrite ?? price.input;
+  return {
+    input: price.input,
+    output: price.output,
+    cacheRead: price.cacheRead ?? price.input,
+    cacheWrite,
+    cacheWrite1h: price.cacheWrite1h ?? cacheWrite,
+    request: price.request ?? 0n,
+  };
+}
+
+/** A call's usage by part (R9); absent cache parts are zero. */
+export interface ModelUsage {
+  input: bigint;
+  output: bigint;
+  cacheRead?: bigint;
+  cacheWrite?: bigint;
+  cacheWrite1h?: bigint;
+}
+
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+
+/** The order in which a package's tokens cover the parts (R9): input parts first, then output. */
+const PART_ORDER = ['input', 'cacheWrite', 'cacheWrite1h', 'cacheRead', 'output'] as const;
+type Part = (typeof PART_ORDER)[number];
+type Parts = Record<Part, bigint>;
+
+function partsOf(usage: ModelUsage): Parts {
+  return {
+    input: usage.input,
+    cacheWrite: usage.cacheWrite ?? 0n,
+    cacheWrite1h: usage.cacheWrite1h ?? 0n,
+    cacheRead: usage.cacheRead ?? 0n,
+    output: usage.output,
+  };
+}
+
+const totalOf = (parts: Parts) => PART_ORDER.reduce((total, part) => total + parts[part], 0n);
+
+/** Takes up to `amount` tokens from the parts in order; what was taken. */
+function takeTokens(parts: Parts, amount: bigint): bigint {
+  let left = amount;
+  for (const part of PART_ORDER) {
+    const take = min(parts[part], left);
+    parts[part] -= take;
+    left -= take;
+  }
+  return amount - left;
+}
+
+/** R9, R10: the parts at these prices; the call's price when any token is paid with credit. */
+function costOf(parts: Parts, price: FullPrice): bigint {
+  if (totalOf(parts) === 0n) return 0n;
+  return PART_ORDER.reduce((cost, part) => cost + parts[part] * price[part], price.request);
+}
+
+/** R5: the highest price an input token may be charged at. */
+function highestInput(price: FullPrice): bigint {
+  let highest = price.input;
+  for (const value of [price.cacheRead, price.cacheWrite, price.cacheWrite1h])
+    if (value > highest) highest = value;
+  return highest;
+}
 
 export interface ModelEntitlement {
   id: string;
@@ -21,7 +103,7 @@ export interface ModelEntitlement {
 
 type Leg =
   | { source: 'entitlement'; id: string; amount: bigint }
-  | { source: 'credit'; amount: bigint; input: bigint; output: bigint };
+  | { source: 'credit'; amount: bigint; price: FullPrice };
 
 export interface ModelReservation {
   id: string;
@@ -46,7 +128,6 @@ export interface FinishOutcome {
 }
 
 const INT8_MAX = 9_223_372_036_854_775_807n;
-const min = (a: bigint, b: bigint) => (a < b ? a : b);
 const sum = (values: bigint[]) => values.reduce((total, value) => total + value, 0n);
 
 export class MoneyModel {
@@ -161,10 +242,13 @@ export class MoneyModel {
     const price = this.prices.get(alias) ?? null;
     let credit = 0n;
     if (tokens < need) {
-      // R5: entitlement tokens cover input first; credit pays the rest at today's prices.
+      // R5: entitlement tokens cover input first; credit pays the rest at today's prices, the input
+      // at the highest input price (its parts are known only from the answer), plus the call's price.
       const coveredIn = min(tokens, input);
       const cost = price
-        ? (input - coveredIn) * price.input + (output - (tokens - coveredIn)) * price.output
+        ? (input - coveredIn) * highestInput(price) +
+          (output - (tokens - coveredIn)) * price.output +
+          price.request
         : 0n;
       if (!price || cost > this.credit.available) return { ok: false, code: this.shortfall(alias) };
       credit = cost;
@@ -195,7 +279,7 @@ export class MoneyModel {
     if (credit > 0n && price) {
       this.credit.available -= credit;
       this.credit.reserved += credit;
-      legs.push({ source: 'credit', amount: credit, input: price.input, output: price.output });
+      legs.push({ source: 'credit', amount: credit, price: { ...price } });
     }
     this.reservations.set(id, {
       id,
@@ -261,11 +345,10 @@ export class MoneyModel {
   }
 
   /** R9, R10, R11, R14. `alias` is used for a reservation never seen (R11). */
-  settle(id: string, alias: string, input: bigint, output: bigint): FinishOutcome {
+  settle(id: string, alias: string, usage: ModelUsage): FinishOutcome {
     const reservation = this.reservations.get(id) ?? this.tombstone(id, alias);
     if (reservation.status === 'settled') return reservation.result!;
-    let restIn = input;
-    let restOut = output;
+    const rest = partsOf(usage);
     let tokens = 0n;
     let credits = 0n;
     let extra = 0n;
@@ -273,43 +356,37 @@ export class MoneyModel {
       for (const leg of reservation.legs) {
         if (leg.source === 'entitlement') {
           const entitlement = this.entitlement(leg.id);
-          const take = min(leg.amount, restIn + restOut);
-          const takeIn = min(take, restIn);
-          restIn -= takeIn;
-          restOut -= take - takeIn;
+          const take = takeTokens(rest, leg.amount);
           entitlement.reserved -= leg.amount;
           entitlement.remaining += leg.amount - take;
           this.charge(leg.id, take);
           tokens += take;
         } else {
-          // The prices of reservation time, up to the leg; the rest is owed beyond it.
-          const cost = restIn * leg.input + restOut * leg.output;
+          // Each part at the prices of reservation time, up to the leg; the rest is owed beyond it.
+          const cost = costOf(rest, leg.price);
           const take = min(cost, leg.amount);
           this.credit.reserved -= leg.amount;
           this.credit.available += leg.amount - take;
           this.charge('credit', take);
           credits += take;
           extra = cost - take;
-          restIn = 0n;
-          restOut = 0n;
+          takeTokens(rest, totalOf(rest));
         }
       }
     }
     // R10: beyond the reservation, from what is left now; the rest is written off.
     let owed = extra;
     let offTokens = 0n;
-    if (restIn + restOut > 0n) {
-      for (const [entitlement, take] of this.plan(reservation.alias, restIn + restOut)) {
-        const takeIn = min(take, restIn);
-        restIn -= takeIn;
-        restOut -= take - takeIn;
+    if (totalOf(rest) > 0n) {
+      for (const [entitlement, take] of this.plan(reservation.alias, totalOf(rest))) {
+        takeTokens(rest, take);
         entitlement.remaining -= take;
         this.charge(entitlement.id, take);
         tokens += take;
       }
       const price = this.prices.get(reservation.alias) ?? null;
-      if (price) owed += restIn * price.input + restOut * price.output;
-      else offTokens = restIn + restOut;
+      if (price) owed += costOf(rest, price);
+      else offTokens = totalOf(rest);
     }
     let offCredits = 0n;
     if (owed > 0n) {

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { daysBetween, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { daysBetween, rowLabel, UsageChart, type UsageRow } from '../lib/chart.tsx';
 import { groupDigits, utcDay } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
@@ -8,15 +8,18 @@ interface SummaryRow extends UsageRow {
   charged: { tokens: string; credits: string };
 }
 
-function toCsv(rows: SummaryRow[]): string {
-  const header = 'day,alias,requests,input_tokens,output_tokens,charged_tokens,charged_credits';
+function toCsv(rows: SummaryRow[], by: 'alias' | 'key'): string {
+  const header = `day,${by},requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,charged_tokens,charged_credits`;
   const lines = rows.map((row) =>
     [
       row.day,
-      row.alias,
+      rowLabel(row),
       row.requests,
       row.inputTokens,
       row.outputTokens,
+      row.cacheReadTokens ?? '0',
+      row.cacheWriteTokens ?? '0',
+      row.cacheWrite1hTokens ?? '0',
       row.charged.tokens,
       row.charged.credits,
     ].join(','),
@@ -27,12 +30,13 @@ function toCsv(rows: SummaryRow[]): string {
 export function UsageScreen() {
   const [from, setFrom] = useState(utcDay(29));
   const [to, setTo] = useState(utcDay(0));
+  const [by, setBy] = useState<'alias' | 'key'>('alias');
   const valid = /^\d{4}-\d{2}-\d{2}$/.test(from) && /^\d{4}-\d{2}-\d{2}$/.test(to) && from <= to;
-  const usage = useApi<SummaryRow[]>(valid ? `/me/usage/summary?from=${from}&to=${to}` : null);
+  const usage = useApi<SummaryRow[]>(valid ? `/me/usage/summary?from=${from}&to=${to}&by=${by}` : null);
 
   function exportCsv() {
     if (!usage.data) return;
-    const url = URL.createObjectURL(new Blob([toCsv(usage.data)], { type: 'text/csv' }));
+    const url = URL.createObjectURL(new Blob([toCsv(usage.data, by)], { type: 'text/csv' }));
     const link = document.createElement('a');
     link.href = url;
     link.download = `usage-${from}-to-${to}.csv`;
@@ -70,6 +74,13 @@ export function UsageScreen() {
             onChange={(event) => setTo(event.target.value)}
           />
         </div>
+        <div className="field">
+          <label htmlFor="usage-by">Per</label>
+          <select id="usage-by" value={by} onChange={(event) => setBy(event.target.value as 'alias' | 'key')}>
+            <option value="alias">model</option>
+            <option value="key">key</option>
+          </select>
+        </div>
         {!valid ? (
           <p className="field-error" role="alert">
             Choose a start date on or before the end date.
@@ -81,7 +92,7 @@ export function UsageScreen() {
         {usage.loading && !usage.data ? <Loading /> : null}
         {usage.data && valid ? <UsageChart rows={usage.data} days={daysBetween(from, to)} /> : null}
       </Card>
-      <Card title="Per day and model">
+      <Card title={by === 'key' ? 'Per day and key' : 'Per day and model'}>
         {usage.data && usage.data.length === 0 ? (
           <Empty title="No settled usage in this period">
             Pick a wider range, or make a call with one of your keys.
@@ -90,28 +101,35 @@ export function UsageScreen() {
         {usage.data && usage.data.length > 0 ? (
           <TableWrap label="Usage by day">
             <table data-testid="usage-table">
-              <caption className="sr-only">Usage per day and model alias</caption>
+              <caption className="sr-only">Usage per day and {by === 'key' ? 'key' : 'model alias'}</caption>
               <thead>
                 <tr>
                   <th scope="col">Day (UTC)</th>
-                  <th scope="col">Model</th>
+                  <th scope="col">{by === 'key' ? 'Key' : 'Model'}</th>
                   <th scope="col">Requests</th>
                   <th scope="col">Input tokens</th>
                   <th scope="col">Output tokens</th>
+                  <th scope="col">Cache reads</th>
+                  <th scope="col">Cache writes (5 min / 1 h)</th>
                   <th scope="col">Charged tokens</th>
                   <th scope="col">Charged credits</th>
                 </tr>
               </thead>
               <tbody>
                 {usage.data.map((row) => (
-                  <tr key={`${row.day}-${row.alias}`}>
+                  <tr key={`${row.day}-${rowLabel(row)}`}>
                     <td>{row.day}</td>
                     <td>
-                      <code>{row.alias}</code>
+                      <code>{rowLabel(row)}</code>
                     </td>
                     <td>{groupDigits(row.requests)}</td>
                     <td>{groupDigits(row.inputTokens)}</td>
                     <td>{groupDigits(row.outputTokens)}</td>
+                    <td>{groupDigits(row.cacheReadTokens ?? '0')}</td>
+                    <td>
+                      {groupDigits(row.cacheWriteTokens ?? '0')} /{' '}
+                      {groupDigits(row.cacheWrite1hTokens ?? '0')}
+                    </td>
                     <td>{groupDigits(row.charged.tokens)}</td>
                     <td>{groupDigits(row.charged.credits)}</td>
                   </tr>

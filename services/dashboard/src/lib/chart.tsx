@@ -2,10 +2,32 @@ import { formatDay, groupDigits } from './format.ts';
 
 export interface UsageRow {
   day: string;
-  alias: string;
+  /** The alias; null in a summary by key. */
+  alias: string | null;
+  keyId?: string;
   requests: number;
+  /** Input read neither from nor into a cache. */
   inputTokens: string;
   outputTokens: string;
+  cacheReadTokens?: string;
+  cacheWriteTokens?: string;
+  cacheWrite1hTokens?: string;
+}
+
+/** What a row is about: its alias, or its key in a summary by key. */
+export function rowLabel(row: UsageRow): string {
+  return row.alias ?? row.keyId ?? '';
+}
+
+/** Every token of a row, whichever part. */
+export function rowTokens(row: UsageRow): bigint {
+  return (
+    BigInt(row.inputTokens) +
+    BigInt(row.outputTokens) +
+    BigInt(row.cacheReadTokens ?? '0') +
+    BigInt(row.cacheWriteTokens ?? '0') +
+    BigInt(row.cacheWrite1hTokens ?? '0')
+  );
 }
 
 const COLOURS = ['#2563eb', '#d97706', '#059669', '#7c3aed', '#db2777', '#0891b2'];
@@ -16,14 +38,11 @@ const COLOURS = ['#2563eb', '#d97706', '#059669', '#7c3aed', '#db2777', '#0891b2
  * the bars (Number is fine for pixels); every figure shown as text comes from the integer strings.
  */
 export function UsageChart(props: { rows: UsageRow[]; days: string[] }) {
-  const aliases = [...new Set(props.rows.map((row) => row.alias))].sort();
+  const aliases = [...new Set(props.rows.map(rowLabel))].sort();
   const totals = new Map<string, Map<string, bigint>>();
   for (const row of props.rows) {
     const perAlias = totals.get(row.day) ?? new Map<string, bigint>();
-    perAlias.set(
-      row.alias,
-      (perAlias.get(row.alias) ?? 0n) + BigInt(row.inputTokens) + BigInt(row.outputTokens),
-    );
+    perAlias.set(rowLabel(row), (perAlias.get(rowLabel(row)) ?? 0n) + rowTokens(row));
     totals.set(row.day, perAlias);
   }
   const dayTotal = (day: string) =>

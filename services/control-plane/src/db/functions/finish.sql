@@ -51,10 +51,16 @@ declare
   v_id uuid := (p_item->>'reservation_id')::uuid;
   v_action text := p_item->>'action';
   v_res reservations%rowtype;
-  v_in bigint := coalesce((p_item->>'input_tokens')::bigint, 0);
-  v_out bigint := coalesce((p_item->>'output_tokens')::bigint, 0);
+  -- The usage parts in the order a package's tokens cover them (R9): input outside any cache,
+  -- five-minute and one-hour cache writes, cache reads, output.
+  v_parts bigint[] := array[coalesce((p_item->>'input_tokens')::bigint, 0),
+                            coalesce((p_item->>'cache_write_tokens')::bigint, 0),
+                            coalesce((p_item->>'cache_write_1h_tokens')::bigint, 0),
+                            coalesce((p_item->>'cache_read_tokens')::bigint, 0),
+                            coalesce((p_item->>'output_tokens')::bigint, 0)];
   v_legs jsonb;
   v_more jsonb;
+  v_rest bigint[];
   v_legs_reserved boolean;
   v_target text;
 begin
@@ -87,19 +93,21 @@ begin
       where id = v_id returning * into v_res;
   else
     if v_legs_reserved then
-      v_legs := tollgate_settle_legs(v_res, v_in, v_out);
+      v_legs := tollgate_settle_legs(v_res, v_parts);
     else
-      v_legs := jsonb_build_object('tokens', 0, 'credits', 0, 'rem_in', v_in, 'rem_out', v_out, 'extra_credits', 0);
+      v_legs := jsonb_build_object('tokens', 0, 'credits', 0, 'rest', to_jsonb(v_parts), 'extra_credits', 0);
     end if;
-    if (v_legs->>'rem_in')::bigint + (v_legs->>'rem_out')::bigint + (v_legs->>'extra_credits')::bigint > 0 then
-      v_more := tollgate_charge_available(v_res.account_id, v_res.alias, v_id, (v_legs->>'rem_in')::bigint,
-        (v_legs->>'rem_out')::bigint, (v_legs->>'extra_credits')::bigint);
+    v_rest := array(select jsonb_array_elements_text(v_legs->'rest')::bigint);
+    if tollgate_parts_total(v_rest) + (v_legs->>'extra_credits')::bigint > 0 then
+      v_more := tollgate_charge_available(v_res.account_id, v_res.alias, v_id, v_rest,
+        (v_legs->>'extra_credits')::bigint);
     else
       v_more := '{"tokens": 0, "credits": 0, "written_off_tokens": 0, "written_off_credits": 0}';
     end if;
     update reservations set status = 'settled', outcome = coalesce(p_item->>'outcome', 'ok'),
       http_status = coalesce((p_item->>'http_status')::int, http_status), finished_at = now(),
-      input_tokens = v_in, output_tokens = v_out,
+      input_tokens = v_parts[1], cache_write_tokens = v_parts[2], cache_write_1h_tokens = v_parts[3],
+      cache_read_tokens = v_parts[4], output_tokens = v_parts[5],
       charged_tokens = (v_legs->>'tokens')::bigint + (v_more->>'tokens')::bigint,
       charged_credits = (v_legs->>'credits')::bigint + (v_more->>'credits')::bigint,
       written_off_tokens = (v_more->>'written_off_tokens')::bigint,
@@ -119,29 +127,69 @@ select jsonb_build_object('reservation_id', p_res.id, 'status', p_res.status, 'r
   'written_off_credits', p_res.written_off_credits::text)
 $fn$;
 
+-- R9: every token of a usage, whatever its part.
+create or replace function tollgate_parts_total(p_parts bigint[])
+  returns bigint language sql immutable as $fn$
+select coalesce(sum(part), 0)::bigint from unnest(p_parts) as part
+$fn$;
+
+-- R9: the parts left after p_take tokens were taken from them, in their order.
+create or replace function tollgate_take_parts(p_parts bigint[], p_take bigint)
+  returns bigint[] language plpgsql immutable as $fn$
+declare
+  v_parts bigint[] := p_parts;
+  v_left bigint := p_take;
+  v_take bigint;
+begin
+  for i in 1 .. array_length(v_parts, 1) loop
+    v_take := least(v_parts[i], v_left);
+    v_parts[i] := v_parts[i] - v_take;
+    v_left := v_left - v_take;
+  end loop;
+  return v_parts;
+end
+$fn$;
+
+-- R9, R10: what the parts cost at these prices (input, 5-minute write, 1-hour write, cache read,
+-- output, then per call); the call's price only when some token is paid with credit.
+create or replace function tollgate_parts_cost(p_parts bigint[], p_prices bigint[])
+  returns numeric language sql immutable as $fn$
+select case when tollgate_parts_total(p_parts) = 0 then 0::numeric
+       else p_parts[1]::numeric * p_prices[1] + p_parts[2]::numeric * p_prices[2]
+          + p_parts[3]::numeric * p_prices[3] + p_parts[4]::numeric * p_prices[4]
+          + p_parts[5]::numeric * p_prices[5] + p_prices[6] end
+$fn$;
+
+-- R5, R9: the prices a credit leg recorded; a leg recorded before cache parts were priced apart
+-- charged every input token at its input price and nothing per call.
+create or replace function tollgate_leg_prices(p_leg jsonb)
+  returns bigint[] language sql immutable as $fn$
+select array[(p_leg->>'inputPrice')::bigint,
+             coalesce((p_leg->>'cacheWritePrice')::bigint, (p_leg->>'inputPrice')::bigint),
+             coalesce((p_leg->>'cacheWrite1hPrice')::bigint, (p_leg->>'inputPrice')::bigint),
+             coalesce((p_leg->>'cacheReadPrice')::bigint, (p_leg->>'inputPrice')::bigint),
+             (p_leg->>'outputPrice')::bigint,
+             coalesce((p_leg->>'requestPrice')::bigint, 0)]
+$fn$;
+
 -- R9, R10: usage charged from the legs in draw order; what is left returns to its source.
-create or replace function tollgate_settle_legs(p_res reservations, p_in bigint, p_out bigint)
+create or replace function tollgate_settle_legs(p_res reservations, p_parts bigint[])
   returns jsonb language plpgsql as $fn$
 declare
   v_leg jsonb;
   v_amount bigint;
   v_take bigint;
-  v_t_in bigint;
-  v_rem_in bigint := p_in;
-  v_rem_out bigint := p_out;
+  v_rest bigint[] := p_parts;
   v_cost numeric;
   v_tokens bigint := 0;
   v_credits bigint := 0;
   v_extra_credits bigint := 0;
-  v_credit_leg boolean := false;
 begin
   for v_leg in select * from jsonb_array_elements(p_res.legs) loop
     v_amount := (v_leg->>'amount')::bigint;
     if v_leg->>'source' = 'entitlement' then
-      v_take := least(v_amount, v_rem_in + v_rem_out);
-      v_t_in := least(v_take, v_rem_in);
-      v_rem_in := v_rem_in - v_t_in;
-      v_rem_out := v_rem_out - (v_take - v_t_in);
+      v_take := least(v_amount, tollgate_parts_total(v_rest));
+      v_rest := tollgate_take_parts(v_rest, v_take);
       update entitlements set reserved = reserved - v_amount, remaining = remaining + (v_amount - v_take)
         where id = (v_leg->>'entitlementId')::uuid;
       insert into ledger_entries (account_id, entitlement_id, kind, available_delta, reserved_delta, amount,
@@ -150,9 +198,7 @@ begin
               p_res.id, 'usage reported by the model');
       v_tokens := v_tokens + v_take;
     else
-      v_credit_leg := true;
-      v_cost := v_rem_in::numeric * (v_leg->>'inputPrice')::bigint
-              + v_rem_out::numeric * (v_leg->>'outputPrice')::bigint;
+      v_cost := tollgate_parts_cost(v_rest, tollgate_leg_prices(v_leg));
       v_take := least(v_cost, v_amount)::bigint;
       update credit_balances set reserved = reserved - v_amount, available = available + (v_amount - v_take),
         updated_at = now() where account_id = p_res.account_id;
@@ -162,24 +208,21 @@ begin
               'usage reported by the model');
       v_credits := v_credits + v_take;
       v_extra_credits := least(v_cost - v_take, 9223372036854775807)::bigint;
-      v_rem_in := 0;
-      v_rem_out := 0;
+      v_rest := array[0, 0, 0, 0, 0];
     end if;
   end loop;
-  return jsonb_build_object('tokens', v_tokens, 'credits', v_credits, 'rem_in', v_rem_in, 'rem_out', v_rem_out,
+  return jsonb_build_object('tokens', v_tokens, 'credits', v_credits, 'rest', to_jsonb(v_rest),
     'extra_credits', v_extra_credits);
 end
 $fn$;
 
--- R10, R11: usage beyond the reservation, from usable entitlements then credit at today's price;
+-- R10, R11: usage beyond the reservation, from usable entitlements then credit at today's prices;
 -- the rest written off.
-create or replace function tollgate_charge_available(p_account uuid, p_alias text, p_reservation uuid, p_in bigint, p_out bigint, p_extra_credits bigint)
+create or replace function tollgate_charge_available(p_account uuid, p_alias text, p_reservation uuid, p_parts bigint[], p_extra_credits bigint)
   returns jsonb language plpgsql as $fn$
 declare
   v_draw record;
-  v_t_in bigint;
-  v_rem_in bigint := p_in;
-  v_rem_out bigint := p_out;
+  v_rest bigint[] := p_parts;
   v_tokens bigint := 0;
   v_owed numeric := p_extra_credits;
   v_model model_aliases%rowtype;
@@ -188,11 +231,9 @@ declare
   v_off_tokens bigint := 0;
   v_off_credits bigint := 0;
 begin
-  if v_rem_in + v_rem_out > 0 then
-    for v_draw in select * from tollgate_draw_plan(p_account, p_alias, v_rem_in + v_rem_out) loop
-      v_t_in := least(v_draw.take, v_rem_in);
-      v_rem_in := v_rem_in - v_t_in;
-      v_rem_out := v_rem_out - (v_draw.take - v_t_in);
+  if tollgate_parts_total(v_rest) > 0 then
+    for v_draw in select * from tollgate_draw_plan(p_account, p_alias, tollgate_parts_total(v_rest)) loop
+      v_rest := tollgate_take_parts(v_rest, v_draw.take);
       update entitlements set remaining = remaining - v_draw.take where id = v_draw.entitlement_id;
       insert into ledger_entries (account_id, entitlement_id, kind, available_delta, amount, reservation_id, cause)
       values (p_account, v_draw.entitlement_id, 'settle', -v_draw.take, v_draw.take, p_reservation,
@@ -201,12 +242,15 @@ begin
     end loop;
   end if;
 
-  if v_rem_in + v_rem_out > 0 then
+  if tollgate_parts_total(v_rest) > 0 then
     select * into v_model from model_aliases where alias = p_alias;
     if found and v_model.input_price is not null and v_model.output_price is not null then
-      v_owed := v_owed + v_rem_in::numeric * v_model.input_price + v_rem_out::numeric * v_model.output_price;
+      v_owed := v_owed + tollgate_parts_cost(v_rest, array[v_model.input_price,
+        coalesce(v_model.cache_write_price, v_model.input_price),
+        coalesce(v_model.cache_write_1h_price, v_model.input_price),
+        coalesce(v_model.cache_read_price, v_model.input_price), v_model.output_price, v_model.request_price]);
     else
-      v_off_tokens := v_rem_in + v_rem_out;
+      v_off_tokens := tollgate_parts_total(v_rest);
     end if;
   end if;
 

@@ -170,7 +170,8 @@ create or replace function tollgate_hot_persist(
   p_estimate_in bigint[], p_estimate_out bigint[], p_legs text[], p_reserved_tokens bigint[],
   p_reserved_credits bigint[], p_input bigint[], p_output bigint[], p_charged_tokens bigint[],
   p_charged_credits bigint[], p_off_tokens bigint[], p_off_credits bigint[], p_leases uuid[],
-  p_charge_calls integer[], p_charge_entitlements uuid[], p_charge_amounts bigint[]
+  p_charge_calls integer[], p_charge_entitlements uuid[], p_charge_amounts bigint[],
+  p_cache_read bigint[], p_cache_write bigint[], p_cache_write_1h bigint[]
 )
   returns jsonb language plpgsql as $fn$
 declare
@@ -186,18 +187,22 @@ begin
     select u.*, u.lease_id = any(v_closed) as stale
     from unnest(p_ids, p_accounts, p_keys, p_aliases, p_surfaces, p_statuses, p_outcomes, p_http, p_created,
                 p_estimate_in, p_estimate_out, p_legs, p_reserved_tokens, p_reserved_credits, p_input, p_output,
-                p_charged_tokens, p_charged_credits, p_off_tokens, p_off_credits, p_leases)
+                p_charged_tokens, p_charged_credits, p_off_tokens, p_off_credits, p_leases, p_cache_read,
+                p_cache_write, p_cache_write_1h)
          with ordinality as u(id, account_id, key_id, alias, surface, status, outcome, http_status, created_at,
                               estimate_input, estimate_output, legs, reserved_tokens, reserved_credits,
                               input_tokens, output_tokens, charged_tokens, charged_credits, written_off_tokens,
-                              written_off_credits, lease_id, position)
+                              written_off_credits, lease_id, cache_read_tokens, cache_write_tokens,
+                              cache_write_1h_tokens, position)
   ), written as (
     insert into reservations (id, account_id, key_id, alias, surface, status, estimate_input, estimate_output,
                               legs, reserved_tokens, reserved_credits, input_tokens, output_tokens,
+                              cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
                               charged_tokens, charged_credits, written_off_tokens, written_off_credits,
                               outcome, http_status, created_at, finished_at, hold_reason)
     select id, account_id, key_id, alias, surface, status, estimate_input, estimate_output, legs::jsonb,
-           reserved_tokens, reserved_credits, input_tokens, output_tokens, charged_tokens, charged_credits,
+           reserved_tokens, reserved_credits, input_tokens, output_tokens, cache_read_tokens,
+           cache_write_tokens, cache_write_1h_tokens, charged_tokens, charged_credits,
            written_off_tokens, written_off_credits, outcome, http_status, created_at, now(),
            case when status = 'held' then outcome end
     from items where not stale

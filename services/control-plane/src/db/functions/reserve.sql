@@ -16,7 +16,8 @@ begin
     select item.value as item, item.ordinality as position, k.id as key_id, k.account_id, k.status,
            k.expires_at, k.scope, k.first_used_at, k.last_used_at, a.status as account_status,
            m.alias as model_alias, m.published,
-           m.protocols, m.provider_id, m.upstream_model, m.input_price, m.output_price
+           m.protocols, m.provider_id, m.upstream_model, m.input_price, m.output_price,
+           m.cache_read_price, m.cache_write_price, m.cache_write_1h_price, m.request_price
     from jsonb_array_elements(p_items) with ordinality as item
     left join api_keys k on k.lookup_hash = decode(item.value->>'lookup_hash', 'hex')
     left join accounts a on a.id = k.account_id
@@ -63,6 +64,9 @@ declare
   v_credit bigint := 0;
   v_available bigint;
   v_priced boolean := p_key.input_price is not null and p_key.output_price is not null;
+  -- R5: an input token may turn out to be a cache write or read; the estimate pays the highest.
+  v_in_price bigint := greatest(p_key.input_price, p_key.cache_read_price, p_key.cache_write_price,
+                                p_key.cache_write_1h_price);
   v_covered boolean := true;
   v_cover bigint := coalesce((p_item->>'cover_percent')::bigint, 0);
   v_pool_reserved bigint;
@@ -100,8 +104,8 @@ begin
     v_covered := false;
     if v_priced then
       v_cov_in := least(v_tokens, v_in);
-      v_cost := (v_in - v_cov_in)::numeric * p_key.input_price
-              + (v_out - (v_tokens - v_cov_in))::numeric * p_key.output_price;
+      v_cost := (v_in - v_cov_in)::numeric * v_in_price
+              + (v_out - (v_tokens - v_cov_in))::numeric * p_key.output_price + p_key.request_price;
       select available into v_available from credit_balances where account_id = p_key.account_id;
       if v_cost <= coalesce(v_available, 0) then
         v_credit := v_cost::bigint;
@@ -147,7 +151,9 @@ begin
     update credit_balances set available = available - v_credit, reserved = reserved + v_credit,
       updated_at = now() where account_id = p_key.account_id;
     v_legs := v_legs || jsonb_build_object('source', 'credit', 'amount', v_credit::text,
-      'inputPrice', p_key.input_price::text, 'outputPrice', p_key.output_price::text);
+      'inputPrice', p_key.input_price::text, 'outputPrice', p_key.output_price::text,
+      'cacheReadPrice', p_key.cache_read_price::text, 'cacheWritePrice', p_key.cache_write_price::text,
+      'cacheWrite1hPrice', p_key.cache_write_1h_price::text, 'requestPrice', p_key.request_price::text);
   end if;
 
   with reservation as (

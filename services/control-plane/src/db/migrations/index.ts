@@ -18,6 +18,7 @@ import * as aliasUpstreams from './0016_alias_upstreams.ts';
 import * as resellerInvitations from './0017_reseller_invitations.ts';
 import * as usageParts from './0018_usage_parts.ts';
 import * as credentialPools from './0019_credential_pools.ts';
+import * as usagePartsBilling from './0020_usage_parts_billing.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0017_reseller_invitations': resellerInvitations,
   '0018_usage_parts': usageParts,
   '0019_credential_pools': credentialPools,
+  '0020_usage_parts_billing': usagePartsBilling,
 };

@@ -18,7 +18,7 @@ import {
   spentOf,
 } from '../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
-import { MoneyModel, type Price } from '../../../test/money-model.ts';
+import { fullPrice, type ModelUsage, MoneyModel, type Price } from '../../../test/money-model.ts';
 import { changeCredit } from './billing.service.ts';
 import { resolveHold } from './holds.service.ts';
 import { clawBackOrderGrant } from './order-grants.ts';
@@ -35,22 +35,55 @@ const RUNS = Number(process.env.MONEY_RUNS ?? 40);
 const SEED = Number(process.env.MONEY_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const DAY = 86_400_000;
 const ALIASES = ['priced', 'tokens-only'] as const;
-const BASE_PRICE = { input: 2n, output: 5n };
+const BASE_PRICE = fullPrice({ input: 2n, output: 5n });
+
+/** Prices as written: input and output, and each other part given or left to its default. */
+interface PriceOp {
+  input: bigint;
+  output: bigint;
+  cacheRead?: bigint;
+  cacheWrite?: bigint;
+  cacheWrite1h?: bigint;
+  request?: bigint;
+}
 
 type Op =
   | { kind: 'grant'; tokens: bigint; days: number | null; aliases: string[] | null }
   | { kind: 'credit'; amount: bigint }
-  | { kind: 'price'; input: bigint; output: bigint }
+  | { kind: 'price'; price: PriceOp }
   | { kind: 'reserve'; calls: Array<{ alias: (typeof ALIASES)[number]; input: bigint; output: bigint }> }
-  | { kind: 'settle'; call: number; input: bigint; output: bigint }
-  | { kind: 'settleForgotten'; alias: (typeof ALIASES)[number]; input: bigint; output: bigint }
+  | { kind: 'settle'; call: number; usage: ModelUsage }
+  | { kind: 'settleForgotten'; alias: (typeof ALIASES)[number]; usage: ModelUsage }
   | { kind: 'end'; call: number; action: 'release' | 'hold' }
-  | { kind: 'resolve'; call: number; usage: { input: bigint; output: bigint } | null }
+  | { kind: 'resolve'; call: number; usage: ModelUsage | null }
   | { kind: 'expire'; entitlement: number }
   | { kind: 'refund'; entitlement: number };
 
 const amount = (max: number) => fc.bigInt({ min: 0n, max: BigInt(max) });
 const alias = fc.constantFrom(...ALIASES);
+/** A usage by part; cache parts often absent (zero), as most calls report none. */
+const usage = (max: number): fc.Arbitrary<ModelUsage> =>
+  fc.record(
+    {
+      input: amount(max),
+      output: amount(max),
+      cacheRead: amount(max),
+      cacheWrite: amount(max / 2),
+      cacheWrite1h: amount(max / 4),
+    },
+    { requiredKeys: ['input', 'output'] },
+  );
+const price = fc.record(
+  {
+    input: fc.bigInt({ min: 1n, max: 9n }),
+    output: fc.bigInt({ min: 1n, max: 9n }),
+    cacheRead: fc.bigInt({ min: 0n, max: 3n }),
+    cacheWrite: fc.bigInt({ min: 1n, max: 12n }),
+    cacheWrite1h: fc.bigInt({ min: 1n, max: 18n }),
+    request: fc.bigInt({ min: 0n, max: 20n }),
+  },
+  { requiredKeys: ['input', 'output'] },
+);
 const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant('grant' as const),
@@ -59,11 +92,7 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     aliases: fc.constantFrom<Array<string[] | null>>(null, ['tokens-only'], ['priced']),
   }),
   fc.record({ kind: fc.constant('credit' as const), amount: fc.bigInt({ min: -500n, max: 3000n }) }),
-  fc.record({
-    kind: fc.constant('price' as const),
-    input: fc.bigInt({ min: 1n, max: 9n }),
-    output: fc.bigInt({ min: 1n, max: 9n }),
-  }),
+  fc.record({ kind: fc.constant('price' as const), price }),
   fc.record({
     kind: fc.constant('reserve' as const),
     calls: fc.array(fc.record({ alias, input: amount(150), output: fc.bigInt({ min: 1n, max: 150n }) }), {
@@ -71,18 +100,8 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
       maxLength: 3,
     }),
   }),
-  fc.record({
-    kind: fc.constant('settle' as const),
-    call: fc.nat(),
-    input: amount(300),
-    output: amount(300),
-  }),
-  fc.record({
-    kind: fc.constant('settleForgotten' as const),
-    alias,
-    input: amount(100),
-    output: amount(100),
-  }),
+  fc.record({ kind: fc.constant('settle' as const), call: fc.nat(), usage: usage(300) }),
+  fc.record({ kind: fc.constant('settleForgotten' as const), alias, usage: usage(100) }),
   fc.record({
     kind: fc.constant('end' as const),
     call: fc.nat(),
@@ -91,7 +110,7 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   fc.record({
     kind: fc.constant('resolve' as const),
     call: fc.nat(),
-    usage: fc.option(fc.record({ input: amount(300), output: amount(300) }), { nil: null }),
+    usage: fc.option(usage(300), { nil: null }),
   }),
   fc.record({ kind: fc.constant('expire' as const), entitlement: fc.nat() }),
   fc.record({ kind: fc.constant('refund' as const), entitlement: fc.nat() }),
@@ -175,10 +194,12 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
         expect(done, where).toBe(model.changeCredit(op.amount));
         return;
       }
-      case 'price':
-        await setPrice(context, 'priced', op.input, op.output);
-        prices.set('priced', { input: op.input, output: op.output });
+      case 'price': {
+        const { input, output, ...parts } = op.price;
+        await setPrice(context, 'priced', input, output, parts);
+        prices.set('priced', fullPrice(op.price));
         return;
+      }
       case 'reserve': {
         const items = op.calls.map((call) => reserveItem(key, call.alias, call.input, call.output));
         const response = await api.reserve(items);
@@ -203,8 +224,9 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
       case 'settleForgotten': {
         const call = op.kind === 'settle' ? callAt(op.call) : { id: randomUUID(), alias: op.alias as string };
         if (!call) return;
-        const expected = model.settle(call.id, call.alias, op.input, op.output);
-        const response = await api.finish([settleItem(key, call.id, call.alias, op.input, op.output)]);
+        const expected = model.settle(call.id, call.alias, op.usage);
+        const { input, output, ...cache } = op.usage;
+        const response = await api.finish([settleItem(key, call.id, call.alias, input, output, cache)]);
         expect(response.body.results[0], where).toMatchObject(finishShape(expected));
         return;
       }
@@ -223,7 +245,14 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
         if (!call) return;
         const held = model.reservations.get(call.id)?.status === 'held';
         const resolution = op.usage
-          ? ({ action: 'settle', inputTokens: op.usage.input, outputTokens: op.usage.output } as const)
+          ? ({
+              action: 'settle',
+              inputTokens: op.usage.input,
+              outputTokens: op.usage.output,
+              cacheReadTokens: op.usage.cacheRead ?? 0n,
+              cacheWriteTokens: op.usage.cacheWrite ?? 0n,
+              cacheWrite1hTokens: op.usage.cacheWrite1h ?? 0n,
+            } as const)
           : ({ action: 'release' } as const);
         const answer = await resolveHold(context.deps, call.id, resolution).then(
           (result) => result,
@@ -234,7 +263,7 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
           return;
         }
         const expected = op.usage
-          ? model.settle(call.id, call.alias, op.usage.input, op.usage.output)
+          ? model.settle(call.id, call.alias, op.usage)
           : model.end(call.id, 'release', call.alias);
         expect(answer, where).toMatchObject({
           status: expected.status,

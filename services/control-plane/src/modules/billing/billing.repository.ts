@@ -49,8 +49,12 @@ export interface FinishRow {
   /** Omitted by the reconciler: the status the client saw stays as recorded. */
   http_status?: number;
   occurred_at: string;
+  /** Input outside any cache; the cache parts beside it (absent: zero). */
   input_tokens?: string;
   output_tokens?: string;
+  cache_read_tokens?: string;
+  cache_write_tokens?: string;
+  cache_write_1h_tokens?: string;
 }
 
 const FinishRowResult = z.object({
@@ -408,19 +412,35 @@ export async function selectKeyUse(
 
 export interface UsageSummaryDbRow {
   day: string;
-  alias: string;
+  /** The alias, or the key id when summarised by key. */
+  name: string;
   requests: number;
   input_tokens: bigint;
   output_tokens: bigint;
+  cache_read_tokens: bigint;
+  cache_write_tokens: bigint;
+  cache_write_1h_tokens: bigint;
   charged_tokens: bigint;
   charged_credits: bigint;
 }
 
+/** What a usage summary groups calls by, beside the day. */
+export type SummaryGrouping = 'alias' | 'key';
+
 /**
- * Settled usage per UTC day (of creation) and alias, for calls created in [from, end): the rollup
- * of calls settled before its watermark plus the calls settled since, in one snapshot.
+ * Settled usage per UTC day (of creation) and alias or key, for calls created in [from, end): the
+ * rollup of calls settled before its watermark plus the calls settled since, in one snapshot.
+ * Input is input outside any cache (calls settled before usage was kept in parts: every input
+ * token), the cache parts beside it.
  */
-export async function selectUsageSummary(db: Kysely<Database>, accountId: string, from: Date, end: Date) {
+export async function selectUsageSummary(
+  db: Kysely<Database>,
+  accountId: string,
+  from: Date,
+  end: Date,
+  by: SummaryGrouping = 'alias',
+) {
+  const name = by === 'key' ? sql`key_id::text` : sql`alias`;
   return db
     .transaction()
     .setIsolationLevel('repeatable read')
@@ -433,37 +453,52 @@ export async function selectUsageSummary(db: Kysely<Database>, accountId: string
       const watermark = state.rows[0]!.watermark;
       const result = await sql<UsageSummaryDbRow>`
         with parts as (
-          select day, alias, requests, input_tokens, output_tokens, charged_tokens, charged_credits
+          select day, ${name} as name, requests, input_tokens, output_tokens, cache_read_tokens,
+                 cache_write_tokens, cache_write_1h_tokens, charged_tokens, charged_credits
           from usage_daily
           where account_id = ${accountId}::uuid
             and day >= (${from}::timestamptz at time zone 'UTC')::date
             and day < (${end}::timestamptz at time zone 'UTC')::date
           union all
-          select (created_at at time zone 'UTC')::date, alias, 1, coalesce(input_tokens, 0),
-                 coalesce(output_tokens, 0), charged_tokens, charged_credits
+          select (created_at at time zone 'UTC')::date, ${name}, 1, coalesce(input_tokens, 0),
+                 coalesce(output_tokens, 0), coalesce(cache_read_tokens, 0), coalesce(cache_write_tokens, 0),
+                 coalesce(cache_write_1h_tokens, 0), charged_tokens, charged_credits
           from reservations
           where account_id = ${accountId}::uuid and status = 'settled'
             and finished_at >= ${watermark}::timestamptz
             and created_at >= ${from} and created_at < ${end}
         )
-        select to_char(day, 'YYYY-MM-DD') as day, alias, sum(requests)::int as requests,
+        select to_char(day, 'YYYY-MM-DD') as day, name, sum(requests)::int as requests,
                sum(input_tokens)::bigint as input_tokens, sum(output_tokens)::bigint as output_tokens,
+               sum(cache_read_tokens)::bigint as cache_read_tokens,
+               sum(cache_write_tokens)::bigint as cache_write_tokens,
+               sum(cache_write_1h_tokens)::bigint as cache_write_1h_tokens,
                sum(charged_tokens)::bigint as charged_tokens, sum(charged_credits)::bigint as charged_credits
         from parts
-        group by day, alias
-        order by day, alias
+        group by day, name
+        order by day, name
       `.execute(trx);
       return result.rows;
     });
 }
 
 /** The same summary straight from the reservations, without the rollup (for checks and tests). */
-export async function selectUsageSummaryLive(db: Db, accountId: string, from: Date, end: Date) {
+export async function selectUsageSummaryLive(
+  db: Db,
+  accountId: string,
+  from: Date,
+  end: Date,
+  by: SummaryGrouping = 'alias',
+) {
+  const name = by === 'key' ? sql`key_id::text` : sql`alias`;
   const result = await sql<UsageSummaryDbRow>`
-    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, alias,
+    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, ${name} as name,
            count(*)::int as requests,
            coalesce(sum(input_tokens), 0)::bigint as input_tokens,
            coalesce(sum(output_tokens), 0)::bigint as output_tokens,
+           coalesce(sum(cache_read_tokens), 0)::bigint as cache_read_tokens,
+           coalesce(sum(cache_write_tokens), 0)::bigint as cache_write_tokens,
+           coalesce(sum(cache_write_1h_tokens), 0)::bigint as cache_write_1h_tokens,
            sum(charged_tokens)::bigint as charged_tokens,
            sum(charged_credits)::bigint as charged_credits
     from reservations
@@ -501,28 +536,35 @@ export async function advanceUsageRollup(
     if (from !== null && to <= from) return { from, to: from, calls: 0 };
     // A later statement: its snapshot sees every transaction that began before `to`.
     const settled = sql`
-      select r.account_id, (r.created_at at time zone 'UTC')::date as day, r.alias, count(*) as requests,
+      select r.account_id, (r.created_at at time zone 'UTC')::date as day, r.alias, r.key_id, count(*) as requests,
              coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
+             coalesce(sum(r.cache_read_tokens), 0) as cache_read_tokens,
+             coalesce(sum(r.cache_write_tokens), 0) as cache_write_tokens,
+             coalesce(sum(r.cache_write_1h_tokens), 0) as cache_write_1h_tokens,
              sum(r.charged_tokens) as charged_tokens, sum(r.charged_credits) as charged_credits
     `;
     // The first pass reads the whole table; later ones walk each account's settled-index range.
     const source =
       from === null
-        ? sql`${settled} from reservations r where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3`
+        ? sql`${settled} from reservations r where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3, 4`
         : sql`${settled} from accounts a cross join lateral (
               select * from reservations where account_id = a.id and status = 'settled'
                 and finished_at >= ${from} and finished_at < ${to}) r
-            group by 1, 2, 3`;
+            group by 1, 2, 3, 4`;
     const added = await sql<{ calls: string | null }>`
       with source as (${source}),
       added as (
-        insert into usage_daily as u (account_id, day, alias, requests, input_tokens, output_tokens,
+        insert into usage_daily as u (account_id, day, alias, key_id, requests, input_tokens, output_tokens,
+                                      cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
                                       charged_tokens, charged_credits)
         select * from source
-        on conflict (account_id, day, alias) do update set
+        on conflict (account_id, day, alias, key_id) do update set
           requests = u.requests + excluded.requests,
           input_tokens = u.input_tokens + excluded.input_tokens,
           output_tokens = u.output_tokens + excluded.output_tokens,
+          cache_read_tokens = u.cache_read_tokens + excluded.cache_read_tokens,
+          cache_write_tokens = u.cache_write_tokens + excluded.cache_write_tokens,
+          cache_write_1h_tokens = u.cache_write_1h_tokens + excluded.cache_write_1h_tokens,
           charged_tokens = u.charged_tokens + excluded.charged_tokens,
           charged_credits = u.charged_credits + excluded.charged_credits
       )

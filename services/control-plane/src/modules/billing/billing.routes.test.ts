@@ -123,6 +123,9 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
         requests: 1,
         inputTokens: '100',
         outputTokens: '100',
+        cacheReadTokens: '0',
+        cacheWriteTokens: '0',
+        cacheWrite1hTokens: '0',
         charged: { tokens: '200', credits: '0' },
       },
       {
@@ -131,6 +134,9 @@ describe('GET /me/balance, /me/entitlements, /me/activity, /me/usage/summary', (
         requests: 2,
         inputTokens: '11',
         outputTokens: '22',
+        cacheReadTokens: '0',
+        cacheWriteTokens: '0',
+        cacheWrite1hTokens: '0',
         charged: { tokens: '33', credits: '0' },
       },
     ]);

@@ -80,7 +80,8 @@ const summaryRoute = createRoute({
   middleware: [requireSession()] as const,
   method: 'get',
   path: '/me/usage/summary',
-  summary: 'Settled usage per UTC day and alias within a date range (default: the last 30 days)',
+  summary:
+    'Settled usage in its parts per UTC day and alias (or key) within a date range (default: the last 30 days)',
   request: { query: UsageSummaryQuery },
   responses: {
     200: jsonContent(dataOf(z.array(UsageSummaryRowView)), 'Usage per day and alias.'),
@@ -124,6 +125,7 @@ export function billingRoutes() {
           c.get('deps'),
           c.get('auth').account.id,
           summaryRange(c.req.valid('query')),
+          c.req.valid('query').by ?? 'alias',
         ),
       },
       200,

@@ -1,11 +1,5 @@
 import { ERROR_CATALOG } from '@tollgate/errors';
-import {
-  type FinishItem,
-  type FinishResult,
-  type ReserveItem,
-  type ReserveResult,
-  totalInputTokens,
-} from '@tollgate/schemas';
+import type { FinishItem, FinishResult, ReserveItem, ReserveResult } from '@tollgate/schemas';
 import { lookupHashOf } from '../api-keys/key-crypto.ts';
 import type { FinishRow, FinishRowResult, ReserveRow, ReserveRowResult } from './billing.repository.ts';
 
@@ -59,7 +53,13 @@ export function finishRowOfItem(item: FinishItem): FinishRow {
     http_status: item.httpStatus,
     occurred_at: item.occurredAt,
     ...(item.action === 'settle'
-      ? { input_tokens: String(totalInputTokens(item.usage)), output_tokens: item.usage.outputTokens }
+      ? {
+          input_tokens: item.usage.inputTokens,
+          output_tokens: item.usage.outputTokens,
+          cache_read_tokens: item.usage.cacheReadTokens ?? '0',
+          cache_write_tokens: item.usage.cacheWriteTokens ?? '0',
+          cache_write_1h_tokens: item.usage.cacheWrite1hTokens ?? '0',
+        }
       : {}),
   };
 }

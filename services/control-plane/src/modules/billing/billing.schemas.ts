@@ -130,6 +130,10 @@ export const UsageSummaryQuery = z.object({
     description: `First UTC day, inclusive; default ${SUMMARY_DEFAULT_DAYS - 1} days before \`to\`.`,
   }),
   to: Day.optional().openapi({ description: 'Last UTC day, inclusive; default today.' }),
+  by: z
+    .enum(['alias', 'key'])
+    .optional()
+    .openapi({ description: 'Group each day by alias (default) or by key.' }),
 });
 
 /** The range a summary covers: the last 30 days (today included) unless the query names one. */
@@ -147,10 +151,14 @@ export function summaryRange(
 export const UsageSummaryRowView = z
   .object({
     day: z.string(),
-    alias: z.string(),
+    alias: z.string().nullable().describe('The alias; null in a summary by key.'),
+    keyId: z.string().optional().describe('The key, in a summary by key.'),
     requests: z.number().int(),
-    inputTokens: IntegerString,
-    outputTokens: IntegerString,
+    inputTokens: IntegerString.describe('Input read neither from nor into a cache.'),
+    outputTokens: IntegerString.describe('Output, reasoning included.'),
+    cacheReadTokens: IntegerString,
+    cacheWriteTokens: IntegerString.describe('Five-minute cache writes.'),
+    cacheWrite1hTokens: IntegerString.describe('One-hour cache writes.'),
     charged: AmountsView,
   })
   .openapi('UsageSummaryRow');

@@ -30,7 +30,14 @@ const ReportTime = z.coerce
   .max(new Date('9999-12-31T23:59:59Z'));
 const ResolveRequest = z
   .discriminatedUnion('action', [
-    z.object({ action: z.literal('settle'), inputTokens: IntegerString, outputTokens: IntegerString }),
+    z.object({
+      action: z.literal('settle'),
+      inputTokens: IntegerString.describe('Input tokens read neither from nor into a cache.'),
+      outputTokens: IntegerString,
+      cacheReadTokens: IntegerString.optional(),
+      cacheWriteTokens: IntegerString.optional().describe('Five-minute cache writes.'),
+      cacheWrite1hTokens: IntegerString.optional().describe('One-hour cache writes.'),
+    }),
     z.object({ action: z.literal('release') }),
   ])
   .openapi('ResolveHoldRequest');
@@ -114,6 +121,9 @@ export function holdsRoutes() {
             action: 'settle' as const,
             inputTokens: BigInt(body.inputTokens),
             outputTokens: BigInt(body.outputTokens),
+            cacheReadTokens: BigInt(body.cacheReadTokens ?? '0'),
+            cacheWriteTokens: BigInt(body.cacheWriteTokens ?? '0'),
+            cacheWrite1hTokens: BigInt(body.cacheWrite1hTokens ?? '0'),
           }
         : { action: 'release' as const };
     return c.json({ data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution) }, 200);

@@ -32,7 +32,15 @@ export async function listHeld(deps: Dependencies, limit: number): Promise<HeldR
 }
 
 export type Resolution =
-  | { action: 'settle'; inputTokens: bigint; outputTokens: bigint }
+  | {
+      action: 'settle';
+      /** Input outside any cache, and the cache parts (docs/pricing.md); absent parts are zero. */
+      inputTokens: bigint;
+      outputTokens: bigint;
+      cacheReadTokens?: bigint;
+      cacheWriteTokens?: bigint;
+      cacheWrite1hTokens?: bigint;
+    }
   | { action: 'release' };
 
 /**
@@ -61,7 +69,13 @@ export async function resolveHold(
           new Date().toISOString(),
         ),
         ...(resolution.action === 'settle'
-          ? { input_tokens: String(resolution.inputTokens), output_tokens: String(resolution.outputTokens) }
+          ? {
+              input_tokens: String(resolution.inputTokens),
+              output_tokens: String(resolution.outputTokens),
+              cache_read_tokens: String(resolution.cacheReadTokens ?? 0n),
+              cache_write_tokens: String(resolution.cacheWriteTokens ?? 0n),
+              cache_write_1h_tokens: String(resolution.cacheWrite1hTokens ?? 0n),
+            }
           : {}),
       },
     ]);

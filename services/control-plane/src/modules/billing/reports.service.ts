@@ -162,10 +162,17 @@ export async function withRoutes(
 
 export interface UsageSummaryRow {
   day: string;
-  alias: string;
+  /** Summarised by alias: the alias; by key: null. */
+  alias: string | null;
+  /** Summarised by key: the key; by alias: absent. */
+  keyId?: string;
   requests: number;
+  /** Input read neither from nor into a cache (calls settled before parts were kept: all input). */
   inputTokens: string;
   outputTokens: string;
+  cacheReadTokens: string;
+  cacheWriteTokens: string;
+  cacheWrite1hTokens: string;
   charged: Amounts;
 }
 
@@ -176,6 +183,7 @@ export async function summarizeUsage(
   deps: Dependencies,
   accountId: string,
   range: { from: string; to: string },
+  by: repository.SummaryGrouping = 'alias',
 ): Promise<UsageSummaryRow[]> {
   const from = new Date(`${range.from}T00:00:00Z`);
   const to = new Date(`${range.to}T00:00:00Z`);
@@ -184,13 +192,16 @@ export async function summarizeUsage(
     throw AppError.validation({ to: [`The range may span at most ${MAX_SUMMARY_DAYS} days.`] });
   }
   const end = new Date(to.getTime() + 86_400_000);
-  const result = await repository.selectUsageSummary(deps.db, accountId, from, end);
+  const result = await repository.selectUsageSummary(deps.db, accountId, from, end, by);
   return result.map((row) => ({
     day: row.day,
-    alias: row.alias,
+    ...(by === 'key' ? { alias: null, keyId: row.name } : { alias: row.name }),
     requests: row.requests,
     inputTokens: String(row.input_tokens),
     outputTokens: String(row.output_tokens),
+    cacheReadTokens: String(row.cache_read_tokens),
+    cacheWriteTokens: String(row.cache_write_tokens),
+    cacheWrite1hTokens: String(row.cache_write_1h_tokens),
     charged: { tokens: String(row.charged_tokens), credits: String(row.charged_credits) },
   }));
 }

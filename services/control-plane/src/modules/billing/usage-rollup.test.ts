@@ -3,6 +3,7 @@ import type { FinishItem } from '@tollgate/schemas';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  addKey,
   createFundedKey,
   type FundedKey,
   internalApi,
@@ -33,28 +34,34 @@ const isoDay = (offset: number) => new Date(Date.now() - offset * DAY).toISOStri
 const RANGE = { from: isoDay(10), to: isoDay(0) };
 
 /** The summary as the live aggregate over reservations answers it (the query before the rollup). */
-async function liveSummary(accountId: string) {
+async function liveSummary(accountId: string, by: 'alias' | 'key') {
   const rows = await repository.selectUsageSummaryLive(
     context.deps.db,
     accountId,
     new Date(`${RANGE.from}T00:00:00Z`),
     new Date(new Date(`${RANGE.to}T00:00:00Z`).getTime() + DAY),
+    by,
   );
   return rows.map((row) => ({
     day: row.day,
-    alias: row.alias,
+    ...(by === 'key' ? { alias: null, keyId: row.name } : { alias: row.name }),
     requests: row.requests,
     inputTokens: String(row.input_tokens),
     outputTokens: String(row.output_tokens),
+    cacheReadTokens: String(row.cache_read_tokens),
+    cacheWriteTokens: String(row.cache_write_tokens),
+    cacheWrite1hTokens: String(row.cache_write_1h_tokens),
     charged: { tokens: String(row.charged_tokens), credits: String(row.charged_credits) },
   }));
 }
 
-async function expectSummaryEqualsLive(accountId: string) {
-  const summary = await summarizeUsage(context.deps, accountId, RANGE);
-  expect(summary).toEqual(await liveSummary(accountId));
+async function expectSummaryEqualsLive(accountId: string, by: 'alias' | 'key' = 'alias') {
+  const summary = await summarizeUsage(context.deps, accountId, RANGE, by);
+  expect(summary).toEqual(await liveSummary(accountId, by));
   return summary;
 }
+
+const NO_CACHE = { cacheReadTokens: '0', cacheWriteTokens: '0', cacheWrite1hTokens: '0' };
 
 async function reserve(key: FundedKey, alias: string) {
   const item = reserveItem(key, alias, 100n, 100n);
@@ -116,6 +123,7 @@ describe('usage summary from the rollup', () => {
         requests: 1,
         inputTokens: '11',
         outputTokens: '12',
+        ...NO_CACHE,
         charged: { tokens: '23', credits: '0' },
       },
       {
@@ -124,6 +132,7 @@ describe('usage summary from the rollup', () => {
         requests: 1,
         inputTokens: '40',
         outputTokens: '30',
+        ...NO_CACHE,
         charged: { tokens: '70', credits: '0' },
       },
     ]);
@@ -149,6 +158,55 @@ describe('usage summary from the rollup', () => {
     await advanceUsageRollupOnce(context.deps);
     expect(await rolledUpRows(key.accountId)).toBe(7);
     expect(await expectSummaryEqualsLive(key.accountId)).toEqual(between);
+  });
+
+  it('sums each usage part per alias and per key, before and after a pass', async () => {
+    const first = await createFundedKey(context, { credits: 1_000_000n });
+    const second = await addKey(context, first);
+    for (const [key, read] of [
+      [first, 100n],
+      [first, 50n],
+      [second, 7n],
+    ] as const) {
+      const id = await reserve(key, 'priced');
+      const parts = { cacheRead: read, cacheWrite: 3n, cacheWrite1h: 2n };
+      const finished = await api.finish([settleItem(key, id, 'priced', 10n, 5n, parts)]);
+      expect(finished.body.results[0]?.status).toBe('settled');
+    }
+    const byKey = await expectSummaryEqualsLive(first.accountId, 'key');
+    expect(byKey.map(({ charged: _charged, ...row }) => row)).toEqual(
+      [
+        {
+          keyId: first.keyId,
+          requests: 2,
+          cacheReadTokens: '150',
+          cacheWriteTokens: '6',
+          cacheWrite1hTokens: '4',
+        },
+        {
+          keyId: second.keyId,
+          requests: 1,
+          cacheReadTokens: '7',
+          cacheWriteTokens: '3',
+          cacheWrite1hTokens: '2',
+        },
+      ]
+        .sort((a, b) => a.keyId.localeCompare(b.keyId))
+        .map((row) => ({
+          day: isoDay(0),
+          alias: null,
+          inputTokens: String(10 * row.requests),
+          outputTokens: String(5 * row.requests),
+          ...row,
+        })),
+    );
+    const byAlias = await expectSummaryEqualsLive(first.accountId);
+    expect(byAlias).toMatchObject([
+      { alias: 'priced', requests: 3, inputTokens: '30', cacheReadTokens: '157' },
+    ]);
+    await advanceUsageRollupOnce(context.deps);
+    expect(await expectSummaryEqualsLive(first.accountId, 'key')).toEqual(byKey);
+    expect(await expectSummaryEqualsLive(first.accountId)).toEqual(byAlias);
   });
 
   it('never moves the watermark past a settlement that commits after the pass', async () => {
@@ -189,6 +247,7 @@ describe('usage summary from the rollup', () => {
         requests: 1,
         inputTokens: '9',
         outputTokens: '10',
+        ...NO_CACHE,
         charged: { tokens: '0', credits: '68' },
       },
     ]);

@@ -6,6 +6,10 @@ export interface AliasInfo {
   protocols: string[];
   providerId: string;
   upstreamModel: string;
+  /**
+   * The input-side prices as the scripts take them: input, five-minute cache write, one-hour cache
+   * write, cache read and per call, ','-separated; '' when the alias has no credit price.
+   */
   inputPrice: string;
   outputPrice: string;
 }
@@ -26,7 +30,16 @@ export function createAliasCache(db: Kysely<Database>) {
           providerId: row.provider_id,
           upstreamModel: row.upstream_model,
           // A credit price needs both; one without the other pays nothing from credit (as in SQL).
-          inputPrice: row.input_price !== null && row.output_price !== null ? String(row.input_price) : '',
+          inputPrice:
+            row.input_price !== null && row.output_price !== null
+              ? [
+                  row.input_price,
+                  row.cache_write_price ?? row.input_price,
+                  row.cache_write_1h_price ?? row.input_price,
+                  row.cache_read_price ?? row.input_price,
+                  row.request_price,
+                ].join(',')
+              : '',
           outputPrice: row.input_price !== null && row.output_price !== null ? String(row.output_price) : '',
         },
       ]),

@@ -28,22 +28,29 @@ export interface FinishedRecord {
   estOut: string;
   reservedTokens: string;
   reservedCredits: string;
-  /** 'e:<entitlement>:<amount>' and 'c:c:<amount>:<input price>:<output price>', ';'-separated. */
+  /**
+   * 'e:<entitlement>:<amount>' and 'c:c:<amount>:<input prices>:<output price>', ';'-separated;
+   * input prices as PriceList.
+   */
   legs: string;
+  /** The input parts, ','-separated: input, 5-minute write, 1-hour write, cache read (one: input). */
   usageIn: string;
   usageOut: string;
   /** When it finished (ms). */
   at: string;
   /** '<entitlement or c>:<amount>', ';'-separated: what was charged, per source. */
   charges: string;
+  /** Tokens the entitlement legs took from the input parts, and from output. */
   legTakeIn: string;
   legTakeOut: string;
   creditTake: string;
+  /** The credit leg's input prices (PriceList) and output price. */
   creditIn: string;
   creditOut: string;
   overTakeIn: string;
   overTakeOut: string;
   overCredit: string;
+  /** The alias's prices at settle time (PriceList and output), when usage went beyond the legs. */
   overIn: string;
   overOut: string;
   /** '1': Redis did not know the call (lost with it, or released before its reserve arrived). */
@@ -68,11 +75,18 @@ export interface PersistItem {
     amount: string;
     inputPrice?: string;
     outputPrice?: string;
+    cacheWritePrice?: string;
+    cacheWrite1hPrice?: string;
+    cacheReadPrice?: string;
+    requestPrice?: string;
   }>;
   reserved_tokens: string;
   reserved_credits: string;
   input_tokens: string | null;
   output_tokens: string | null;
+  cache_read_tokens: string | null;
+  cache_write_tokens: string | null;
+  cache_write_1h_tokens: string | null;
   charges: Array<{ entitlementId: string | null; amount: string }>;
   charged_tokens: string;
   charged_credits: string;
@@ -91,6 +105,46 @@ export function isoFromMicros(micros: string): string {
   return `${iso.slice(0, -1)}${String(value % 1000n).padStart(3, '0')}Z`;
 }
 
+/**
+ * A price list as the scripts write it: input, 5-minute cache write, 1-hour cache write, cache read
+ * and per call, ','-separated; one written before cache parts were priced apart has input alone
+ * (every input part at it, nothing per call).
+ */
+export function parsePriceList(text: string): { input: bigint[]; request: bigint } {
+  const [input = '0', write, write1h, read, request] = text.split(',');
+  return {
+    input: [big(input), big(write ?? input), big(write1h ?? input), big(read ?? input)],
+    request: big(request ?? '0'),
+  };
+}
+
+/** The usage parts in the order a package's tokens cover them: the input parts, then output. */
+function usagePartsOf(record: FinishedRecord): bigint[] {
+  const [input = '0', write = '0', write1h = '0', read = '0'] = record.usageIn.split(',');
+  return [big(input), big(write), big(write1h), big(read), big(record.usageOut)];
+}
+
+const minOf = (a: bigint, b: bigint) => (a < b ? a : b);
+const total = (parts: bigint[]) => parts.reduce((sum, part) => sum + part, 0n);
+
+/** The parts left after `take` tokens, taken in order (R9). */
+function takeParts(parts: bigint[], take: bigint): bigint[] {
+  let left = take;
+  return parts.map((part) => {
+    const taken = minOf(part, left);
+    left -= taken;
+    return part - taken;
+  });
+}
+
+/** What the parts cost at a price list and output price; the call's price when any is left. */
+function costOf(parts: bigint[], inputPrices: string, outputPrice: string): bigint {
+  if (total(parts) === 0n) return 0n;
+  const list = parsePriceList(inputPrices);
+  const prices = [...list.input, big(outputPrice)];
+  return parts.reduce((sum, part, index) => sum + part * prices[index]!, list.request);
+}
+
 export function parseLegs(text: string): PersistItem['legs'] {
   return text
     .split(';')
@@ -103,9 +157,19 @@ export function parseLegs(text: string): PersistItem['legs'] {
         string?,
         string?,
       ];
-      return kind === 'c'
-        ? { source: 'credit', amount, inputPrice: inputPrice ?? '0', outputPrice: outputPrice ?? '0' }
-        : { source: 'entitlement', entitlementId: source, amount };
+      if (kind !== 'c') return { source: 'entitlement', entitlementId: source, amount };
+      // The leg as Postgres records one (tollgate_reserve_one), so a held call settles the same there.
+      const [input = '0', write, write1h, read, request] = (inputPrice ?? '0').split(',');
+      return {
+        source: 'credit',
+        amount,
+        inputPrice: input,
+        outputPrice: outputPrice ?? '0',
+        cacheWritePrice: write ?? input,
+        cacheWrite1hPrice: write1h ?? input,
+        cacheReadPrice: read ?? input,
+        requestPrice: request ?? '0',
+      };
     });
 }
 
@@ -116,18 +180,16 @@ export function parseLegs(text: string): PersistItem['legs'] {
  */
 export function writeOffsOf(record: FinishedRecord): { tokens: bigint; credits: bigint } {
   if (record.status !== 'settled') return { tokens: 0n, credits: 0n };
-  const afterLegsIn = big(record.usageIn) - big(record.legTakeIn);
-  const afterLegsOut = big(record.usageOut) - big(record.legTakeOut);
+  const afterLegs = takeParts(usagePartsOf(record), big(record.legTakeIn) + big(record.legTakeOut));
   let owed = 0n;
   let tokens = 0n;
   if (record.creditIn !== '') {
-    owed = afterLegsIn * big(record.creditIn) + afterLegsOut * big(record.creditOut) - big(record.creditTake);
+    owed = costOf(afterLegs, record.creditIn, record.creditOut) - big(record.creditTake);
   } else {
-    const leftIn = afterLegsIn - big(record.overTakeIn);
-    const leftOut = afterLegsOut - big(record.overTakeOut);
-    if (leftIn + leftOut > 0n) {
-      if (record.overIn !== '') owed = leftIn * big(record.overIn) + leftOut * big(record.overOut);
-      else tokens = leftIn + leftOut;
+    const left = takeParts(afterLegs, big(record.overTakeIn) + big(record.overTakeOut));
+    if (total(left) > 0n) {
+      if (record.overIn !== '') owed = costOf(left, record.overIn, record.overOut);
+      else tokens = total(left);
     }
   }
   const credits = owed - big(record.overCredit);
@@ -150,6 +212,8 @@ export function persistItemOf(accountId: string, record: FinishedRecord): Persis
     .reduce((sum, charge) => sum + BigInt(charge.amount), 0n);
   const writtenOff = writeOffsOf(record);
   const settled = record.status === 'settled';
+  const parts = usagePartsOf(record);
+  const part = (index: number) => (settled ? String(parts[index]) : null);
   return {
     id: record.id,
     account_id: accountId,
@@ -165,8 +229,11 @@ export function persistItemOf(accountId: string, record: FinishedRecord): Persis
     legs: parseLegs(record.legs),
     reserved_tokens: record.reservedTokens,
     reserved_credits: record.reservedCredits,
-    input_tokens: settled ? record.usageIn : null,
-    output_tokens: settled ? record.usageOut : null,
+    input_tokens: part(0),
+    output_tokens: part(4),
+    cache_write_tokens: part(1),
+    cache_write_1h_tokens: part(2),
+    cache_read_tokens: part(3),
     charges,
     charged_tokens: String(chargedTokens),
     charged_credits: String(chargedCredits),
@@ -180,7 +247,7 @@ export function persistItemOf(accountId: string, record: FinishedRecord): Persis
 export const PERSIST_SQL = `select tollgate_hot_persist($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[],
   $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[],
   $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[],
-  $21::uuid[], $22::int[], $23::uuid[], $24::bigint[]) as results`;
+  $21::uuid[], $22::int[], $23::uuid[], $24::bigint[], $25::bigint[], $26::bigint[], $27::bigint[]) as results`;
 
 /** The items as PERSIST_SQL's parameters (ids unique: a repeat would be charged twice). */
 export function persistColumns(items: PersistItem[]): unknown[] {
@@ -217,5 +284,8 @@ export function persistColumns(items: PersistItem[]): unknown[] {
     charges.map((charge) => charge.call),
     charges.map((charge) => charge.entitlementId),
     charges.map((charge) => charge.amount),
+    column((item) => item.cache_read_tokens),
+    column((item) => item.cache_write_tokens),
+    column((item) => item.cache_write_1h_tokens),
   ];
 }

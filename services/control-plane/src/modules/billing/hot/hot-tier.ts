@@ -11,7 +11,6 @@ import type {
   ReserveRefusalCode,
   ReserveResult,
 } from '@tollgate/schemas';
-import { totalInputTokens } from '@tollgate/schemas';
 import { type Logger, limiterKeys } from '@tollgate/service-kit';
 import { type Kysely, sql } from 'kysely';
 import type { Clock } from '../../../clock.ts';
@@ -380,7 +379,16 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
           args: {
             id: item.reservationId,
             action: item.action,
-            usageIn: item.action === 'settle' ? String(totalInputTokens(item.usage)) : '0',
+            // The input parts, ','-separated: input, 5-minute write, 1-hour write, cache read.
+            usageIn:
+              item.action === 'settle'
+                ? [
+                    item.usage.inputTokens,
+                    item.usage.cacheWriteTokens ?? '0',
+                    item.usage.cacheWrite1hTokens ?? '0',
+                    item.usage.cacheReadTokens ?? '0',
+                  ].join(',')
+                : '0',
             usageOut: item.action === 'settle' ? item.usage.outputTokens : '0',
             outcome: item.outcome,
             // ioredis sends null as ''.

@@ -56,7 +56,42 @@ local function usable(st, s, alias, now)
   local aliases = st['a:' .. s] or ''
   return aliases == '' or string.find(aliases, ',' .. alias .. ',', 1, true) ~= nil
 end
--- Legs: 'e:<id>:<amount>' per entitlement, 'c:c:<amount>:<input price>:<output price>' for credit.
+-- R2a: an input-side price list, ','-separated: input, 5-minute cache write, 1-hour cache write,
+-- cache read, per call (hot-aliases.ts). One written before prices per part has input alone: every
+-- input part at it, nothing per call.
+local function priceList(text)
+  local p = split(text, ',')
+  local input = num(p[1])
+  return { input, num(p[2] or p[1]), num(p[3] or p[1]), num(p[4] or p[1]), num(p[5] or '0') }
+end
+-- R2a: usage parts in the order package tokens cover them: input, 5-minute write, 1-hour write,
+-- cache read (the ','-separated input parts, `usageIn`), then output.
+local function usageParts(usageIn, usageOut)
+  local p = split(usageIn, ',')
+  return { num(p[1]), num(p[2]), num(p[3]), num(p[4]), num(usageOut) }
+end
+local function partsTotal(parts)
+  return parts[1] + parts[2] + parts[3] + parts[4] + parts[5]
+end
+-- R9: takes up to `amount` tokens from the parts in order; returns tokens taken from input parts
+-- and from output.
+local function takeParts(parts, amount)
+  local left, fromIn = amount, 0
+  for i = 1, 5 do
+    local take = math.min(parts[i], left)
+    parts[i] = parts[i] - take
+    left = left - take
+    if i < 5 then fromIn = fromIn + take end
+  end
+  return fromIn, amount - left - fromIn
+end
+-- R9, R10: the parts at a price list and output price; the call's price when any token is left.
+local function partsCost(parts, list, outPrice)
+  if partsTotal(parts) <= 0 then return 0 end
+  return parts[1] * list[1] + parts[2] * list[2] + parts[3] * list[3] + parts[4] * list[4]
+    + parts[5] * num(outPrice) + list[5]
+end
+-- Legs: 'e:<id>:<amount>' per entitlement, 'c:c:<amount>:<input price list>:<output price>' for credit.
 local function parseLegs(text)
   local legs = {}
   for _, part in ipairs(split(text, ';')) do

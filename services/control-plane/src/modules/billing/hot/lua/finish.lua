@@ -69,7 +69,8 @@ local function finishOne(a)
   else
     -- R9: the usage, from the legs in draw order.
     r.usageIn, r.usageOut = ARGV[a + ITEM_ARG.usageIn], ARGV[a + ITEM_ARG.usageOut]
-    local remIn, remOut = tonumber(r.usageIn), tonumber(r.usageOut)
+    -- R2a: the parts, in the order package tokens cover them.
+    local rest = usageParts(r.usageIn, r.usageOut)
     local charges = {}
     local order = {}
     local function charge(s, amount)
@@ -84,48 +85,45 @@ local function finishOne(a)
     for _, leg in ipairs(legs) do
       add('h:' .. leg.source, -leg.amount)
       if leg.source ~= 'c' then
-        local take = math.min(leg.amount, remIn + remOut)
-        local takeIn = math.min(take, remIn)
-        remIn = remIn - takeIn
-        remOut = remOut - (take - takeIn)
+        local take = math.min(leg.amount, partsTotal(rest))
+        local takeIn, takeOut = takeParts(rest, take)
         legIn = legIn + takeIn
-        legOut = legOut + (take - takeIn)
+        legOut = legOut + takeOut
         add('r:' .. leg.source, leg.amount - take)
         charge(leg.source, take)
       else
-        local cost = remIn * tonumber(leg.ip) + remOut * tonumber(leg.op)
+        -- Each part at the prices the leg recorded, plus its price per call.
+        local cost = partsCost(rest, priceList(leg.ip), leg.op)
         local take = math.min(cost, leg.amount)
         add('r:c', leg.amount - take)
         charge('c', take)
         extra = cost - take
         r.creditTake, r.creditIn, r.creditOut = fmt(take), leg.ip, leg.op
-        remIn, remOut = 0, 0
+        rest = { 0, 0, 0, 0, 0 }
       end
     end
     r.legTakeIn, r.legTakeOut = fmt(legIn), fmt(legOut)
     -- R10: usage beyond the reservation, from what the lease has free, then credit; the rest is
     -- written off (computed exactly by the control plane).
     local owed = extra
-    if remIn + remOut > 0 then
+    if partsTotal(rest) > 0 then
       local overIn, overOut = 0, 0
       for _, s in ipairs(sources) do
-        if remIn + remOut <= 0 then break end
+        if partsTotal(rest) <= 0 then break end
         local free = num(st['r:' .. s])
         if s ~= 'c' and free > 0 and usable(st, s, r.alias, now) then
-          local take = math.min(remIn + remOut, free)
-          local takeIn = math.min(take, remIn)
-          remIn = remIn - takeIn
-          remOut = remOut - (take - takeIn)
+          local take = math.min(partsTotal(rest), free)
+          local takeIn, takeOut = takeParts(rest, take)
           overIn = overIn + takeIn
-          overOut = overOut + (take - takeIn)
+          overOut = overOut + takeOut
           add('r:' .. s, -take)
           charge(s, take)
         end
       end
       r.overTakeIn, r.overTakeOut = fmt(overIn), fmt(overOut)
       local inPrice, outPrice = ARGV[a + ITEM_ARG.inputPrice], ARGV[a + ITEM_ARG.outputPrice]
-      if remIn + remOut > 0 and inPrice ~= '' and outPrice ~= '' then
-        owed = owed + remIn * tonumber(inPrice) + remOut * tonumber(outPrice)
+      if partsTotal(rest) > 0 and inPrice ~= '' and outPrice ~= '' then
+        owed = owed + partsCost(rest, priceList(inPrice), outPrice)
         r.overIn, r.overOut = inPrice, outPrice
       end
     end

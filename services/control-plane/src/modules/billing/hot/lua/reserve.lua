@@ -102,11 +102,14 @@ local function reserveOne(a, k)
   local credit = 0
   local short = nil
   local priced = inPrice ~= '' and outPrice ~= ''
+  -- R5: an input token may turn out to be a cache write or read; the estimate pays the highest.
+  local prices = priced and priceList(inPrice) or nil
   if tokens < need then
     local covered = false
     if priced then
       local coveredIn = math.min(tokens, estIn)
-      local cost = (estIn - coveredIn) * tonumber(inPrice) + (estOut - (tokens - coveredIn)) * tonumber(outPrice)
+      local highest = math.max(prices[1], prices[2], prices[3], prices[4])
+      local cost = (estIn - coveredIn) * highest + (estOut - (tokens - coveredIn)) * tonumber(outPrice) + prices[5]
       if cost <= num(st['r:c']) then
         credit = cost
         covered = true

@@ -18,7 +18,7 @@ let stack: E2EStack;
 let customer: Customer;
 let meter: Meter;
 let admin: DashboardSession;
-/** A gateway without cooldowns: each failover test starts from the alias's own order. */
+/** A gateway without cooldowns or breakers: each failover test starts from the alias's own order. */
 let openai: OpenAI;
 /** The same, waiting 400 ms for an upstream's headers. */
 let impatient: OpenAI;
@@ -39,11 +39,12 @@ beforeAll(async () => {
   customer = await signUpCustomer(stack, { credits: 10_000_000n });
   // 600 a minute: the affinity test alone makes 100 calls.
   const { secret } = await customer.createKey({ name: 'routing', limits: { requestsPerMinute: 600 } });
-  const steady = await stack.startGateway('steady', { ROUTING_COOLDOWN_MS: '0' });
+  const steady = await stack.startGateway('steady', { ROUTING_COOLDOWN_MS: '0', ROUTING_BREAKERS: 'false' });
   openai = openaiClient(steady.url, secret);
   const gateway = await stack.startGateway('impatient', {
     UPSTREAM_HEADERS_TIMEOUT_MS: '400',
     ROUTING_COOLDOWN_MS: '0',
+    ROUTING_BREAKERS: 'false',
   });
   impatient = openaiClient(gateway.url, secret);
   cooling = openaiClient((await stack.startGateway('cooling', { ROUTING_COOLDOWN_MS: '5000' })).url, secret);

@@ -87,6 +87,27 @@ export const GatewayEnv = z.object({
   ROUTING_CREDENTIAL_RECHECK_SECONDS: withDefault(positiveInt, 300).describe(
     "How long a credential of a provider's pool that the provider refused (401/403) stays out of rotation before calls try it again.",
   ),
+  ROUTING_BREAKERS: withDefault(bool, 'true').describe(
+    "`false` turns the upstream circuit breakers off, and with them the shared benches of a provider's Retry-After (docs/routing.md).",
+  ),
+  ROUTING_BREAKER_FAILURES: withDefault(positiveInt, 5).describe(
+    "Failures in a row (across all gateways) that open an upstream's breaker.",
+  ),
+  ROUTING_BREAKER_ERROR_PERCENT: withDefault(z.coerce.number().int().min(1).max(100), 50).describe(
+    "Share of an upstream's calls in ROUTING_BREAKER_WINDOW_MS, in whole per cent, whose failure opens its breaker (once ROUTING_BREAKER_MIN_CALLS were made).",
+  ),
+  ROUTING_BREAKER_WINDOW_MS: withDefault(positiveInt, 30_000).describe(
+    'The window over which the error rate of an upstream is counted.',
+  ),
+  ROUTING_BREAKER_MIN_CALLS: withDefault(positiveInt, 10).describe(
+    'Calls an upstream must have had in the window before its error rate can open its breaker.',
+  ),
+  ROUTING_BREAKER_OPEN_MS: withDefault(positiveInt, 10_000).describe(
+    'How long an open breaker keeps its upstream out before one probe call is let through; each failed probe doubles it, up to ROUTING_BREAKER_MAX_OPEN_MS.',
+  ),
+  ROUTING_BREAKER_MAX_OPEN_MS: withDefault(positiveInt, 300_000).describe(
+    'The longest cool-down of an open breaker.',
+  ),
   BILLING_TIMEOUT_MS: withDefault(positiveInt, 5_000).describe(
     "Deadline of one call to the control plane, time in the gateway's queue included; past it the call gets `billing_unavailable` and an unanswered reservation is released.",
   ),
@@ -197,6 +218,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxRetryAfterMs: parsed.ROUTING_MAX_RETRY_AFTER_SECONDS * 1000,
       credentialRecheckMs: parsed.ROUTING_CREDENTIAL_RECHECK_SECONDS * 1000,
       affinityTtlMs: parsed.ROUTING_AFFINITY_TTL_SECONDS * 1000,
+      breakers: parsed.ROUTING_BREAKERS
+        ? {
+            failures: parsed.ROUTING_BREAKER_FAILURES,
+            errorPercent: parsed.ROUTING_BREAKER_ERROR_PERCENT,
+            windowMs: parsed.ROUTING_BREAKER_WINDOW_MS,
+            minCalls: parsed.ROUTING_BREAKER_MIN_CALLS,
+            openMs: parsed.ROUTING_BREAKER_OPEN_MS,
+            maxOpenMs: parsed.ROUTING_BREAKER_MAX_OPEN_MS,
+            maxRetryAfterMs: parsed.ROUTING_MAX_RETRY_AFTER_SECONDS * 1000,
+            // A probe unanswered for longer than the provider may take to answer is lost.
+            probeTimeoutMs: parsed.UPSTREAM_CONNECT_TIMEOUT_MS + parsed.UPSTREAM_HEADERS_TIMEOUT_MS,
+          }
+        : null,
     },
     billing: {
       timeoutMs: parsed.BILLING_TIMEOUT_MS,

@@ -14,6 +14,7 @@ import type { UnknownKeyGuard } from './keys/unknown-keys.ts';
 import type { Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
 import type { AffinityStore } from './routing/affinity-store.ts';
+import type { Breakers } from './routing/breakers.ts';
 import type { Cooldowns } from './routing/cooldowns.ts';
 import type { CredentialPools } from './routing/credential-pool.ts';
 import type { TokenCounter } from './tokens/token-counter.ts';
@@ -54,6 +55,8 @@ export interface GatewayDependencies {
   affinity: AffinityStore;
   /** Each provider's credentials in turn, refused ones out of rotation (routing/). */
   credentialPools: CredentialPools;
+  /** Each upstream's circuit breaker, shared through Redis when there is one (routing/). */
+  breakers: Breakers;
   /** Parses and counts count_tokens bodies off the event loop. */
   tokens: TokenCounter;
   credentials: CredentialStore;

@@ -30,8 +30,11 @@ import { createLimiter } from './limiter/create-limiter.ts';
 import { timedReserve, timedUpstream } from './metrics/instrument.ts';
 import { createGatewayMetrics, measuredBatch } from './metrics/metrics.ts';
 import { createMemoryAffinityStore, createRedisAffinityStore } from './routing/affinity-store.ts';
+import { createMemoryBreakerStore } from './routing/breaker-store.ts';
+import { createBreakers } from './routing/breakers.ts';
 import { createCooldowns } from './routing/cooldowns.ts';
 import { createCredentialPools } from './routing/credential-pool.ts';
+import { createRedisBreakerStore } from './routing/redis-breaker-store.ts';
 import { createHeartbeat } from './status/heartbeat.ts';
 import { createTokenCounter } from './tokens/token-counter.ts';
 import { tracedUpstream } from './tracing/traced-upstream.ts';
@@ -169,6 +172,7 @@ export async function startGateway(
     cooldowns: createCooldowns(config.routing),
     credentialPools,
     affinity,
+    breakers: createBreakers({ store: breakerStoreOf(config, logger), logger, metrics }),
     tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,
     upstream,
@@ -222,11 +226,25 @@ export async function startGateway(
       await affinity.close();
       await readiness.close();
       await upstream.close();
+      await deps.breakers.close();
       await deps.tokens.close();
       await controlPlane.close();
       await tracing.close();
     },
   };
+}
+
+/** Shared through Redis when there is one; this process's own without; none when turned off. */
+function breakerStoreOf(config: GatewayConfig, logger: Logger) {
+  const settings = config.routing.breakers;
+  if (!settings) return null;
+  if (!config.redisUrl) return createMemoryBreakerStore(settings);
+  return createRedisBreakerStore(
+    { url: config.redisUrl, cluster: config.redisCluster },
+    config.redisKeyPrefix,
+    settings,
+    logger,
+  );
 }
 
 /** Queues what an earlier run (of any gateway, with Redis) could not deliver. */

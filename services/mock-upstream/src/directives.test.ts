@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DirectiveError, directivesForModel, readDirectives } from './directives.ts';
+import { DirectiveError, directivesDrawn, directivesForModel, readDirectives } from './directives.ts';
 
 describe('readDirectives', () => {
   it('finds nothing in a plain body without a header', () => {
@@ -55,5 +55,18 @@ describe('only_model', () => {
     const directives = readDirectives('only_model=up-a,status=503,delay=5,output_tokens=7,tag=t', '');
     expect(directivesForModel(directives, 'up-a')).toMatchObject({ status: 503, delay: 5 });
     expect(directivesForModel(directives, 'up-b')).toEqual({ onlyModel: 'up-a', outputTokens: 7, tag: 't' });
+  });
+});
+
+describe('fail_percent', () => {
+  it('keeps the faults for that share of the calls and drops them for the rest', () => {
+    const directives = readDirectives('status=500,retry_after=2,fail_percent=30,output_tokens=7', '');
+    expect(directivesDrawn(directives, () => 0.29)).toMatchObject({ status: 500, retryAfter: 2 });
+    expect(directivesDrawn(directives, () => 0.3)).toEqual({ failPercent: 30, outputTokens: 7 });
+    let failed = 0;
+    for (let call = 0; call < 2_000; call++) if (directivesDrawn(directives).status === 500) failed++;
+    expect(failed / 2_000).toBeGreaterThan(0.25);
+    expect(failed / 2_000).toBeLessThan(0.35);
+    expect(() => readDirectives('fail_percent=101', '')).toThrow(DirectiveError);
   });
 });

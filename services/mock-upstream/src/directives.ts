@@ -47,6 +47,11 @@ export interface Directives {
    * for this model: one alias's upstreams on one mock fail apart (routing tests).
    */
   onlyModel?: string;
+  /**
+   * The faults apply to this share of the calls, in whole per cent, drawn at random per call (an
+   * upstream failing half of its calls: `status=500,fail_percent=50`).
+   */
+  failPercent?: number;
 }
 
 export class DirectiveError extends Error {
@@ -144,6 +149,11 @@ const SETTERS: Record<string, Setter> = {
     if (!value) throw new DirectiveError('mock directive tag needs a value');
     target.tag = value;
   },
+  fail_percent: (target, value, key) => {
+    const percent = readCount(value, key);
+    if (percent > 100) throw new DirectiveError('mock directive fail_percent must be 0-100');
+    target.failPercent = percent;
+  },
   only_model: (target, value) => {
     if (!value) throw new DirectiveError('mock directive only_model needs a value');
     target.onlyModel = value;
@@ -153,6 +163,16 @@ const SETTERS: Record<string, Setter> = {
 /** The directives of a call for `model`: without the faults when they are scoped to another model. */
 export function directivesForModel(directives: Directives, model: unknown): Directives {
   if (directives.onlyModel === undefined || directives.onlyModel === model) return directives;
+  return withoutFaults(directives);
+}
+
+/** The directives of this call once `fail_percent` was drawn: the faults, or none of them. */
+export function directivesDrawn(directives: Directives, random: () => number = Math.random): Directives {
+  if (directives.failPercent === undefined || random() * 100 < directives.failPercent) return directives;
+  return withoutFaults(directives);
+}
+
+function withoutFaults(directives: Directives): Directives {
   const {
     status: _status,
     retryAfter: _retryAfter,

@@ -1,6 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DirectiveError, type Directives, directivesForModel, readDirectives } from './directives.ts';
+import {
+  DirectiveError,
+  type Directives,
+  directivesDrawn,
+  directivesForModel,
+  readDirectives,
+} from './directives.ts';
 import { anthropicProtocol } from './protocols/anthropic.ts';
 import { azureProtocolFor } from './protocols/azure-openai.ts';
 import { bedrockProtocolFor } from './protocols/bedrock.ts';
@@ -171,6 +177,7 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
       directives = readDirectives(request.headers['x-mock'], rawBody.text);
       if (directives.onlyModel !== undefined)
         directives = directivesForModel(directives, modelOf(rawBody.text));
+      if (directives.failPercent !== undefined) directives = directivesDrawn(directives);
     } catch (error) {
       if (!(error instanceof DirectiveError)) throw error;
       directives = {};

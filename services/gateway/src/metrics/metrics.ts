@@ -32,6 +32,8 @@ export interface GatewayMetrics {
   reserve(ms: number, ok: boolean): void;
   /** From sending a provider call to its response headers, by result. */
   upstreamHeaders(ms: number, ok: boolean): void;
+  /** One breaker transition made by this gateway's call (open, reopened, closed, benched), by provider. */
+  breakerTransition(providerId: string, to: string): void;
   /** From a request's arrival to the first byte of its body handed to the client, by route. */
   firstByte(route: string, ms: number): void;
 }
@@ -101,6 +103,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     labelNames: ['provider', 'credential'] as const,
     registers: [registry],
   });
+  const breakerTransitions = new Counter({
+    name: 'tollgate_gateway_breaker_transitions_total',
+    help: 'Upstream breaker transitions (open, reopened, closed, benched) by provider; each counted by the gateway whose call made it',
+    labelNames: ['provider', 'to'] as const,
+    registers: [registry],
+  });
   const reserveDuration = new Histogram({
     name: 'tollgate_gateway_reserve_duration_seconds',
     help: 'Time a request waits for its reservation (batch queue and control plane)',
@@ -130,6 +138,9 @@ export function createGatewayMetrics(): GatewayMetrics {
     },
     upstreamFailure(providerId, cause) {
       upstreamFailures.inc({ provider: providerId, cause });
+    },
+    breakerTransition(providerId, to) {
+      breakerTransitions.inc({ provider: providerId, to });
     },
     reserve(ms, ok) {
       reserveDuration.observe({ result: ok ? 'ok' : 'error' }, ms / 1000);

@@ -77,6 +77,8 @@ interface Attempt {
   retryAfter?: string | string[] | undefined;
   /** The credential the attempt sent (its name), and the provider's status when it refused it. */
   credential?: { name: string | null; refusedWith?: number | null };
+  /** The provider's HTTP status, when it answered one. */
+  status?: number;
 }
 
 function failed(error: AppError, decision: Decision): Omit<Forwarded, 'route'> {
@@ -114,8 +116,7 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
       upstreams.splice(index + 1, 0, target);
       continue;
     }
-    if (attempt.retryable) deps.cooldowns.failed(target, retryAfterMs(attempt.retryAfter));
-    else if ('answer' in attempt.forwarded.reply) deps.cooldowns.succeeded(target);
+    report(deps, target, attempt);
     const more = index + 1 < upstreams.length && !input.request.signal.aborted;
     if (attempt.retryable && more) {
       // Nothing was produced: the reservation stays for the next upstream, and this attempt's
@@ -157,6 +158,28 @@ function poolAfter(deps: GatewayDependencies, target: UpstreamTarget, attempt: A
   }
   const provider = deps.catalog.provider(target.providerId);
   return provider !== undefined && deps.credentialPools.hasAnother(provider, name);
+}
+
+/** Codes of an upstream that answered: its refusal of the request, or an answer without usage. */
+const ANSWERED = new Set(['upstream_rejected', 'billing_settlement_pending']);
+
+/** Tells the cooldowns and breakers how the upstream did (docs/routing.md). */
+function report(deps: GatewayDependencies, target: UpstreamTarget, attempt: Attempt): void {
+  const reply = attempt.forwarded.reply;
+  if (attempt.retryable) {
+    const wait = retryAfterMs(attempt.retryAfter);
+    deps.cooldowns.failed(target, wait);
+    const code = 'error' in reply ? reply.error.code : 'upstream_unavailable';
+    deps.breakers.failed(target, {
+      retryAfterMs: wait,
+      cause: attempt.status === undefined ? code : `${code} (${attempt.status})`,
+    });
+  } else if ('answer' in reply || ANSWERED.has(reply.error.code)) {
+    deps.cooldowns.succeeded(target);
+    deps.breakers.succeeded(target);
+  } else {
+    deps.breakers.released(target);
+  }
 }
 
 /** One upstream's try, with its own abort wiring (a client that leaves aborts only what waits). */
@@ -254,6 +277,7 @@ async function forward(
         retryable: isRetryable(checked.error),
         retryAfter,
         credential: credential(checked.error, response.status),
+        status: response.status,
       };
     }
     const relayed = relayStream({
@@ -318,6 +342,7 @@ async function forward(
       retryable: !gone && result.settle === 'release' && isRetryable(result.error),
       retryAfter,
       credential: credential(result.error, response.status),
+      status: response.status,
     };
   }
   if (gone) {

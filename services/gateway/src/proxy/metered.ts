@@ -22,10 +22,11 @@ import {
   setTopLevelFields,
   withIncludeUsage,
 } from '../request/index.ts';
+import { PROBE } from '../routing/breakers.ts';
 import { affinityKey, conversationOf } from '../routing/conversation.ts';
 import { withoutReasoningProofs } from '../routing/proofs.ts';
 import { providerOfKey, READY, type Standing, upstreamKey } from '../routing/upstream-order.ts';
-import { upstreamsFor } from '../routing/upstreams-for.ts';
+import { candidatesFor, upstreamsFor } from '../routing/upstreams-for.ts';
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
 import { type Forwarded, forwardToUpstream } from './forward.ts';
@@ -111,20 +112,29 @@ export async function handleMetered(
       toldReceipt = resolve;
     });
     const pinned = affinity ? await affinity.pinned : null;
+    const candidates = candidatesFor(deps, {
+      alias,
+      first: { providerId: reservation.providerId, upstreamModel: reservation.upstreamModel },
+      surface,
+      translation,
+    });
+    // Only where a cool-down ended: one call across all gateways carries the upstream's probe.
+    const claiming = deps.breakers.claimProbes(candidates);
+    const probes = claiming ? await claiming : null;
     const forwarded = await forwardToUpstream(deps, {
       request,
       surface,
       stream,
       alias: alias.alias,
       conversationProvider: pinned === null ? null : providerOfKey(pinned),
-      upstreams: upstreamsFor(deps, {
-        alias,
-        first: { providerId: reservation.providerId, upstreamModel: reservation.upstreamModel },
-        surface,
-        translation,
+      upstreams: upstreamsFor(candidates, {
         maxAttempts: deps.config.routing.maxAttempts,
-        standingOf: (target) => (deps.cooldowns.isCooling(target) ? COOLING : READY),
-        preferred: pinned,
+        standingOf: (target) =>
+          probes?.has(upstreamKey(target))
+            ? PROBE
+            : (deps.breakers.standing(target) ?? (deps.cooldowns.isCooling(target) ? COOLING : READY)),
+        // A claimed probe goes first, even before the conversation's upstream: it must be sent.
+        preferred: probes?.size ? null : pinned,
       }),
       body: translation
         ? null

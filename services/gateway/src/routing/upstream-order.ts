@@ -16,12 +16,17 @@ export function providerOfKey(key: string): string {
 }
 
 /**
- * Where an upstream stands for the next call (docs/routing.md): `ready`; `cooling` (failed lately
+ * Where an upstream stands for the next call (docs/routing.md): `probe` (its breaker's cool-down
+ * ended and this call carries the one probe: tried first); `ready`; `cooling` (failed lately
  * in this process: tried after the ready ones); `out` (its breaker is open, the provider benched it
  * with Retry-After, or it is at its own capacity: not tried while any other upstream is ready or
  * cooling). `until` orders the out ones: the soonest back first.
  */
-export type Standing = { kind: 'ready' } | { kind: 'cooling' } | { kind: 'out'; until: number };
+export type Standing =
+  | { kind: 'probe' }
+  | { kind: 'ready' }
+  | { kind: 'cooling' }
+  | { kind: 'out'; until: number };
 
 export const READY: Standing = { kind: 'ready' };
 
@@ -55,7 +60,7 @@ export function orderUpstreams<U extends GatewayUpstream>(
   }
   const standings = new Map(ordered.map((upstream) => [upstream, standingOf(upstream)]));
   const of = (kind: Standing['kind']) => ordered.filter((upstream) => standings.get(upstream)!.kind === kind);
-  const usable = [...of('ready'), ...of('cooling')];
+  const usable = [...of('probe'), ...of('ready'), ...of('cooling')];
   if (usable.length > 0) return usable;
   const until = (upstream: U) => {
     const standing = standings.get(upstream)!;

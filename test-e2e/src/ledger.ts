@@ -19,8 +19,12 @@ export interface Reservation {
   status: 'reserved' | 'settled' | 'released' | 'held';
   outcome: string | null;
   httpStatus: number | null;
+  /** Input read neither from nor into a cache; the cache parts beside it. */
   inputTokens: bigint | null;
   outputTokens: bigint | null;
+  cacheReadTokens: bigint | null;
+  cacheWriteTokens: bigint | null;
+  cacheWrite1hTokens: bigint | null;
   reservedTokens: bigint;
   reservedCredits: bigint;
   chargedTokens: bigint;
@@ -44,7 +48,7 @@ const big = (value: string | null): bigint | null => (value === null ? null : Bi
 async function readReservations(db: pg.Pool, accountId: string): Promise<Reservation[]> {
   const { rows } = await db.query(
     `select id, alias, surface, status, outcome, http_status, input_tokens::text, output_tokens::text,
-            reserved_tokens::text, reserved_credits::text, charged_tokens::text, charged_credits::text,
+            cache_read_tokens::text, cache_write_tokens::text, cache_write_1h_tokens::text, reserved_tokens::text, reserved_credits::text, charged_tokens::text, charged_credits::text,
             written_off_tokens::text, written_off_credits::text
      from reservations where account_id = $1 order by created_at, id`,
     [accountId],
@@ -58,6 +62,9 @@ async function readReservations(db: pg.Pool, accountId: string): Promise<Reserva
     httpStatus: row.http_status,
     inputTokens: big(row.input_tokens),
     outputTokens: big(row.output_tokens),
+    cacheReadTokens: big(row.cache_read_tokens),
+    cacheWriteTokens: big(row.cache_write_tokens),
+    cacheWrite1hTokens: big(row.cache_write_1h_tokens),
     reservedTokens: BigInt(row.reserved_tokens),
     reservedCredits: BigInt(row.reserved_credits),
     chargedTokens: BigInt(row.charged_tokens),
@@ -236,17 +243,31 @@ export function creditCost(prices: { input: bigint; output: bigint }, input: num
   return BigInt(input) * prices.input + BigInt(output) * prices.output;
 }
 
-/** Asserts a settlement charged exactly the reported figures in credits, nothing written off. */
+/** Every input token a settled call used, whichever part (input, cache reads and writes). */
+export function allInputTokens(row: Reservation): bigint {
+  return (
+    (row.inputTokens ?? 0n) +
+    (row.cacheReadTokens ?? 0n) +
+    (row.cacheWriteTokens ?? 0n) +
+    (row.cacheWrite1hTokens ?? 0n)
+  );
+}
+
+/**
+ * Asserts a settlement charged exactly the reported figures in credits, nothing written off. The
+ * e2e catalogue prices cache reads and writes at the input price (docs/pricing.md's defaults), so
+ * every input token, whichever part, costs the input price.
+ */
 export function expectSettledInCredits(
   row: Reservation,
   prices: { input: bigint; output: bigint },
   usage: { input: number; output: number },
 ): void {
+  expect(allInputTokens(row)).toBe(BigInt(usage.input));
   expect(row).toMatchObject({
     status: 'settled',
     outcome: 'ok',
     httpStatus: 200,
-    inputTokens: BigInt(usage.input),
     outputTokens: BigInt(usage.output),
     chargedTokens: 0n,
     chargedCredits: creditCost(prices, usage.input, usage.output),

@@ -170,7 +170,7 @@ describe('a long answer', () => {
 });
 
 describe('prompt caching figures', () => {
-  it('meters cache reads and writes as input tokens, streamed and not', async () => {
+  it('meters cache reads and writes apart, each at its price (here the input price), streamed and not', async () => {
     const directives = 'input_tokens=100,cache_read=40,cache_write=25,output_tokens=6';
     const message = await withApiKey.messages.create({
       model: 'claude-e2e',
@@ -185,6 +185,7 @@ describe('prompt caching figures', () => {
     });
     const [plain] = await meter.finished();
     expectSettledInCredits(plain!, PRICES['claude-e2e'], { input: 165, output: 6 });
+    expect(plain).toMatchObject({ inputTokens: 100n, cacheReadTokens: 40n, cacheWriteTokens: 25n });
 
     const final = await withAuthToken.messages
       .stream({

@@ -189,13 +189,16 @@ describe('chat completions', () => {
       model: 'gpt-e2e',
       stream: true,
       stream_options: { include_usage: true },
-      messages: [{ role: 'user', content: 'Cached @mock(input_tokens=200,cache_read=120,output_tokens=4)' }],
+      // 80 uncached and 120 cached: OpenAI's prompt count holds both.
+      messages: [{ role: 'user', content: 'Cached @mock(input_tokens=80,cache_read=120,output_tokens=4)' }],
     });
     let usage: OpenAI.CompletionUsage | null | undefined;
     for await (const chunk of stream) usage = chunk.usage ?? usage;
     expect(usage).toMatchObject({ prompt_tokens: 200, prompt_tokens_details: { cached_tokens: 120 } });
     const [row] = await meter.finished();
     expectSettledInCredits(row!, PRICES['gpt-e2e'], { input: 200, output: 4 });
+    // Kept apart, each counted once.
+    expect(row).toMatchObject({ inputTokens: 80n, cacheReadTokens: 120n });
   });
 
   it('pays a token-only alias from the package, to the token', async () => {

@@ -371,8 +371,9 @@ const CASES = SURFACES.flatMap((surface) =>
  * Where the upstream's input figure comes from: an Anthropic (or Bedrock) provider reports input
  * without its cache reads, an OpenAI (or Azure) one with them. The ledger charges the total either way.
  */
-function billedInput(alias: Alias, input: number, cacheRead: number): number {
-  return MESSAGES_KIND.has(alias) ? input + cacheRead : input;
+/** The mock's input_tokens are uncached on every protocol: each kind bills them plus the cache reads. */
+function billedInput(_alias: Alias, input: number, cacheRead: number): number {
+  return input + cacheRead;
 }
 
 /** The one reservation of the last call: its alias, surface and the charge at its usage. */

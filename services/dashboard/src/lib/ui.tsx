@@ -37,7 +37,9 @@ export function ErrorMessage(props: { error: ApiError | null; fields?: string[] 
   const message =
     beside > 0 && other.length === 0
       ? `Check the ${beside === 1 ? 'field' : `${beside} fields`} marked below.`
-      : props.error.message;
+      : other.length > 0 && props.error.code === 'validation_failed'
+        ? 'Check what you entered:'
+        : props.error.message;
   return (
     <div className="alert error" role="alert">
       <p>{message}</p>

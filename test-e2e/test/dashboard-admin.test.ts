@@ -65,6 +65,12 @@ describe('admin actions that cannot slip', () => {
     await page.goto(`${base}/`);
     await page.getByLabel('Email').waitFor();
     expect(failedRequests).toEqual([]);
+    await expectAccessible('log in');
+    await page.goto(`${base}/signup`);
+    await page.getByRole('button', { name: 'Email me a code' }).waitFor();
+    await expectAccessible('sign up');
+    expect(failedRequests).toEqual([]);
+    await page.goto(`${base}/login`);
     await page.getByLabel('Email').fill(adminEmail);
     await page.getByLabel('Password').fill(adminPassword);
     await page.getByRole('button', { name: 'Log in' }).click();

@@ -3,7 +3,8 @@
  * upstream directly, a minimal Node proxy (the floor, bench/src/floor-proxy.ts), Portkey's gateway
  * (@portkey-ai/gateway, node build, same mock as a custom OpenAI host) and this gateway with full
  * metering (auth, limits in Redis, reserve, upstream call, settle) on a real Postgres and Redis;
- * non-streamed and streamed, at 1, 10 and 50 connections; then time to first streamed byte. Prints
+ * non-streamed and streamed, at 1, 10 and 50 connections (and the same calls on an alias with two
+ * upstreams, the `routed` row); then time to first streamed byte. Prints
  * requests/s, p50/p99, added latency, ratios vs Portkey and the floor, CPU per call of each
  * process, the issue's goal lines with pass/fail, and checks the ledger. Usage: `pnpm bench`.
  *
@@ -12,7 +13,7 @@
  * BENCH_SECONDS (per run, default 3; longer runs, e.g. 10, give steadier numbers),
  * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300),
  * BENCH_WARMUP_SECONDS (per target and mode before measuring, default 2), BENCH_MODES
- * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway,translated") to run a subset, and
+ * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway,routed,translated") to run a subset, and
  * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there, and
  * BENCH_GATEWAY_ENV ("NAME=value,OTHER=" — an empty value unsets) to change the gateway's
  * environment for an A/B run. BENCH_INSTANT_BILLING=1 answers the gateway's reservations and
@@ -34,7 +35,7 @@ import {
   type Ttfb,
 } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
-import { type BenchStack, PORTS, parseEnvChanges, startBenchStack } from './src/stack.ts';
+import { type BenchStack, PORTS, parseEnvChanges, ROUTED_ALIAS, startBenchStack } from './src/stack.ts';
 import { measureTimeToFirstByte } from './src/ttfb.ts';
 import { requireWrk, runWrk } from './src/wrk.ts';
 
@@ -45,7 +46,9 @@ const ttfbCount = Number(process.env.BENCH_TTFB_COUNT ?? 300);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const connectionLevels = (process.env.BENCH_CONNECTIONS ?? '1,10,50').split(',').map(Number);
 const modes = (process.env.BENCH_MODES ?? 'json,stream').split(',').map((mode) => mode === 'stream');
-const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway,translated').split(',');
+const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gateway,routed,translated').split(
+  ',',
+);
 /** When set, gateway and control plane write V8 CPU profiles there (node --cpu-prof). */
 const profileDir = process.env.BENCH_PROFILE_DIR;
 /** Billing answered at once by a stand-in: what the gateway costs when billing costs nothing. */
@@ -87,8 +90,8 @@ function chatBody(stream: boolean, model = 'gpt-mock'): string {
   });
 }
 
-const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway', 'translated'] as Target[]).filter((target) =>
-  chosenTargets.includes(target),
+const ROW_ORDER = (['direct', 'floor', 'portkey', 'gateway', 'routed', 'translated'] as Target[]).filter(
+  (target) => chosenTargets.includes(target),
 );
 
 async function main(): Promise<void> {
@@ -156,6 +159,11 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
       url: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,
       headers: { ...json, authorization: `Bearer ${key}` },
       model: 'claude-mock',
+    },
+    routed: {
+      url: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,
+      headers: { ...json, authorization: `Bearer ${key}` },
+      model: ROUTED_ALIAS,
     },
   };
   // Warm-up of every target before anything is measured: the first calls load modules lazily and

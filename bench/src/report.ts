@@ -1,7 +1,14 @@
 import type { WrkResult } from './wrk.ts';
 
-/** `translated`: this gateway, chat completions on a Messages-kind alias (docs/translation.md). */
-export type Target = 'direct' | 'floor' | 'portkey' | 'gateway' | 'translated';
+/**
+ * `translated`: this gateway, chat completions on a Messages-kind alias (docs/translation.md).
+ * `routed`: this gateway on an alias with two upstreams (docs/routing.md), the same calls as
+ * `gateway` otherwise.
+ */
+export type Target = 'direct' | 'floor' | 'portkey' | 'gateway' | 'translated' | 'routed';
+
+/** The rows that are this gateway, metered. */
+const METERED: readonly Target[] = ['gateway', 'translated', 'routed'];
 
 export interface Row {
   target: Target;
@@ -24,7 +31,7 @@ const format = (value: number | undefined, digits = 2) =>
 /** CPU the target itself spends per call; for the gateway every process metering involves. */
 function targetCpu(row: Row): string {
   const cpu = row.cpuPerRequestUs;
-  if (row.target === 'gateway' || row.target === 'translated') {
+  if (METERED.includes(row.target)) {
     const sum = (cpu.gateway ?? 0) + (cpu.controlPlane ?? 0) + (cpu.postgres ?? 0) + (cpu.redis ?? 0);
     return `${format(sum, 0)} (gw ${format(cpu.gateway, 0)}, cp ${format(cpu.controlPlane, 0)}, pg ${format(cpu.postgres, 0)}, redis ${format(cpu.redis, 0)})`;
   }
@@ -108,6 +115,17 @@ export function renderGoals(rows: Row[], ttfb: Record<string, Ttfb>): string[] {
       cpu <= 350,
       `CPU per metered call at 10 conns (gateway+control plane+Postgres+Redis) <= 350 µs (${format(cpu, 0)})`,
     );
+  }
+  for (const stream of [false, true]) {
+    const one = findRow(rows, 'gateway', stream, 10);
+    const two = findRow(rows, 'routed', stream, 10);
+    if (one && two) {
+      const change = meteredCpuUs(two) / meteredCpuUs(one) - 1;
+      goal(
+        change <= 0.05,
+        `${stream ? 'stream' : 'json'} 10 conns: CPU per call with two upstreams within 5% of one (${format(meteredCpuUs(two), 0)} vs ${format(meteredCpuUs(one), 0)} µs, ${change >= 0 ? '+' : ''}${format(change * 100, 1)}%)`,
+      );
+    }
   }
   goal(
     undefined,

@@ -4,7 +4,7 @@
  * the ledger check at the end. Only one benchmark can run at a time (the ports are fixed).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -73,6 +73,28 @@ function withChanges(env: Record<string, string>, changes: Record<string, string
   return result;
 }
 
+/** The alias of the `routed` row: gpt-mock's calls over two upstreams of equal weight. */
+export const ROUTED_ALIAS = 'gpt-mock-routed';
+
+/** The example catalogue plus ROUTED_ALIAS, written into the bench's work folder. */
+function benchCatalog(work: string): string {
+  const example = readFileSync(path.join(ROOT, 'deploy/catalog.example.yaml'), 'utf8');
+  if (!example.includes('\naliases:\n')) throw new Error('the example catalogue has no aliases list');
+  const routed = `\naliases:
+  - alias: ${ROUTED_ALIAS}
+    upstreams:
+      - { provider: mock-openai, upstream_model: mock-gpt-1 }
+      - { provider: mock-openai, upstream_model: mock-gpt-2 }
+    protocols: [chat_completions, responses]
+    price: { input: 2, output: 8 }
+    default_max_output_tokens: 1024
+    max_output_tokens: 16384
+`;
+  const file = path.join(work, 'catalog.yaml');
+  writeFileSync(file, example.replace('\naliases:\n', routed));
+  return file;
+}
+
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
   const work = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
   const databaseName = `tollgate_bench_${randomBytes(4).toString('hex')}`;
@@ -111,7 +133,7 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       DATABASE_URL: databaseUrl,
       REDIS_URL: options.redisUrl,
       REDIS_KEY_PREFIX: redisPrefix,
-      CATALOG_FILE: path.join(ROOT, 'deploy/catalog.example.yaml'),
+      CATALOG_FILE: benchCatalog(work),
       MOCK_UPSTREAM_URL: `http://127.0.0.1:${PORTS.mock}`,
       MOCK_UPSTREAM_PORT: String(PORTS.mock),
       CONTROL_PLANE_PORT: String(PORTS.controlPlane),

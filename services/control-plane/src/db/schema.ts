@@ -18,6 +18,7 @@ import type {
   ModelAliasesTable,
   PackagesTable,
   ProvidersTable,
+  UpstreamCostsTable,
 } from '../modules/catalog/catalog.table.ts';
 import type { OutboxEmailsTable } from '../modules/mail/mail.table.ts';
 import type {
@@ -48,6 +49,7 @@ export interface Database {
   providers: ProvidersTable;
   model_aliases: ModelAliasesTable;
   alias_upstreams: AliasUpstreamsTable;
+  upstream_costs: UpstreamCostsTable;
   packages: PackagesTable;
   entitlements: EntitlementsTable;
   credit_balances: CreditBalancesTable;

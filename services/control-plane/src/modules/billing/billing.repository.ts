@@ -598,6 +598,58 @@ export function selectWriteOffs(db: Db, from: Date, end: Date, limit: number) {
     .execute();
 }
 
+/**
+ * Settled calls finished in [from, end), by alias and the upstream that served them (its route,
+ * recorded for aliases with several upstreams; else the alias's one upstream): their usage, what they charged, and their cost at
+ * the upstream's cost price (null when it has none). Integer text throughout.
+ */
+export async function selectMargin(db: Db, from: Date, end: Date) {
+  const result = await sql<{
+    alias: string;
+    provider_id: string;
+    upstream_model: string;
+    calls: string;
+    input_tokens: string;
+    output_tokens: string;
+    cache_read_tokens: string;
+    cache_write_tokens: string;
+    cache_write_1h_tokens: string;
+    charged_credits: string;
+    charged_tokens: string;
+    cost_credits: string | null;
+  }>`
+    with served as (
+      select r.alias,
+             coalesce(rt.provider_id, a.provider_id) as provider_id,
+             coalesce(rt.upstream_model, a.upstream_model) as upstream_model,
+             count(*) as calls,
+             sum(coalesce(r.input_tokens, 0)) as input_tokens,
+             sum(coalesce(r.output_tokens, 0)) as output_tokens,
+             sum(coalesce(r.cache_read_tokens, 0)) as cache_read_tokens,
+             sum(coalesce(r.cache_write_tokens, 0)) as cache_write_tokens,
+             sum(coalesce(r.cache_write_1h_tokens, 0)) as cache_write_1h_tokens,
+             sum(r.charged_credits) as charged_credits,
+             sum(r.charged_tokens) as charged_tokens
+      from reservations r
+      left join reservation_routes rt on rt.reservation_id = r.id
+      left join model_aliases a on a.alias = r.alias
+      where r.status = 'settled' and r.finished_at >= ${from} and r.finished_at < ${end}
+      group by 1, 2, 3
+    )
+    select s.alias, s.provider_id, s.upstream_model, s.calls::text, s.input_tokens::text,
+           s.output_tokens::text, s.cache_read_tokens::text, s.cache_write_tokens::text,
+           s.cache_write_1h_tokens::text, s.charged_credits::text, s.charged_tokens::text,
+           (s.input_tokens * c.input_cost + s.output_tokens * c.output_cost
+             + s.cache_read_tokens * c.cache_read_cost + s.cache_write_tokens * c.cache_write_cost
+             + s.cache_write_1h_tokens * c.cache_write_1h_cost + s.calls * c.request_cost)::text as cost_credits
+    from served s
+    left join upstream_costs c
+      on c.alias = s.alias and c.provider_id = s.provider_id and c.upstream_model = s.upstream_model
+    order by s.alias, s.provider_id, s.upstream_model
+  `.execute(db);
+  return result.rows;
+}
+
 /** Which upstream served each finished call that reached one; a repeat changes nothing. */
 export async function recordRoutes(db: Db, items: FinishItem[]): Promise<void> {
   const rows = items.flatMap((item) =>

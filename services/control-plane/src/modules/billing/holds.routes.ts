@@ -6,6 +6,7 @@ import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
 import { AmountsView } from './billing.schemas.ts';
 import { listHeld, resolveHold } from './holds.service.ts';
+import { reportMargin } from './margin.ts';
 import { reportWriteOffs } from './write-offs.ts';
 
 const HeldView = z
@@ -108,6 +109,57 @@ const writeOffsRoute = createRoute({
   },
 });
 
+const MarginView = z
+  .object({
+    alias: z.string(),
+    providerId: z.string(),
+    upstreamModel: z.string(),
+    calls: IntegerString,
+    usage: z.object({
+      inputTokens: IntegerString,
+      outputTokens: IntegerString,
+      cacheReadTokens: IntegerString,
+      cacheWriteTokens: IntegerString,
+      cacheWrite1hTokens: IntegerString,
+    }),
+    revenue: z.object({
+      credits: IntegerString,
+      tokens: IntegerString.openapi({
+        description: 'Package tokens spent (paid when the package was sold).',
+      }),
+    }),
+    costCredits: IntegerString.nullable().openapi({
+      description: "The usage at the upstream's cost price as it is now; null: it has none.",
+    }),
+    marginCredits: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Credits charged minus cost (may be negative).' }),
+  })
+  .openapi('MarginRow');
+
+const marginRoute = createRoute({
+  method: 'get',
+  path: '/admin/reports/margin',
+  tags: ['admin'],
+  summary: "Revenue against the operator's cost, by alias and the upstream that served",
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    query: z.object({
+      from: ReportTime.optional().openapi({ description: 'Start (inclusive); default 30 days before `to`.' }),
+      to: ReportTime.optional().openapi({ description: 'End (exclusive); default now.' }),
+    }),
+  },
+  responses: {
+    200: jsonContent(
+      dataOf(z.object({ from: z.string(), to: z.string(), items: z.array(MarginView) })),
+      'One row per alias and upstream that settled calls in the period.',
+    ),
+    ...errorResponses(401, 403, 422),
+  },
+});
+
 export function holdsRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(listRoute, async (c) =>
@@ -127,6 +179,13 @@ export function holdsRoutes() {
           }
         : { action: 'release' as const };
     return c.json({ data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution) }, 200);
+  });
+  app.openapi(marginRoute, async (c) => {
+    const { from, to } = c.req.valid('query');
+    return c.json(
+      { data: await reportMargin(c.get('deps'), { ...(from ? { from } : {}), ...(to ? { to } : {}) }) },
+      200,
+    );
   });
   app.openapi(writeOffsRoute, async (c) => {
     const { from, to, limit } = c.req.valid('query');

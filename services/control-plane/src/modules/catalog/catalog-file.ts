@@ -37,6 +37,19 @@ const Positive = z.number().int().positive();
 
 const CredentialName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
 
+/** Credits per token of each usage part and per call; input and output required (docs/pricing.md). */
+const PartPrices = z
+  .object({
+    input: Price,
+    output: Price,
+    cache_read: Price.optional(),
+    cache_write: Price.optional(),
+    cache_write_1h: Price.optional(),
+    request: Price.optional(),
+  })
+  .strict();
+export type FilePartPrices = z.infer<typeof PartPrices>;
+
 export const CatalogFile = z
   .object({
     providers: z
@@ -71,6 +84,8 @@ export const CatalogFile = z
                     upstream_model: z.string().min(1),
                     priority: z.number().int().min(0).max(UPSTREAM_PRIORITY_MAX).default(0),
                     weight: z.number().int().positive().max(UPSTREAM_WEIGHT_MAX).default(1),
+                    /** The operator's own cost price of this upstream (docs/routing.md, margin). */
+                    cost: PartPrices.optional(),
                   })
                   .strict(),
               )
@@ -83,18 +98,9 @@ export const CatalogFile = z
              * Credits per token of each usage part and per call; omit to make the alias payable only
              * from token packages. Only input and output are required (docs/pricing.md).
              */
-            price: z
-              .object({
-                input: Price,
-                output: Price,
-                cache_read: Price.optional(),
-                cache_write: Price.optional(),
-                cache_write_1h: Price.optional(),
-                request: Price.optional(),
-              })
-              .strict()
-              .nullable()
-              .default(null),
+            price: PartPrices.nullable().default(null),
+            /** The shorthand upstream's cost price; with `upstreams`, each carries its own. */
+            cost: PartPrices.optional(),
             default_max_output_tokens: Positive,
             max_output_tokens: Positive,
           })
@@ -162,13 +168,22 @@ export interface FileUpstream {
   upstream_model: string;
   priority: number;
   weight: number;
+  cost?: FilePartPrices | undefined;
 }
 
 /** An alias's upstreams as written: its list, or the shorthand as a list of one (empty if half given). */
 export function fileUpstreams(alias: CatalogFile['aliases'][number]): FileUpstream[] {
   if (alias.upstreams) return alias.upstreams;
   if (alias.provider === undefined || alias.upstream_model === undefined) return [];
-  return [{ provider: alias.provider, upstream_model: alias.upstream_model, priority: 0, weight: 1 }];
+  return [
+    {
+      provider: alias.provider,
+      upstream_model: alias.upstream_model,
+      priority: 0,
+      weight: 1,
+      cost: alias.cost,
+    },
+  ];
 }
 
 /** A provider's credential names as written: none, one, or a pool. */
@@ -196,6 +211,9 @@ function checkReferences(catalog: CatalogFile, credentialPrefix: string): string
     if (aliases.has(alias.alias)) problems.push(`aliases: ${alias.alias} is declared twice`);
     aliases.add(alias.alias);
     const shorthand = alias.provider !== undefined || alias.upstream_model !== undefined;
+    if (alias.upstreams !== undefined && alias.cost !== undefined) {
+      problems.push(`aliases.${alias.alias}.cost: with upstreams, give each upstream its cost`);
+    }
     if (shorthand === (alias.upstreams !== undefined)) {
       problems.push(`aliases.${alias.alias}: give either provider and upstream_model, or upstreams`);
       continue;

@@ -5,6 +5,7 @@ import type {
   ModelAliasesTable,
   PackagesTable,
   ProvidersTable,
+  UpstreamCostsTable,
 } from './catalog.table.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -13,6 +14,7 @@ export type ProviderRow = Selectable<ProvidersTable>;
 export type AliasRow = Selectable<ModelAliasesTable>;
 export type PackageRow = Selectable<PackagesTable>;
 export type AliasUpstreamRow = Selectable<AliasUpstreamsTable>;
+export type UpstreamCostRow = Selectable<UpstreamCostsTable>;
 
 export type ProviderValues = Omit<ProviderRow, 'updated_at'>;
 export type AliasValues = Omit<AliasRow, 'updated_at'>;
@@ -102,4 +104,22 @@ export async function replaceAliasUpstreams(
 /** Every alias's upstream list, in list order. */
 export function listAliasUpstreams(db: Db): Promise<AliasUpstreamRow[]> {
   return db.selectFrom('alias_upstreams').selectAll().orderBy('alias').orderBy('position').execute();
+}
+
+/** Replaces the cost prices of an alias's upstreams (none: no cost price known). */
+export async function replaceUpstreamCosts(
+  db: Db,
+  alias: string,
+  costs: Array<Omit<UpstreamCostRow, 'alias'>>,
+): Promise<void> {
+  await db.deleteFrom('upstream_costs').where('alias', '=', alias).execute();
+  if (costs.length === 0) return;
+  await db
+    .insertInto('upstream_costs')
+    .values(costs.map((cost) => ({ ...cost, alias })))
+    .execute();
+}
+
+export function listUpstreamCosts(db: Db): Promise<UpstreamCostRow[]> {
+  return db.selectFrom('upstream_costs').selectAll().execute();
 }

@@ -27,6 +27,16 @@ export const ModelPriceView = z
   })
   .openapi('ModelPrice');
 
+/** Credits per token of each usage part and per call, as an admin writes them. */
+const PartPricesRequest = z.object({
+  input: IntegerString,
+  output: IntegerString,
+  cacheRead: IntegerString.optional().describe('Default: the input price.'),
+  cacheWrite: IntegerString.optional().describe('Five-minute cache writes. Default: the input price.'),
+  cacheWrite1h: IntegerString.optional().describe('One-hour cache writes. Default: the cacheWrite price.'),
+  request: IntegerString.optional().describe('Per call. Default: 0.'),
+});
+
 export const PublicModelView = z
   .object({
     alias: z.string(),
@@ -86,6 +96,9 @@ export const UpstreamView = z
       .positive()
       .max(UPSTREAM_WEIGHT_MAX)
       .describe('Share of the calls among the upstreams of one priority.'),
+    cost: ModelPriceView.nullable().describe(
+      "The operator's own cost price of this upstream, in credits like the alias's price (the margin report); null: not known.",
+    ),
   })
   .openapi('AliasUpstream');
 
@@ -120,25 +133,21 @@ export const PutAliasRequest = z
     providerId: z.string().min(1).optional().describe('One upstream: its provider (or give upstreams).'),
     upstreamModel: z.string().min(1).optional(),
     upstreams: z
-      .array(UpstreamView.partial({ priority: true, weight: true }))
+      .array(
+        UpstreamView.omit({ cost: true })
+          .partial({ priority: true, weight: true })
+          .extend({ cost: PartPricesRequest.nullable().optional() }),
+      )
       .min(1)
       .max(UPSTREAMS_MAX)
       .optional()
       .describe('Several upstreams, tried by priority then weight (docs/routing.md).'),
+    cost: PartPricesRequest.nullable()
+      .optional()
+      .describe("The one upstream's cost price (with upstreams, each carries its own)."),
     protocols: z.array(z.enum(PROTOCOLS)).min(1),
     published: z.boolean(),
-    price: z
-      .object({
-        input: IntegerString,
-        output: IntegerString,
-        cacheRead: IntegerString.optional().describe('Default: the input price.'),
-        cacheWrite: IntegerString.optional().describe('Five-minute cache writes. Default: the input price.'),
-        cacheWrite1h: IntegerString.optional().describe(
-          'One-hour cache writes. Default: the cacheWrite price.',
-        ),
-        request: IntegerString.optional().describe('Per call paid from credit. Default: 0.'),
-      })
-      .nullable(),
+    price: PartPricesRequest.nullable(),
     defaultMaxOutputTokens: Int4,
     maxOutputTokens: Int4,
   })

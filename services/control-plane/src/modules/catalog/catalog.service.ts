@@ -13,7 +13,7 @@ import {
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
-import { type CatalogFile, credentialNames, fileUpstreams } from './catalog-file.ts';
+import { type CatalogFile, credentialNames, type FilePartPrices, fileUpstreams } from './catalog-file.ts';
 
 /** A published model as customers see it: never an upstream id, provider name or URL. */
 export interface PublicModel {
@@ -80,6 +80,17 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         max_output_tokens: alias.max_output_tokens,
       });
       await repository.replaceAliasUpstreams(trx, alias.alias, alias.upstreams ? rowsOf(upstreams) : []);
+      await repository.replaceUpstreamCosts(
+        trx,
+        alias.alias,
+        costRowsOf(
+          fileUpstreams(alias).map((upstream) => ({
+            providerId: upstream.provider,
+            upstreamModel: upstream.upstream_model,
+            cost: upstream.cost ? priceInputOf(upstream.cost) : null,
+          })),
+        ),
+      );
     }
     for (const pack of catalog.packages) {
       await repository.upsertPackage(trx, {
@@ -164,6 +175,58 @@ export function firstUpstream(upstreams: GatewayUpstream[]): GatewayUpstream {
   const first = upstreams.find((upstream) => upstream.priority === lowest);
   if (!first) throw new Error('an alias has at least one upstream');
   return first;
+}
+
+/** A price as the catalogue file writes it. */
+function priceInputOf(price: FilePartPrices): AliasPriceInput {
+  return {
+    input: price.input,
+    output: price.output,
+    cacheRead: price.cache_read,
+    cacheWrite: price.cache_write,
+    cacheWrite1h: price.cache_write_1h,
+    request: price.request,
+  };
+}
+
+/** The cost rows of an alias's upstreams that carry a cost price. */
+function costRowsOf(
+  upstreams: Array<
+    { providerId: string; upstreamModel: string } & { cost?: AliasPriceInput | null | undefined }
+  >,
+) {
+  return upstreams.flatMap(({ providerId, upstreamModel, cost }) => {
+    if (!cost) return [];
+    const full = completePrice(cost);
+    return [
+      {
+        provider_id: providerId,
+        upstream_model: upstreamModel,
+        input_cost: BigInt(full.input),
+        output_cost: BigInt(full.output),
+        cache_read_cost: BigInt(full.cacheRead),
+        cache_write_cost: BigInt(full.cacheWrite),
+        cache_write_1h_cost: BigInt(full.cacheWrite1h),
+        request_cost: BigInt(full.request),
+      },
+    ];
+  });
+}
+
+/** Each alias's upstream cost prices, by alias then upstream (provider and model). */
+async function readCosts(db: Dependencies['db']): Promise<Map<string, AliasPrice>> {
+  const costs = new Map<string, AliasPrice>();
+  for (const row of await repository.listUpstreamCosts(db)) {
+    costs.set(JSON.stringify([row.alias, row.provider_id, row.upstream_model]), {
+      input: String(row.input_cost),
+      output: String(row.output_cost),
+      cacheRead: String(row.cache_read_cost),
+      cacheWrite: String(row.cache_write_cost),
+      cacheWrite1h: String(row.cache_write_1h_cost),
+      request: String(row.request_cost),
+    });
+  }
+  return costs;
 }
 
 function rowsOf(upstreams: GatewayUpstream[]) {
@@ -282,7 +345,7 @@ export async function readFullCatalog(deps: Dependencies) {
     repository.listAliases(deps.db),
     repository.listPackages(deps.db),
   ]);
-  const upstreams = await readUpstreams(deps.db, aliases);
+  const [upstreams, costs] = await Promise.all([readUpstreams(deps.db, aliases), readCosts(deps.db)]);
   return {
     providers: providers.map(toProviderView),
     aliases: aliases.map((alias) => ({
@@ -290,7 +353,10 @@ export async function readFullCatalog(deps: Dependencies) {
       published: alias.published,
       providerId: alias.provider_id,
       upstreamModel: alias.upstream_model,
-      upstreams: upstreams.get(alias.alias) ?? [],
+      upstreams: (upstreams.get(alias.alias) ?? []).map((upstream) => ({
+        ...upstream,
+        cost: costs.get(JSON.stringify([alias.alias, upstream.providerId, upstream.upstreamModel])) ?? null,
+      })),
     })),
     packages: packages.map((pack) => ({ ...toPublicPackage(pack), published: pack.published })),
   };
@@ -300,7 +366,9 @@ export interface AliasChange {
   /** The one-upstream shorthand; or `upstreams`, never both. */
   providerId?: string | undefined;
   upstreamModel?: string | undefined;
-  upstreams?: GatewayUpstream[] | undefined;
+  upstreams?: Array<GatewayUpstream & { cost?: AliasPriceInput | null | undefined }> | undefined;
+  /** The shorthand upstream's cost price (docs/routing.md, margin). */
+  cost?: AliasPriceInput | null | undefined;
   protocols: Protocol[];
   published: boolean;
   price: AliasPriceInput | null;
@@ -328,6 +396,11 @@ export async function putAlias(deps: Dependencies, alias: string, change: AliasC
       max_output_tokens: change.maxOutputTokens,
     });
     await repository.replaceAliasUpstreams(trx, alias, change.upstreams ? rowsOf(upstreams) : []);
+    await repository.replaceUpstreamCosts(
+      trx,
+      alias,
+      costRowsOf(change.upstreams ?? upstreams.map((upstream) => ({ ...upstream, cost: change.cost }))),
+    );
   });
   await deps.events.publish({ type: 'catalog.changed' });
 }
@@ -338,6 +411,9 @@ export async function putAlias(deps: Dependencies, alias: string, change: AliasC
  */
 async function checkUpstreams(deps: Dependencies, change: AliasChange): Promise<GatewayUpstream[]> {
   const shorthand = change.providerId !== undefined || change.upstreamModel !== undefined;
+  if (change.upstreams && change.cost) {
+    throw AppError.validation({ cost: ['With upstreams, give each upstream its cost.'] });
+  }
   if (shorthand && change.upstreams) {
     throw AppError.validation({ upstreams: ['Give either providerId and upstreamModel, or upstreams.'] });
   }

@@ -58,3 +58,16 @@ export interface AliasUpstreamsTable {
   priority: number;
   weight: number;
 }
+
+/** The operator's cost price of one upstream of an alias (credits per token of each part, per call). */
+export interface UpstreamCostsTable {
+  alias: string;
+  provider_id: string;
+  upstream_model: string;
+  input_cost: bigint;
+  output_cost: bigint;
+  cache_read_cost: bigint;
+  cache_write_cost: bigint;
+  cache_write_1h_cost: bigint;
+  request_cost: bigint;
+}

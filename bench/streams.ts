@@ -69,9 +69,6 @@ interface LevelResult {
   ttfb: { p50: number; p99: number };
   targetLagP99Ms: number | null;
   generatorLagP99Ms: number;
-  /** The target's V8 heap in use and external memory at the plateau above idle, per stream held. */
-  heapPerStreamKiB: number | null;
-  externalPerStreamKiB: number | null;
 }
 
 function maxOrNull(a: number | null | undefined, b: number | null | undefined): number | null {
@@ -112,9 +109,6 @@ function rssKiB(pid: number): number {
 interface TargetMetrics {
   /** Event-loop lag p99 since the last scrape (prom-client resets it on each collect). */
   lagP99Ms: number | null;
-  /** V8 heap in use and external (Buffer) memory, KiB. */
-  heapUsedKiB: number;
-  externalKiB: number;
 }
 
 /** What the gateway's own /metrics says; null for a target without them. */
@@ -127,20 +121,16 @@ async function scrapeMetrics(port: number | undefined): Promise<TargetMetrics | 
       return value === undefined ? null : Number(value);
     };
     const lag = read('nodejs_eventloop_lag_p99_seconds');
-    return {
-      lagP99Ms: lag === null ? null : lag * 1000,
-      heapUsedKiB: (read('nodejs_heap_size_used_bytes') ?? 0) / 1024,
-      externalKiB: (read('nodejs_external_memory_bytes') ?? 0) / 1024,
-    };
+    return { lagP99Ms: lag === null ? null : lag * 1000 };
   } catch {
     return null;
   }
 }
 
 /**
- * The lowest of a few samples 500 ms apart of the target's RSS and, for the gateway, its heap in
- * use and external memory: what stays between collections, nearer what the streams hold than one
- * sample taken at any point of the garbage's rise and fall.
+ * The lowest of a few samples 500 ms apart of the target's RSS: nearer what stays between
+ * collections than one sample taken at any point of the garbage's rise and fall. The gateway's
+ * metrics are read at each sample too (each read resets its lag histogram: the worst p99 is kept).
  */
 async function memoryLow(
   target: Target,
@@ -148,21 +138,17 @@ async function memoryLow(
   samples: number,
 ): Promise<{ rss: number; metrics: TargetMetrics | null }> {
   let rss = Number.POSITIVE_INFINITY;
-  let metrics: TargetMetrics | null = null;
+  let lagP99Ms: number | null = null;
+  let scrapedAny = false;
   for (let sample = 0; sample < samples; sample++) {
     if (sample > 0) await new Promise((resolve) => setTimeout(resolve, 500));
     rss = Math.min(rss, rssKiB(pid));
     const scraped = await scrapeMetrics(target.metricsPort);
     if (!scraped) continue;
-    metrics = metrics
-      ? {
-          lagP99Ms: maxOrNull(metrics.lagP99Ms, scraped.lagP99Ms),
-          heapUsedKiB: Math.min(metrics.heapUsedKiB, scraped.heapUsedKiB),
-          externalKiB: Math.min(metrics.externalKiB, scraped.externalKiB),
-        }
-      : scraped;
+    scrapedAny = true;
+    lagP99Ms = maxOrNull(lagP99Ms, scraped.lagP99Ms);
   }
-  return { rss, metrics };
+  return { rss, metrics: scrapedAny ? { lagP99Ms } : null };
 }
 
 /** One stream: counts its events and records the gaps between them and its first byte. */
@@ -254,7 +240,8 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
   const pid = target.pid();
   // Settle after the previous level, then read the idle figures.
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const { rss: idleRss, metrics: idleMetrics } = await memoryLow(target, pid, 3);
+  // Its metrics are read too, which starts the lag histogram afresh for this level.
+  const { rss: idleRss } = await memoryLow(target, pid, 3);
   const cpuBefore = cpuMs(pid);
   generatorLag.enable();
   const calls: Promise<{ ok: boolean; events: number }>[] = [];
@@ -286,14 +273,7 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
     ttfb: { p50: us(ttfb, 50), p99: us(ttfb, 99) },
     // The lag of the ramp and plateau (up to the scrape above) and of the rest, whichever is worse.
     targetLagP99Ms: maxOrNull(plateauMetrics?.lagP99Ms, (await scrapeMetrics(target.metricsPort))?.lagP99Ms),
-    heapPerStreamKiB:
-      idleMetrics && plateauMetrics && held > 0
-        ? (plateauMetrics.heapUsedKiB - idleMetrics.heapUsedKiB) / held
-        : null,
-    externalPerStreamKiB:
-      idleMetrics && plateauMetrics && held > 0
-        ? (plateauMetrics.externalKiB - idleMetrics.externalKiB) / held
-        : null,
+
     generatorLagP99Ms: generatorLag.percentile(99) / 1e6,
   };
 }
@@ -312,14 +292,6 @@ function render(rows: LevelResult[]): string[] {
     );
   }
   lines.push('', `Nominal gap ${format(nominal, 1)} ms (${rate} events/s), ${seconds} s per stream.`);
-  // RSS counts garbage not yet collected and the heap's growth; the heap in use (not collected
-  // either) and external memory say how much of it the streams themselves hold.
-  for (const row of rows) {
-    if (row.heapPerStreamKiB === null) continue;
-    lines.push(
-      `${row.streams} ${row.target}: heap in use ${format(row.heapPerStreamKiB, 1)} KiB and external ${format(row.externalPerStreamKiB ?? 0, 1)} KiB per stream held, above idle.`,
-    );
-  }
   return lines;
 }
 

@@ -66,7 +66,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           path: url.pathname + url.search,
           method: 'POST',
           headers: request.headers,
-          body: request.body,
+          // As bytes: undici keeps the body it was given for the whole response (a stream's whole
+          // life), and of a string it keeps that string and its own encoded copy.
+          body: Buffer.from(request.body),
           signal: request.signal,
         });
         return { status: response.statusCode, headers: response.headers, body: response.body };

@@ -29,6 +29,9 @@ let base: string;
 const email = `browser-${randomBytes(5).toString('hex')}@example.test`;
 const password = `correct horse ${randomBytes(5).toString('hex')}`;
 let secret = '';
+/** The call made with the new key: its request id and the cost its answer told. */
+let callId = '';
+let callCost = 0;
 
 beforeAll(async () => {
   await ensureDashboardBuilt();
@@ -176,8 +179,13 @@ describe('the dashboard in Chromium', () => {
     await screenshot(page, 'keys');
 
     const client = openaiClient(stack.gatewayUrl, secret);
-    const answer = await client.chat.completions.create(chatRequest('gpt-e2e'));
+    const { data: answer, response } = await client.chat.completions
+      .create(chatRequest('gpt-e2e'))
+      .withResponse();
     expect(answer.usage?.total_tokens).toBeGreaterThan(0);
+    callId = response.headers.get('x-request-id') ?? '';
+    callCost = (answer.usage as unknown as { cost: number }).cost;
+    expect(callCost).toBeGreaterThan(0);
     // The scope chosen in the form holds at the gateway.
     await expectOpenAIError(
       client.chat.completions.create(chatRequest('gpt-tokens-e2e')),
@@ -190,6 +198,11 @@ describe('the dashboard in Chromium', () => {
   it('shows the call in activity, the chart and usage, and exports it as CSV', async () => {
     await page.goto(`${base}/`);
     await reloadUntilVisible('gpt-e2e', '[data-testid="activity"]');
+    // The call's receipt: the request id its answer carried, and the credits it was told it cost.
+    await page.getByRole('button', { name: /^Show the receipt of the gpt-e2e call/ }).click();
+    const receipt = page.getByTestId('receipt');
+    await receipt.getByText(callId).waitFor();
+    await receipt.getByText(`${callCost.toLocaleString('en-US')} credits from the balance`).waitFor();
     await page.locator('.legend').getByText('gpt-e2e').waitFor();
     expect(await page.locator('.chart rect').count()).toBeGreaterThan(0);
     await expectAccessible('overview');

@@ -1,7 +1,8 @@
+import { Fragment, useState } from 'react';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
-import { Empty, ErrorMessage, Loading, StateBadge, TableWrap } from '../lib/ui.tsx';
+import { Button, Empty, ErrorMessage, Loading, StateBadge, TableWrap } from '../lib/ui.tsx';
 
 export interface ActivityItem {
   id: string;
@@ -17,8 +18,88 @@ export interface ActivityItem {
   createdAt: string;
 }
 
+/** One call's receipt (GET /me/activity/{id}; docs/receipts.md). */
+interface Receipt {
+  requestId: string;
+  state: string;
+  holdReason: string | null;
+  usage: Record<string, string> | null;
+  prices: Record<string, string> | null;
+  charged: { tokens: string; credits: string };
+  writtenOff: { tokens: string; credits: string };
+  drawn: Array<{ source: 'entitlement' | 'credit'; packageId: string | null; amount: string }>;
+}
+
+/** `inputTokens` -> `input`, `cacheWrite1hTokens` -> `cache write 1h`. */
+function partName(name: string): string {
+  return name
+    .replace(/Tokens$/, '')
+    .replace(/([a-z])([A-Z0-9])/g, '$1 $2')
+    .toLowerCase();
+}
+
+/** The credit price of a usage part (`inputTokens` is priced by `input`), when credit paid. */
+function priceOf(receipt: Receipt, part: string): string | undefined {
+  return receipt.prices?.[part.replace(/Tokens$/, '')];
+}
+
+function ReceiptDetails(props: { id: string }) {
+  const receipt = useApi<Receipt>(`/me/activity/${props.id}`);
+  if (receipt.loading && !receipt.data) return <Loading label="Loading the receipt…" />;
+  if (receipt.error) return <ErrorMessage error={receipt.error} />;
+  const data = receipt.data;
+  if (!data) return null;
+  return (
+    <dl className="receipt" data-testid="receipt">
+      <dt>Request id</dt>
+      <dd>
+        <code>{data.requestId}</code>
+      </dd>
+      <dt>State</dt>
+      <dd>
+        {data.state}
+        {data.holdReason ? ` (${data.holdReason})` : ''}
+      </dd>
+      {data.usage
+        ? Object.entries(data.usage).map(([part, tokens]) => (
+            <Fragment key={part}>
+              <dt>{partName(part)}</dt>
+              <dd>
+                {groupDigits(tokens)} tokens
+                {priceOf(data, part) ? ` at ${groupDigits(priceOf(data, part)!)} credits each` : ''}
+              </dd>
+            </Fragment>
+          ))
+        : null}
+      <dt>Paid from</dt>
+      <dd>
+        {data.drawn.length === 0
+          ? 'nothing'
+          : data.drawn
+              .map((draw) =>
+                draw.source === 'credit'
+                  ? `${groupDigits(draw.amount)} credits from the balance`
+                  : `${groupDigits(draw.amount)} tokens from ${draw.packageId ? `package ${draw.packageId}` : 'a grant'}`,
+              )
+              .join('; ')}
+      </dd>
+      {data.writtenOff.tokens !== '0' || data.writtenOff.credits !== '0' ? (
+        <>
+          <dt>Written off</dt>
+          <dd>
+            {groupDigits(data.writtenOff.tokens)} tokens, {groupDigits(data.writtenOff.credits)} credits
+          </dd>
+        </>
+      ) : null}
+    </dl>
+  );
+}
+
 /** Recent metered calls, for the whole account or one key (`source`: another account's, for admins). */
 export function ActivityTable(props: { keyId?: string; limit?: number; caption: string; source?: string }) {
+  const [open, setOpen] = useState<string | null>(null);
+  // Receipts are the account's own: not on an admin's view of another account.
+  const receipts = !props.source;
   const query = new URLSearchParams({ limit: String(props.limit ?? 20) });
   if (props.keyId) query.set('keyId', props.keyId);
   const activity = useApi<{ items: ActivityItem[] }>(`${props.source ?? '/me/activity'}?${query}`);
@@ -46,31 +127,51 @@ export function ActivityTable(props: { keyId?: string; limit?: number; caption: 
             <th scope="col">Input</th>
             <th scope="col">Output</th>
             <th scope="col">Charged</th>
+            {receipts ? <th scope="col">Receipt</th> : null}
           </tr>
         </thead>
         <tbody>
           {items.map((item) => (
-            <tr key={item.id}>
-              <td>{formatDate(item.createdAt)}</td>
-              <td>
-                <code>{item.alias}</code>
-              </td>
-              <td>{item.surface}</td>
-              <td>
-                <StateBadge state={item.status} />
-                {item.outcome && item.outcome !== 'ok' ? (
-                  <span className="muted"> {item.outcome}</span>
+            <Fragment key={item.id}>
+              <tr>
+                <td>{formatDate(item.createdAt)}</td>
+                <td>
+                  <code>{item.alias}</code>
+                </td>
+                <td>{item.surface}</td>
+                <td>
+                  <StateBadge state={item.status} />
+                  {item.outcome && item.outcome !== 'ok' ? (
+                    <span className="muted"> {item.outcome}</span>
+                  ) : null}
+                </td>
+                <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
+                <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
+                <td>
+                  {item.charged.tokens !== '0' ? `${groupDigits(item.charged.tokens)} tokens` : ''}
+                  {item.charged.tokens !== '0' && item.charged.credits !== '0' ? ' + ' : ''}
+                  {item.charged.credits !== '0' ? `${groupDigits(item.charged.credits)} credits` : ''}
+                  {item.charged.tokens === '0' && item.charged.credits === '0' ? 'nothing' : ''}
+                </td>
+                {receipts ? (
+                  <td>
+                    <Button
+                      onClick={() => setOpen(open === item.id ? null : item.id)}
+                      label={`${open === item.id ? 'Hide' : 'Show'} the receipt of the ${item.alias} call of ${formatDate(item.createdAt)}`}
+                    >
+                      {open === item.id ? 'Hide' : 'Show'}
+                    </Button>
+                  </td>
                 ) : null}
-              </td>
-              <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
-              <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
-              <td>
-                {item.charged.tokens !== '0' ? `${groupDigits(item.charged.tokens)} tokens` : ''}
-                {item.charged.tokens !== '0' && item.charged.credits !== '0' ? ' + ' : ''}
-                {item.charged.credits !== '0' ? `${groupDigits(item.charged.credits)} credits` : ''}
-                {item.charged.tokens === '0' && item.charged.credits === '0' ? 'nothing' : ''}
-              </td>
-            </tr>
+              </tr>
+              {open === item.id ? (
+                <tr>
+                  <td colSpan={8}>
+                    <ReceiptDetails id={item.id} />
+                  </td>
+                </tr>
+              ) : null}
+            </Fragment>
           ))}
         </tbody>
       </table>

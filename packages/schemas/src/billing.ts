@@ -213,6 +213,23 @@ export type ResolvedKey = z.infer<typeof ResolvedKey>;
 export const Amounts = z.object({ tokens: QuantityString, credits: QuantityString });
 export type Amounts = z.infer<typeof Amounts>;
 
+/** A spend cap that bounds the key (docs/billing/spend-caps.md), with where it stands now. */
+export const KeyCapStatus = z.object({
+  id: z.string().uuid(),
+  /** Null: a cap on the whole account, which every key shares. */
+  keyId: z.string().uuid().nullable(),
+  setBy: z.enum(['customer', 'reseller', 'admin']),
+  unit: z.enum(['credits', 'tokens']),
+  period: z.enum(['5h', 'day', 'week', 'month']),
+  timeZone: z.string(),
+  limit: QuantityString,
+  used: QuantityString,
+  remaining: QuantityString,
+  windowStart: IsoTime,
+  resetsAt: IsoTime.nullable(),
+});
+export type KeyCapStatus = z.infer<typeof KeyCapStatus>;
+
 export const KeyStatus = z.object({
   keyId: Id,
   name: z.string(),
@@ -224,6 +241,8 @@ export const KeyStatus = z.object({
   remaining: Amounts,
   /** Held by requests in flight. */
   reserved: Amounts,
+  /** Every spend cap on the key and on its account. */
+  caps: z.array(KeyCapStatus),
 });
 export type KeyStatus = z.infer<typeof KeyStatus>;
 

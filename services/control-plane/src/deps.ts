@@ -6,6 +6,7 @@ import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import type { EventPublisher } from './events.ts';
 import type { HotTier } from './modules/billing/engines.ts';
+import { createSpendCapCache, type SpendCapCache } from './modules/spend-caps/spend-caps.cache.ts';
 
 export { type Clock, systemClock } from './clock.ts';
 
@@ -21,6 +22,8 @@ export interface Dependencies {
   events: EventPublisher;
   /** Reservations in Redis (docs/billing/hot-tier.md); null: every reservation in Postgres. */
   hot: HotTier | null;
+  /** Which accounts have spend caps (docs/billing/spend-caps.md), cached briefly. */
+  caps: SpendCapCache;
 }
 
 /** The one way dependencies are assembled (server and operator CLI alike). */
@@ -32,14 +35,16 @@ export function assembleDependencies(parts: {
   hot?: HotTier | null;
   clock?: Clock;
 }): Dependencies {
+  const clock = parts.clock ?? systemClock;
   return {
     config: parts.config,
     logger: parts.logger,
     db: parts.database.db,
     prepared: parts.database.prepared,
     dbMode: parts.database.mode,
-    clock: parts.clock ?? systemClock,
+    clock,
     events: parts.events,
     hot: parts.hot ?? null,
+    caps: createSpendCapCache(parts.database.db, () => clock.now().getTime()),
   };
 }

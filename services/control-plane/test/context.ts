@@ -21,6 +21,7 @@ import { createMemoryPublisher, withCatalogHook } from '../src/events.ts';
 import { createPublicApp } from '../src/http/app.ts';
 import { createInternalApi } from '../src/http/internal-api.ts';
 import { openHotTier } from '../src/modules/billing/engines.ts';
+import { createSpendCapCache } from '../src/modules/spend-caps/spend-caps.cache.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms; back with a negative amount). Real time keeps running underneath. */
@@ -116,6 +117,7 @@ export async function createTestContext(
     clock,
     events: withCatalogHook(events, hot),
     hot,
+    caps: createSpendCapCache(handle.db, () => clock.now().getTime()),
   };
   return {
     deps,

@@ -30,6 +30,11 @@ import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/paym
 import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
 import type { ResellerInvitationsTable } from '../modules/resellers/invitations.table.ts';
 import type {
+  SpendCapAccountsTable,
+  SpendCapsTable,
+  SpendCapUsageTable,
+} from '../modules/spend-caps/spend-caps.table.ts';
+import type {
   StatusGatewaysTable,
   StatusProviderOutcomesTable,
   StatusSamplesTable,
@@ -71,4 +76,7 @@ export interface Database {
   orders: OrdersTable;
   payments: PaymentsTable;
   payment_events: PaymentEventsTable;
+  spend_cap_accounts: SpendCapAccountsTable;
+  spend_caps: SpendCapsTable;
+  spend_cap_usage: SpendCapUsageTable;
 }

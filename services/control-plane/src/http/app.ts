@@ -21,6 +21,7 @@ import { invitationRoutes } from '../modules/resellers/invitations.routes.ts';
 import { resellerRoutes } from '../modules/resellers/reseller.routes.ts';
 import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts';
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
+import { spendCapManagementRoutes, spendCapRoutes } from '../modules/spend-caps/spend-caps.routes.ts';
 import { routingAdminRoutes, statusRoutes } from '../modules/status/status.routes.ts';
 import { auditAdminWrites } from './audit-writes.ts';
 import { limitBodySize } from './body-limit.ts';
@@ -82,6 +83,8 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', invitationRoutes(mailer));
   api.route('/', resellerKeyRoutes());
   api.route('/', resellerManagementRoutes());
+  api.route('/', spendCapRoutes());
+  api.route('/', spendCapManagementRoutes());
   api.route('/', publicCatalogRoutes());
   api.route('/', adminCatalogRoutes());
   api.route('/', billingRoutes());

@@ -81,6 +81,9 @@ const RULES: Record<string, Rule> = {
   'PATCH /me/api-keys/{id}/status': OWNED,
   'GET /me/api-keys/{id}/status': OWNED,
   'POST /me/api-keys/{id}/reveal': OWNED,
+  'GET /me/spend-caps': SESSION,
+  'PUT /me/spend-caps': SESSION,
+  'PATCH /me/spend-caps': SESSION,
   'GET /orders': SESSION,
   'POST /orders': SESSION,
   'GET /orders/{id}': OWNED,
@@ -101,12 +104,15 @@ const RULES: Record<string, Rule> = {
   'GET /reseller-management/customers/{id}/usage': mk('usage:read'),
   'POST /reseller-management/customers/{id}/api-keys': mk('keys:write'),
   'PATCH /reseller-management/customers/{id}/api-keys/{keyId}/status': mk('keys:status'),
+  'GET /reseller-management/customers/{id}/spend-caps': mk('customers:read'),
+  'PUT /reseller-management/customers/{id}/spend-caps': mk('customers:write'),
 };
 
 /**
  * Valid bodies for routes that name another's record, so ownership (not_found) is what decides,
  * not validation. Every other state-changing call sends {}.
  */
+const CAP_BODY = { keyId: null, unit: 'credits', period: 'day', limit: null };
 const SAMPLE_BODIES: Record<string, unknown> = {
   'PATCH /me/api-keys/{id}/status': { status: 'active' },
   'POST /reseller/customers/{id}/grants': { credits: '1' },
@@ -115,6 +121,11 @@ const SAMPLE_BODIES: Record<string, unknown> = {
   'POST /reseller-management/customers/{id}/grants': { credits: '1' },
   'POST /reseller-management/customers/{id}/api-keys': { name: 'matrix' },
   'PATCH /reseller-management/customers/{id}/api-keys/{keyId}/status': { status: 'active' },
+  'PATCH /me/spend-caps': { timeZone: 'UTC' },
+  'PUT /me/spend-caps': CAP_BODY,
+  'PUT /reseller/customers/{id}/spend-caps': CAP_BODY,
+  'PUT /reseller-management/customers/{id}/spend-caps': CAP_BODY,
+  'PUT /admin/accounts/{id}/spend-caps': CAP_BODY,
 };
 
 /** Defaults by prefix: the whole /admin area is admin-only; /reseller ids belong to the reseller. */

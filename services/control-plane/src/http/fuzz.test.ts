@@ -42,6 +42,8 @@ const HINTS = {
   // Money must carry its currency's own exponent (ISO 4217).
   currency: 'USD',
   exponent: 2,
+  timeZone: 'Europe/Paris',
+  keyId: null,
 };
 
 beforeAll(async () => {

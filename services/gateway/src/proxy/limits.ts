@@ -64,8 +64,11 @@ export function limitError(refused: {
   code: 'rate_limit_exceeded' | 'concurrency_limit_exceeded';
   retryAfterSeconds?: number;
   budget?: RequestBudget;
+  /** Said instead of the catalogue's message (a spend cap names itself). */
+  message?: string;
 }): AppError {
   return new AppError(refused.code, {
+    ...(refused.message ? { message: refused.message } : {}),
     ...(refused.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: refused.retryAfterSeconds }),
     ...(refused.budget ? { headers: budgetHeaders(refused.budget) } : {}),
   });

@@ -20,6 +20,7 @@ import * as usageParts from './0018_usage_parts.ts';
 import * as credentialPools from './0019_credential_pools.ts';
 import * as usagePartsBilling from './0020_usage_parts_billing.ts';
 import * as upstreamCosts from './0021_upstream_costs.ts';
+import * as spendCaps from './0022_spend_caps.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0019_credential_pools': credentialPools,
   '0020_usage_parts_billing': usagePartsBilling,
   '0021_upstream_costs': upstreamCosts,
+  '0022_spend_caps': spendCaps,
 };

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { KEY_STATES } from '@tollgate/schemas';
+import { SpendCapView } from '../spend-caps/spend-caps.schemas.ts';
 import type { ApiKey } from './api-keys.service.ts';
 
 const INT4_MAX = 2_147_483_647;
@@ -87,6 +88,7 @@ export const KeyStatusView = z
     limits: KeyLimitsView,
     remaining: z.object({ tokens: z.string(), credits: z.string() }),
     reserved: z.object({ tokens: z.string(), credits: z.string() }),
+    caps: z.array(SpendCapView).openapi({ description: 'Every spend cap on the key and on its account.' }),
   })
   .openapi('KeyStatus');
 

@@ -14,6 +14,8 @@ import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { readAccountBalances } from '../billing/balances.ts';
 import { changeBillingEntries } from '../billing/engines.ts';
+import { toSpendCapView } from '../spend-caps/spend-caps.schemas.ts';
+import { readCapStatus } from '../spend-caps/spend-caps.service.ts';
 import {
   type ApiKeyRow,
   countKeysOfAccountLocked,
@@ -269,6 +271,7 @@ export async function readKeyStatus(
     limits: limitsOf(row),
     remaining: balances.remaining,
     reserved: balances.reserved,
+    caps: (await readCapStatus(deps, accountId, row.id)).caps.map(toSpendCapView),
   };
 }
 

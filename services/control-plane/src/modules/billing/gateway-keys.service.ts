@@ -2,6 +2,8 @@ import { AppError } from '@tollgate/errors';
 import type { KeyStatus, ResolvedKey } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import { findKeyByDigest, type KeyRecord } from '../api-keys/api-keys.service.ts';
+import { toSpendCapView } from '../spend-caps/spend-caps.schemas.ts';
+import { readCapStatus } from '../spend-caps/spend-caps.service.ts';
 import { readAccountBalances } from './balances.ts';
 import { listUsableEntitlements } from './billing.repository.ts';
 
@@ -53,5 +55,6 @@ export async function readKeyStatusForGateway(deps: Dependencies, keyDigest: str
     limits: key.limits,
     remaining: balances.remaining,
     reserved: balances.reserved,
+    caps: (await readCapStatus(deps, key.accountId, key.keyId)).caps.map(toSpendCapView),
   };
 }

@@ -9,6 +9,7 @@ import {
 } from '@tollgate/service-kit';
 import { encodeCall, type ScriptCall, type ScriptName, type ScriptReplies } from './hot-layout.ts';
 import { SCRIPT_SOURCES } from './hot-scripts.ts';
+import { CAP_FINISH_LUA, CAP_RESERVE_LUA, CAP_UNCOUNT_LUA } from './hot-caps.lua.ts';
 
 /** Where Redis keeps one account's part of the hot tier (see hot-layout.ts). */
 export function hotKeys(prefix: string, accountId: string) {
@@ -18,6 +19,8 @@ export function hotKeys(prefix: string, accountId: string) {
     calls: `${base}:calls`,
     account: `${base}:acct`,
     claim: `${base}:claim`,
+    capTimes: `${base}:capt`,
+    capCalls: `${base}:capc`,
     key: (keyId: string) => `${base}:k:${keyId}`,
   };
 }
@@ -48,6 +51,12 @@ export interface LeaseView {
 }
 
 type Script = (keyCount: number, ...args: Array<string | number>) => Promise<unknown>;
+/** The spend caps' scripts (hot-caps.lua.ts), beside the hot tier's own. */
+const CAP_SCRIPTS = {
+  hotCapReserve: CAP_RESERVE_LUA,
+  hotCapUncount: CAP_UNCOUNT_LUA,
+  hotCapFinish: CAP_FINISH_LUA,
+} as const;
 
 /** How long a call waits for a (re)connecting Redis before it is refused. */
 const CONNECT_WAIT_MS = 500;
@@ -77,7 +86,9 @@ export function createHotStore(
   });
   redis.on('error', (error) => logger.warn({ err: error }, 'hot tier: redis error'));
   for (const [name, lua] of Object.entries(SCRIPT_SOURCES)) redis.defineCommand(name, { lua });
+  for (const [name, lua] of Object.entries(CAP_SCRIPTS)) redis.defineCommand(name, { lua });
   const scripts = redis as unknown as Record<ScriptName, Script>;
+  const capScripts = redis as unknown as Record<keyof typeof CAP_SCRIPTS, Script>;
 
   const connected = () => redisReady(redis, CONNECT_WAIT_MS);
 
@@ -92,10 +103,25 @@ export function createHotStore(
     }
   }
 
+  /** Runs a spend-cap script with its KEYS and ARGV as the script's comment lists them. */
+  async function runCaps<T>(
+    script: keyof typeof CAP_SCRIPTS,
+    keys: string[],
+    args: Array<string | number>,
+  ): Promise<T> {
+    if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
+    try {
+      return (await capScripts[script](keys.length, ...keys, ...args)) as T;
+    } catch (error) {
+      throw new AppError('rate_limiter_unavailable', { cause: error });
+    }
+  }
+
   return {
     prefix,
     keysOf: (accountId: string) => hotKeys(prefix, accountId),
     run,
+    runCaps,
     async writeLease(
       accountId: string,
       write: LeaseWrite,
@@ -139,6 +165,26 @@ export function createHotStore(
         sources.set(id, { free: BigInt(hash[field] ?? '0'), inFlight: BigInt(hash[`h:${id}`] ?? '0') });
       }
       return { leaseId: hash.lease, sources };
+    },
+    /** What the account's calls counted against spend caps since `since` (hot-caps.lua.ts); released ones not. */
+    async readCapCalls(accountId: string, since: number) {
+      if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
+      const keys = hotKeys(prefix, accountId);
+      const listed = await redis.zrangebyscore(keys.capTimes, since, '+inf', 'WITHSCORES');
+      const ids = listed.filter((_, index) => index % 2 === 0);
+      const values = ids.length === 0 ? [] : await redis.hmget(keys.capCalls, ...ids);
+      return values.flatMap((value, index) => {
+        const [keyId, credits, tokens, , , state] = (value ?? '').split('|');
+        if (!value || state === 'x') return [];
+        return [
+          {
+            keyId: keyId as string,
+            at: Number(listed[index * 2 + 1]),
+            credits: BigInt(credits ?? '0'),
+            tokens: BigInt(tokens ?? '0'),
+          },
+        ];
+      });
     },
     /**
      * Forgets finished calls once Postgres has them; a release or hold of a call Redis never saw

@@ -21,6 +21,7 @@ import { lookupHashOf } from '../../api-keys/key-crypto.ts';
 import * as repository from '../billing.repository.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from '../billing.rows.ts';
 import { type AliasInfo, createAliasCache } from './hot-aliases.ts';
+import { createHotCaps } from './hot-caps.ts';
 import { loadEntries } from './hot-entries.ts';
 import { createLeases, LEASE_CAP } from './hot-leases.ts';
 import {
@@ -586,6 +587,20 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     view,
     sweep,
     catalogChanged: () => aliases.drop(),
+    caps: createHotCaps(store),
+    /** The credit prices of every alias, from the reservations' catalogue cache. */
+    async prices(): Promise<Map<string, { inputPrice: bigint | null; outputPrice: bigint | null }>> {
+      const catalog = await aliases.get();
+      return new Map(
+        [...catalog].map(([alias, info]) => [
+          alias,
+          {
+            inputPrice: info.inputPrice === '' ? null : BigInt(info.inputPrice),
+            outputPrice: info.outputPrice === '' ? null : BigInt(info.outputPrice),
+          },
+        ]),
+      );
+    },
     close: () => store.close(),
   };
 }

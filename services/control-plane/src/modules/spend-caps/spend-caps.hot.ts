@@ -1,0 +1,141 @@
+import type {
+  FinishItem,
+  FinishResult,
+  ReserveBatchRequest,
+  ReserveBatchResponse,
+  ReserveItem,
+  ReserveResult,
+} from '@tollgate/schemas';
+import type { Dependencies } from '../../deps.ts';
+import type { HotTier } from '../billing/engines.ts';
+import { capMessage, estimateAmounts } from './spend-caps.enforce.ts';
+import { capRefusal } from './spend-caps.finish.ts';
+import { capsOfKey, earliestStart } from './spend-caps.service.ts';
+import { capWindow, retryAfterSeconds } from './windows.ts';
+
+type HotDeps = Pick<Dependencies, 'caps' | 'clock'> & { hot: HotTier };
+
+/**
+ * The hot tier's cap step: the calls of capped accounts are judged and counted in Redis, one
+ * script per account, before the reservation; a call the reservation then refuses is uncounted.
+ * The windows are computed here, from the control plane's clock and the account's timezone.
+ */
+export async function reserveCappedHot(
+  deps: HotDeps,
+  request: ReserveBatchRequest,
+  capped: readonly string[],
+): Promise<ReserveBatchResponse> {
+  const accounts = await deps.caps.get(capped);
+  const prices = await deps.hot.prices();
+  const now = deps.clock.now().getTime();
+  const results: ReserveResult[] = new Array(request.items.length);
+  const counted = new Map<string, number[]>();
+  const byAccount = new Map<string, number[]>();
+  request.items.forEach((item, index) => {
+    const account = accounts.get(item.accountId);
+    if (account && capsOfKey(account, item.keyId).length > 0) {
+      byAccount.set(item.accountId, [...(byAccount.get(item.accountId) ?? []), index]);
+    }
+  });
+  await Promise.all(
+    [...byAccount].map(async ([accountId, indexes]) => {
+      const account = accounts.get(accountId);
+      if (!account) return;
+      const earliest = earliestStart(account.caps, account.timeZone, now);
+      const calls = indexes.map((index) => {
+        const item = request.items[index] as ReserveItem;
+        const price = prices.get(item.alias);
+        const caps = capsOfKey(account, item.keyId);
+        return {
+          caps,
+          call: {
+            id: item.reservationId,
+            keyId: item.keyId,
+            ...estimateAmounts(item, price),
+            inputPrice: price?.inputPrice ?? null,
+            outputPrice: price?.outputPrice ?? null,
+            caps: caps.map((cap) => {
+              const window = capWindow(cap.period, account.timeZone, now);
+              return {
+                keyId: cap.keyId,
+                unit: cap.unit,
+                start: window.start,
+                end: window.end,
+                limit: cap.limit,
+              };
+            }),
+          },
+        };
+      });
+      const verdicts = await deps.hot.caps.judge(
+        accountId,
+        { now, keepAfter: earliest, earliest },
+        calls.map((each) => each.call),
+      );
+      const admitted: number[] = [];
+      verdicts.forEach((verdict, position) => {
+        const index = indexes[position] as number;
+        if (verdict.ok) {
+          admitted.push(index);
+          return;
+        }
+        const cap = calls[position]?.caps[verdict.capIndex];
+        if (!cap) return;
+        results[index] = capRefusal(request.items[index] as ReserveItem, {
+          ok: false,
+          cap,
+          message: capMessage(cap, account.timeZone, verdict.used, verdict.freeAt),
+          ...(verdict.freeAt === null ? {} : { retryAfterSeconds: retryAfterSeconds(verdict.freeAt, now) }),
+        });
+      });
+      counted.set(accountId, admitted);
+    }),
+  );
+  const rest = request.items.flatMap((item, index) => (results[index] ? [] : [{ item, index }]));
+  if (rest.length > 0) {
+    const reserved = await deps.hot.reserve({ ...request, items: rest.map((each) => each.item) });
+    reserved.results.forEach((result, position) => {
+      results[(rest[position] as { index: number }).index] = result;
+    });
+  }
+  // Refused by the reservation itself (balance, limits, key): it counts nothing.
+  await Promise.all(
+    [...counted].map(([accountId, indexes]) =>
+      deps.hot.caps.uncount(
+        accountId,
+        indexes
+          .filter((index) => !results[index]?.ok)
+          .map((index) => (request.items[index] as ReserveItem).reservationId),
+      ),
+    ),
+  );
+  return { results };
+}
+
+/** The hot tier's settlement correction (see countFinished): in Redis, per capped account. */
+export async function countFinishedHot(
+  deps: HotDeps,
+  items: readonly FinishItem[],
+  results: readonly FinishResult[],
+  capped: readonly string[],
+): Promise<void> {
+  await Promise.all(
+    capped.map((accountId) =>
+      deps.hot.caps.finish(
+        accountId,
+        items.flatMap((item, index) => {
+          const result = results[index];
+          if (item.accountId !== accountId || !result) return [];
+          return [
+            {
+              id: item.reservationId,
+              status: result.status,
+              input: item.action === 'settle' ? BigInt(item.usage.inputTokens) : 0n,
+              output: item.action === 'settle' ? BigInt(item.usage.outputTokens) : 0n,
+            },
+          ];
+        }),
+      ),
+    ),
+  );
+}

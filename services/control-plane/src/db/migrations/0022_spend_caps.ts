@@ -41,8 +41,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       counted_at timestamptz not null,
       credits bigint not null,
       tokens bigint not null,
-      input_price bigint,
-      output_price bigint,
+      -- The alias's prices when counted (input, output, cache read, cache write, 1-hour cache
+      -- write, per call); null: no credit price.
+      prices bigint[],
       state text not null default 'reserved' check (state in ('reserved', 'settled', 'released', 'held'))
     );
     create index spend_cap_usage_account_idx on spend_cap_usage (account_id, counted_at);

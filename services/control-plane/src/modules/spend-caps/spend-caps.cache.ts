@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { type CapPrices, loadPrices } from './spend-caps.prices.ts';
 import { type AccountCaps, loadAccountCaps } from './spend-caps.service.ts';
 
 /**
@@ -10,11 +11,25 @@ import { type AccountCaps, loadAccountCaps } from './spend-caps.service.ts';
 export interface SpendCapCache {
   get(accountIds: readonly string[]): Promise<Map<string, AccountCaps>>;
   forget(accountId: string): void;
+  /** Every alias's prices as caps count them, read at most every ttlMs. */
+  prices(): Promise<Map<string, CapPrices | null>>;
 }
 
 export function createSpendCapCache(db: Kysely<Database>, now: () => number, ttlMs = 1000): SpendCapCache {
   const entries = new Map<string, { caps: AccountCaps; until: number }>();
+  let prices: { map: Promise<Map<string, CapPrices | null>>; until: number } | null = null;
   return {
+    prices() {
+      const at = now();
+      if (!prices || prices.until <= at) {
+        const map = loadPrices(db);
+        prices = { map, until: at + ttlMs };
+        map.catch(() => {
+          prices = null;
+        });
+      }
+      return prices.map;
+    },
     async get(accountIds) {
       const at = now();
       const result = new Map<string, AccountCaps>();

@@ -1,4 +1,4 @@
-import type { ReserveItem } from '@tollgate/schemas';
+import type { CapAmounts } from './spend-caps.prices.ts';
 import {
   type AccountCaps,
   type CapCall,
@@ -7,35 +7,6 @@ import {
   type SpendCap,
 } from './spend-caps.service.ts';
 import { type CapPeriod, capWindow, checkCap, retryAfterSeconds } from './windows.ts';
-
-/** What a call counts against caps: tokens, and their credit value at the alias's prices. */
-export interface CapAmounts {
-  credits: bigint;
-  tokens: bigint;
-}
-
-export interface AliasPrices {
-  inputPrice: bigint | null;
-  outputPrice: bigint | null;
-}
-
-/**
- * A call's estimate as caps count it: its input estimate plus maximum output, in tokens, and in
- * credits at the alias's prices of now, whoever pays (a package or credit). An alias without a
- * credit price counts no credits (only token caps bound it).
- */
-export function estimateAmounts(
-  item: Pick<ReserveItem, 'estimate'>,
-  prices: AliasPrices | undefined,
-): CapAmounts {
-  const input = BigInt(item.estimate.inputTokens);
-  const output = BigInt(item.estimate.outputTokens);
-  const priced = prices?.inputPrice != null && prices.outputPrice != null;
-  return {
-    tokens: input + output,
-    credits: priced ? input * (prices.inputPrice as bigint) + output * (prices.outputPrice as bigint) : 0n,
-  };
-}
 
 export type CapVerdict =
   | { ok: true }

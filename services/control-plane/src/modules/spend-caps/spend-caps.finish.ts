@@ -1,4 +1,4 @@
-import type { FinishItem, ReserveItem, ReserveResult } from '@tollgate/schemas';
+import { type FinishItem, type ReserveItem, type ReserveResult, usageParts } from '@tollgate/schemas';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { CapVerdict } from './spend-caps.enforce.ts';
@@ -27,11 +27,17 @@ export async function countFinished(
 ): Promise<void> {
   await finishUsage(
     db,
-    items.map((item, index) => ({
-      reservation_id: item.reservationId,
-      state: results[index]?.status ?? 'held',
-      input_tokens: item.action === 'settle' ? BigInt(item.usage.inputTokens) : 0n,
-      output_tokens: item.action === 'settle' ? BigInt(item.usage.outputTokens) : 0n,
-    })),
+    items.map((item, index) => {
+      const parts = item.action === 'settle' ? usageParts(item.usage) : null;
+      return {
+        reservation_id: item.reservationId,
+        state: results[index]?.status ?? 'held',
+        input: parts?.input ?? 0n,
+        output: parts?.output ?? 0n,
+        cache_read: parts?.cacheRead ?? 0n,
+        cache_write: parts?.cacheWrite ?? 0n,
+        cache_write_1h: parts?.cacheWrite1h ?? 0n,
+      };
+    }),
   );
 }

@@ -1,15 +1,17 @@
-import type {
-  FinishItem,
-  FinishResult,
-  ReserveBatchRequest,
-  ReserveBatchResponse,
-  ReserveItem,
-  ReserveResult,
+import {
+  type FinishItem,
+  type FinishResult,
+  type ReserveBatchRequest,
+  type ReserveBatchResponse,
+  type ReserveItem,
+  type ReserveResult,
+  usageParts,
 } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import type { HotTier } from '../billing/engines.ts';
-import { capMessage, estimateAmounts } from './spend-caps.enforce.ts';
+import { capMessage } from './spend-caps.enforce.ts';
 import { capRefusal } from './spend-caps.finish.ts';
+import { estimateAmounts, pricesList } from './spend-caps.prices.ts';
 import { capsOfKey, earliestStart } from './spend-caps.service.ts';
 import { capWindow, retryAfterSeconds } from './windows.ts';
 
@@ -26,7 +28,7 @@ export async function reserveCappedHot(
   capped: readonly string[],
 ): Promise<ReserveBatchResponse> {
   const accounts = await deps.caps.get(capped);
-  const prices = await deps.hot.prices();
+  const prices = await deps.caps.prices();
   const now = deps.clock.now().getTime();
   const results: ReserveResult[] = new Array(request.items.length);
   const counted = new Map<string, number[]>();
@@ -51,9 +53,8 @@ export async function reserveCappedHot(
           call: {
             id: item.reservationId,
             keyId: item.keyId,
-            ...estimateAmounts(item, price),
-            inputPrice: price?.inputPrice ?? null,
-            outputPrice: price?.outputPrice ?? null,
+            ...estimateAmounts(item.estimate, price),
+            prices: pricesList(price ?? null),
             caps: caps.map((cap) => {
               const window = capWindow(cap.period, account.timeZone, now);
               return {
@@ -126,12 +127,14 @@ export async function countFinishedHot(
         items.flatMap((item, index) => {
           const result = results[index];
           if (item.accountId !== accountId || !result) return [];
+          const parts = item.action === 'settle' ? usageParts(item.usage) : null;
           return [
             {
               id: item.reservationId,
               status: result.status,
-              input: item.action === 'settle' ? BigInt(item.usage.inputTokens) : 0n,
-              output: item.action === 'settle' ? BigInt(item.usage.outputTokens) : 0n,
+              parts: parts
+                ? [parts.input, parts.output, parts.cacheRead, parts.cacheWrite, parts.cacheWrite1h]
+                : [0n, 0n, 0n, 0n, 0n],
             },
           ];
         }),

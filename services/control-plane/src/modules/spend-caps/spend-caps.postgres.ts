@@ -1,13 +1,8 @@
 import type { ReserveItem } from '@tollgate/schemas';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import {
-  type AliasPrices,
-  type CapAmounts,
-  type CapVerdict,
-  estimateAmounts,
-  judgeCall,
-} from './spend-caps.enforce.ts';
+import { type CapVerdict, judgeCall } from './spend-caps.enforce.ts';
+import { type CapAmounts, estimateAmounts, loadPrices, pricesList } from './spend-caps.prices.ts';
 import { insertUsage } from './spend-caps.repository.ts';
 import {
   type CapCall,
@@ -37,15 +32,7 @@ export async function judgeBatchInTransaction(
 ): Promise<BatchJudgement> {
   const at = now.getTime();
   const accounts = await loadAccountCaps(trx, accountIds);
-  const aliases = [...new Set(items.map((item) => item.alias))];
-  const priceRows = await trx
-    .selectFrom('model_aliases')
-    .select(['alias', 'input_price', 'output_price'])
-    .where('alias', 'in', aliases)
-    .execute();
-  const prices = new Map<string, AliasPrices>(
-    priceRows.map((row) => [row.alias, { inputPrice: row.input_price, outputPrice: row.output_price }]),
-  );
+  const prices = await loadPrices(trx, [...new Set(items.map((item) => item.alias))]);
   const calls = new Map<string, CapCall[]>();
   for (const [accountId, account] of accounts) {
     if (account.caps.length === 0) continue;
@@ -59,7 +46,7 @@ export async function judgeBatchInTransaction(
     const account = accounts.get(item.accountId);
     if (!account || capsOfKey(account, item.keyId).length === 0) return undefined;
     const counted = calls.get(item.accountId) ?? [];
-    const amount = estimateAmounts(item, prices.get(item.alias));
+    const amount = estimateAmounts(item.estimate, prices.get(item.alias));
     const verdict = judgeCall(account, item.keyId, amount, counted, at);
     if (verdict.ok) {
       amounts[index] = amount;
@@ -85,8 +72,7 @@ export async function judgeBatchInTransaction(
               counted_at: now,
               credits: amount.credits,
               tokens: amount.tokens,
-              input_price: price?.inputPrice ?? null,
-              output_price: price?.outputPrice ?? null,
+              prices: pricesList(price ?? null),
             },
           ];
         }),

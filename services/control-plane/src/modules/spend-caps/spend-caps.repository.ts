@@ -97,8 +97,7 @@ export interface NewUsage {
   counted_at: Date;
   credits: bigint;
   tokens: bigint;
-  input_price: bigint | null;
-  output_price: bigint | null;
+  prices: bigint[] | null;
 }
 
 export async function insertUsage(db: Db, rows: NewUsage[]): Promise<void> {
@@ -113,34 +112,39 @@ export async function insertUsage(db: Db, rows: NewUsage[]): Promise<void> {
 export interface FinishedUsage {
   reservation_id: string;
   state: 'settled' | 'released' | 'held';
-  input_tokens: bigint;
-  output_tokens: bigint;
+  input: bigint;
+  output: bigint;
+  cache_read: bigint;
+  cache_write: bigint;
+  cache_write_1h: bigint;
 }
 
 /**
- * Corrects what finished calls count: a settled call its usage (credits at the prices of its
- * reservation), a released one nothing, a held one its estimate (kept). A call counted in no cap
- * has no row, and nothing happens.
+ * Corrects what finished calls count: a settled call every part it used, each at the price
+ * counted with it, plus the price per call; a released one nothing; a held one its estimate
+ * (kept). A call counted in no cap has no row, and nothing happens.
  */
 export async function finishUsage(db: Db, rows: FinishedUsage[]): Promise<void> {
   if (rows.length === 0) return;
+  const items = JSON.stringify(
+    rows.map((row) => ({
+      reservation_id: row.reservation_id,
+      state: row.state,
+      parts: [row.input, row.output, row.cache_read, row.cache_write, row.cache_write_1h].map(String),
+    })),
+  );
   await sql`
     update spend_cap_usage u
     set state = f.state,
-        tokens = case when f.state = 'settled' then least(f.input_tokens + f.output_tokens, ${MAX})::bigint
+        tokens = case when f.state = 'settled' then least(f.p[1] + f.p[2] + f.p[3] + f.p[4] + f.p[5], ${MAX})::bigint
                       when f.state = 'released' then 0 else u.tokens end,
-        credits = case when f.state = 'settled' then least(
-                         coalesce(f.input_tokens * u.input_price + f.output_tokens * u.output_price, 0), ${MAX})::bigint
+        credits = case when f.state = 'settled' then least(coalesce(u.prices[6] + f.p[1] * u.prices[1]
+                         + f.p[2] * u.prices[2] + f.p[3] * u.prices[3] + f.p[4] * u.prices[4]
+                         + f.p[5] * u.prices[5], 0), ${MAX})::bigint
                        when f.state = 'released' then 0 else u.credits end
     from (select (r->>'reservation_id')::uuid as reservation_id, r->>'state' as state,
-                 (r->>'input_tokens')::numeric as input_tokens, (r->>'output_tokens')::numeric as output_tokens
-          from jsonb_array_elements(${JSON.stringify(
-            rows.map((row) => ({
-              ...row,
-              input_tokens: row.input_tokens.toString(),
-              output_tokens: row.output_tokens.toString(),
-            })),
-          )}::jsonb) r) f
+                 array(select jsonb_array_elements_text(r->'parts')::numeric) as p
+          from jsonb_array_elements(${items}::jsonb) r) f
     where u.reservation_id = f.reservation_id and u.state in ('reserved', 'held')
   `.execute(db);
 }

@@ -28,7 +28,7 @@ export interface SpendCapUsageTable {
   counted_at: Date;
   credits: bigint;
   tokens: bigint;
-  input_price: bigint | null;
-  output_price: bigint | null;
+  /** input, output, cache read, cache write, 1-hour cache write, per call; null: unpriced. */
+  prices: bigint[] | null;
   state: Generated<'reserved' | 'settled' | 'released' | 'held'>;
 }

@@ -5,7 +5,8 @@
  * Postgres. The control plane computes every window (timezones are not Lua's); Redis only counts.
  *
  *   capt (zset)   reservation id -> the instant it was counted (ms, the control plane's clock)
- *   capc (hash)   reservation id -> key id|credits|tokens|input price|output price|state
+ *   capc (hash)   reservation id -> key id|credits|tokens|prices|state, prices as
+ *                 `input,output,cache read,cache write,1h cache write,per call` ('' = unpriced)
  *                 (state r: in flight, s: settled, x: released, h: held)
  *
  * Amounts are Lua numbers: exact below 2^53.
@@ -22,8 +23,7 @@ local function fmt(value) return string.format('%.0f', value) end
 /**
  * Judges a batch of one account's calls against its caps and counts each one that fits.
  * KEYS: capt, capc. ARGV: now ms, keep-after ms (older finished calls are dropped), the earliest
- * window start, n, then per call: id, key id, credits, tokens, input price, output price ('' =
- * unpriced), m caps, then per cap (5): key id ('' = the account), unit (credits|tokens), start ms,
+ * window start, n, then per call: id, key id, credits, tokens, prices, m caps, then per cap (5): key id ('' = the account), unit (credits|tokens), start ms,
  * end ms ('' = rolling), limit.
  * Returns per call {'ok'} | {'no', cap index (1-based), used, free at ms ('' = never)}.
  */
@@ -34,7 +34,7 @@ local ROLLING = 5 * 3600000
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. keepAfter)
 for _, id in ipairs(old) do
   local raw = redis.call('HGET', KEYS[2], id)
-  if not raw or fields(raw)[6] ~= 'r' then
+  if not raw or fields(raw)[5] ~= 'r' then
     redis.call('HDEL', KEYS[2], id)
     redis.call('ZREM', KEYS[1], id)
   end
@@ -46,7 +46,7 @@ for i = 1, #listed, 2 do
   local raw = redis.call('HGET', KEYS[2], listed[i])
   if raw then
     local f = fields(raw)
-    if f[6] ~= 'x' then
+    if f[5] ~= 'x' then
       calls[#calls + 1] = { key = f[1], credits = tonumber(f[2]), tokens = tonumber(f[3]), at = tonumber(listed[i + 1]) }
     end
   end
@@ -80,8 +80,8 @@ local results = {}
 local a = 4
 for i = 1, count do
   local id, keyId, credits, tokens = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local ip, op, m = ARGV[a + 5], ARGV[a + 6], tonumber(ARGV[a + 7])
-  a = a + 7
+  local prices, m = ARGV[a + 5], tonumber(ARGV[a + 6])
+  a = a + 6
   local worst = nil
   if redis.call('HEXISTS', KEYS[2], id) == 1 then m = -m end
   for j = 1, math.abs(m) do
@@ -104,7 +104,7 @@ for i = 1, count do
   else
     if m > 0 then
       redis.call('ZADD', KEYS[1], now, id)
-      redis.call('HSET', KEYS[2], id, table.concat({keyId, fmt(credits), fmt(tokens), ip, op, 'r'}, '|'))
+      redis.call('HSET', KEYS[2], id, table.concat({keyId, fmt(credits), fmt(tokens), prices, 'r'}, '|'))
       calls[#calls + 1] = { key = keyId, credits = credits, tokens = tokens, at = now }
     end
     results[i] = {'ok'}
@@ -126,27 +126,38 @@ return 0
 `;
 
 /**
- * The settlement corrects what a call counts: its usage at the prices counted with it once
- * settled, nothing once released; a held call keeps its estimate.
- * KEYS: capt, capc. ARGV: n, then per call: id, state (s|x|h), usage in, usage out.
+ * The settlement corrects what a call counts: every part it used (each at the price counted with
+ * it, plus the price per call) once settled, nothing once released; a held call keeps its estimate.
+ * KEYS: capt, capc. ARGV: n, then per call: id, state (s|x|h), parts
+ * (`input,output,cache read,cache write,1h cache write`).
  */
 export const CAP_FINISH_LUA = `${CAP_COMMON}
+local function split(text)
+  local parts = {}
+  for part in string.gmatch(text, '([^,]+)') do parts[#parts + 1] = tonumber(part) end
+  return parts
+end
 local count = tonumber(ARGV[1])
 for i = 1, count do
-  local a = 1 + (i - 1) * 4
+  local a = 1 + (i - 1) * 3
   local id, state = ARGV[a + 1], ARGV[a + 2]
   local raw = redis.call('HGET', KEYS[2], id)
   if raw then
     local f = fields(raw)
-    if f[6] == 'r' or f[6] == 'h' then
+    if f[5] == 'r' or f[5] == 'h' then
       if state == 's' then
-        local input, output = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-        f[3] = fmt(input + output)
-        f[2] = (f[4] ~= '' and f[5] ~= '') and fmt(input * tonumber(f[4]) + output * tonumber(f[5])) or '0'
+        local used = split(ARGV[a + 3])
+        f[3] = fmt(used[1] + used[2] + used[3] + used[4] + used[5])
+        if f[4] == '' then
+          f[2] = '0'
+        else
+          local p = split(f[4])
+          f[2] = fmt(p[6] + used[1] * p[1] + used[2] * p[2] + used[3] * p[3] + used[4] * p[4] + used[5] * p[5])
+        end
       elseif state == 'x' then
         f[2], f[3] = '0', '0'
       end
-      f[6] = state
+      f[5] = state
       redis.call('HSET', KEYS[2], id, table.concat(f, '|'))
     end
   end

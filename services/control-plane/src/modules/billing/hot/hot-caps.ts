@@ -16,8 +16,8 @@ export interface HotCapCall {
   keyId: string;
   credits: bigint;
   tokens: bigint;
-  inputPrice: bigint | null;
-  outputPrice: bigint | null;
+  /** input, output, cache read, cache write, 1-hour cache write, per call; null: unpriced. */
+  prices: bigint[] | null;
   caps: HotCapWindow[];
 }
 
@@ -57,8 +57,7 @@ export function createHotCaps(store: HotStore) {
             call.keyId,
             call.credits.toString(),
             call.tokens.toString(),
-            call.inputPrice?.toString() ?? '',
-            call.outputPrice?.toString() ?? '',
+            call.prices?.join(',') ?? '',
             call.caps.length,
             ...call.caps.flatMap((cap) => [
               cap.keyId ?? '',
@@ -88,7 +87,8 @@ export function createHotCaps(store: HotStore) {
     },
     async finish(
       accountId: string,
-      items: Array<{ id: string; status: keyof typeof STATE; input: bigint; output: bigint }>,
+      /** parts: input, output, cache read, cache write, 1-hour cache write. */
+      items: Array<{ id: string; status: keyof typeof STATE; parts: bigint[] }>,
     ): Promise<void> {
       if (items.length === 0) return;
       const keys = store.keysOf(accountId);
@@ -97,12 +97,7 @@ export function createHotCaps(store: HotStore) {
         [keys.capTimes, keys.capCalls],
         [
           items.length,
-          ...items.flatMap((item) => [
-            item.id,
-            STATE[item.status],
-            item.input.toString(),
-            item.output.toString(),
-          ]),
+          ...items.flatMap((item) => [item.id, STATE[item.status], item.parts.map(String).join(',')]),
         ],
       );
     },

@@ -174,7 +174,7 @@ export function createHotStore(
       const ids = listed.filter((_, index) => index % 2 === 0);
       const values = ids.length === 0 ? [] : await redis.hmget(keys.capCalls, ...ids);
       return values.flatMap((value, index) => {
-        const [keyId, credits, tokens, , , state] = (value ?? '').split('|');
+        const [keyId, credits, tokens, , state] = (value ?? '').split('|');
         if (!value || state === 'x') return [];
         return [
           {

@@ -588,19 +588,6 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     sweep,
     catalogChanged: () => aliases.drop(),
     caps: createHotCaps(store),
-    /** The credit prices of every alias, from the reservations' catalogue cache. */
-    async prices(): Promise<Map<string, { inputPrice: bigint | null; outputPrice: bigint | null }>> {
-      const catalog = await aliases.get();
-      return new Map(
-        [...catalog].map(([alias, info]) => [
-          alias,
-          {
-            inputPrice: info.inputPrice === '' ? null : BigInt(info.inputPrice),
-            outputPrice: info.outputPrice === '' ? null : BigInt(info.outputPrice),
-          },
-        ]),
-      );
-    },
     close: () => store.close(),
   };
 }

@@ -11,6 +11,7 @@ export { createAccount, setAccountRoles } from '../src/modules/accounts/accounts
 export { changeKeyStatus, createKey, rotateKey } from '../src/modules/api-keys/api-keys.service.ts';
 export { changeCredit, grantPackage } from '../src/modules/billing/billing.service.ts';
 export { verifyLedger } from '../src/modules/billing/ledger-check.ts';
+export { setCapTimeZone, setSpendCap } from '../src/modules/spend-caps/spend-caps.service.ts';
 export { type RunningControlPlane, startControlPlane } from '../src/server.ts';
 
 /**

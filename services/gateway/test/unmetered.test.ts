@@ -90,6 +90,7 @@ describe('GET /v1/key/status', () => {
       limits: { maxRequestBytes: 50_000, maxOutputTokens: 700, requestsPerMinute: 90, concurrency: 3 },
       remaining: { tokens: '100000', credits: '123456789012345678' },
       reserved: { tokens: '0', credits: '0' },
+      caps: [],
       allowedAliases: ['claude-all', 'claude-test', 'gpt-all', 'gpt-test', 'tokens-test'],
     });
 

@@ -86,9 +86,10 @@ export function estimateAmounts(estimate: Usage, prices: CapPrices | null | unde
   const input = BigInt(estimate.inputTokens);
   const output = BigInt(estimate.outputTokens);
   if (!prices) return { tokens: input + output, credits: 0n };
-  const highest = [prices.input, prices.cacheRead, prices.cacheWrite, prices.cacheWrite1h].reduce((a, b) =>
-    a > b ? a : b,
-  );
+  let highest = prices.input;
+  for (const price of [prices.cacheRead, prices.cacheWrite, prices.cacheWrite1h]) {
+    if (price > highest) highest = price;
+  }
   return { tokens: input + output, credits: prices.request + input * highest + output * prices.output };
 }
 

@@ -7,9 +7,9 @@ import {
   type RedisTarget,
   redisReady,
 } from '@tollgate/service-kit';
+import { CAP_FINISH_LUA, CAP_RESERVE_LUA, CAP_UNCOUNT_LUA } from './hot-caps.lua.ts';
 import { encodeCall, type ScriptCall, type ScriptName, type ScriptReplies } from './hot-layout.ts';
 import { SCRIPT_SOURCES } from './hot-scripts.ts';
-import { CAP_FINISH_LUA, CAP_RESERVE_LUA, CAP_UNCOUNT_LUA } from './hot-caps.lua.ts';
 
 /** Where Redis keeps one account's part of the hot tier (see hot-layout.ts). */
 export function hotKeys(prefix: string, accountId: string) {

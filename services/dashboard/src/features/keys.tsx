@@ -6,6 +6,7 @@ import { Link } from '../lib/router.tsx';
 import { Button, Confirm, Empty, ErrorMessage, Loading, Page, SecretBox, StateBadge } from '../lib/ui.tsx';
 import { ActivityTable } from './activity.tsx';
 import { CreateKeyForm } from './key-form.tsx';
+import { KeyCapForm, type SpendCap, SpendCapList, useSpendCaps } from './spend-caps.tsx';
 
 export interface ApiKey {
   id: string;
@@ -34,6 +35,7 @@ interface KeyStatus {
 
 export function KeysScreen() {
   const keys = useApi<ApiKey[]>('/me/api-keys');
+  const caps = useSpendCaps();
   const models = useApi<{ alias: string }[]>('/catalog/models');
   const [creating, setCreating] = useState(false);
   const [shown, setShown] = useState<{ label: string; secret: string } | null>(null);
@@ -70,7 +72,14 @@ export function KeysScreen() {
       ) : null}
       <ul className="keys">
         {keys.data?.map((key) => (
-          <KeyItem key={key.id} apiKey={key} onChanged={() => void keys.reload()} onSecret={setShown} />
+          <KeyItem
+            key={key.id}
+            apiKey={key}
+            caps={caps.data?.caps.filter((cap) => cap.keyId === key.id || cap.keyId === null) ?? []}
+            onCapsChanged={() => void caps.reload()}
+            onChanged={() => void keys.reload()}
+            onSecret={setShown}
+          />
         ))}
       </ul>
     </Page>
@@ -79,6 +88,8 @@ export function KeysScreen() {
 
 function KeyItem(props: {
   apiKey: ApiKey;
+  caps: SpendCap[];
+  onCapsChanged: () => void;
   onChanged: () => void;
   onSecret: (shown: { label: string; secret: string }) => void;
 }) {
@@ -86,6 +97,7 @@ function KeyItem(props: {
   const [status, setStatus] = useState<KeyStatus | null>(null);
   const [confirming, setConfirming] = useState<'revoke' | 'rotate' | null>(null);
   const [showActivity, setShowActivity] = useState(false);
+  const [cappingKey, setCappingKey] = useState(false);
   const [throttled, setThrottled] = useState<string | null>(null);
 
   const copy = useAction(async () => {
@@ -155,6 +167,16 @@ function KeyItem(props: {
           <dd>{formatDate(key.createdAt)}</dd>
         </div>
       </dl>
+      <SpendCapList caps={props.caps} label={`Spend caps of ${key.name}`} />
+      {cappingKey ? (
+        <KeyCapForm
+          keyId={key.id}
+          onDone={() => {
+            setCappingKey(false);
+            props.onCapsChanged();
+          }}
+        />
+      ) : null}
       <ErrorMessage error={error} />
       {throttled ? (
         <p className="alert warning" role="alert">
@@ -204,6 +226,7 @@ function KeyItem(props: {
             Revoke
           </Button>
         ) : null}
+        {live ? <Button onClick={() => setCappingKey(!cappingKey)}>Spend cap</Button> : null}
         <Button onClick={() => setShowActivity(!showActivity)}>
           {showActivity ? 'Hide activity' : 'Activity'}
         </Button>

@@ -6,6 +6,7 @@ import { useSession } from '../lib/session.tsx';
 import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
 import { ActivityTable } from './activity.tsx';
 import { usePackageNames } from './package-names.ts';
+import { AccountSpendCaps } from './spend-caps.tsx';
 
 interface Balance {
   remaining: { tokens: string; credits: string };
@@ -86,6 +87,12 @@ export function OverviewScreen() {
           </ul>
         </Card>
       </div>
+      <Card title="Spend caps">
+        <AccountSpendCaps />
+        <p className="muted">
+          At most so much per 5 hours, day, week or month; a call over a cap is refused until it frees.
+        </p>
+      </Card>
       <Card title="Tokens per day, last 14 days">
         <ErrorMessage error={usage.error} />
         {usage.data ? <UsageChart rows={usage.data} days={daysBetween(from, to)} /> : <Loading />}

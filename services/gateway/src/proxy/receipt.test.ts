@@ -40,6 +40,25 @@ describe('the cost beside usage', () => {
     });
   });
 
+  it('is null and says so when the control plane held the call instead of settling it', () => {
+    const held = costMembers(
+      {
+        confirmed: true,
+        result: {
+          reservationId: ID,
+          status: 'held',
+          replay: false,
+          charged: { tokens: '0', credits: '0' },
+          writtenOff: { tokens: '0', credits: '0' },
+        },
+      },
+      ID,
+    );
+    const usage = JSON.parse(withCostInBody('{"usage":{"output_tokens":2}}', held)).usage;
+    expect(usage.cost).toBeNull();
+    expect(usage.cost_details).toMatchObject({ status: 'held', credits: 0, request_id: ID });
+  });
+
   it('leaves an answer without usage, or not JSON, as it was', () => {
     for (const body of ['{"id":"x"}', '{"usage":null}', 'not json', '{"usage":{"a":1}} trailing']) {
       expect(withCostInBody(body, settled)).toBe(body);

@@ -36,7 +36,14 @@ interface AdminAlias {
   protocols: string[];
   providerId: string;
   upstreamModel: string;
-  upstreams: { providerId: string; upstreamModel: string; priority: number; weight: number }[];
+  upstreams: {
+    providerId: string;
+    upstreamModel: string;
+    priority: number;
+    weight: number;
+    /** The operator's cost price of the upstream (kept as it is when prices are edited). */
+    cost?: AliasPrice | null;
+  }[];
   published: boolean;
   price: AliasPrice | null;
   maxOutputTokens: number;
@@ -57,7 +64,7 @@ function aliasBody(alias: AdminAlias, price: AliasPrice | null) {
   const single = alias.upstreams.length === 1 && only && only.priority === 0 && only.weight === 1;
   return {
     ...(single
-      ? { providerId: alias.providerId, upstreamModel: alias.upstreamModel }
+      ? { providerId: alias.providerId, upstreamModel: alias.upstreamModel, cost: only.cost ?? null }
       : { upstreams: alias.upstreams }),
     protocols: alias.protocols,
     published: alias.published,
@@ -128,9 +135,29 @@ function priceSummary(price: AliasPrice | null): string {
   return ` · credits per token: input ${groupDigits(price.input)}, output ${groupDigits(price.output)}, cache read ${groupDigits(price.cacheRead)}, cache write ${groupDigits(price.cacheWrite)} (1 h: ${groupDigits(price.cacheWrite1h)})${request}`;
 }
 
-/** Held reservations, the audit log and the catalogue, for operators. */
+interface RefusedCredential {
+  providerId: string;
+  credential: string;
+  upstreamStatus: number | null;
+  refusedAt: string;
+  gateways: number;
+}
+
+interface MarginRow {
+  alias: string;
+  providerId: string;
+  upstreamModel: string;
+  calls: string;
+  revenue: { credits: string; tokens: string };
+  costCredits: string | null;
+  marginCredits: string | null;
+}
+
+/** Held reservations, refused provider credentials, margin, the audit log and the catalogue. */
 export function AdminOperationsScreen() {
   const held = useApi<Held[]>('/admin/reservations/held');
+  const refused = useApi<RefusedCredential[]>('/admin/routing/credentials');
+  const margin = useApi<{ from: string; to: string; items: MarginRow[] }>('/admin/reports/margin');
   const catalog = useApi<AdminCatalog>('/admin/catalog');
   const [editing, setEditing] = useState<string | null>(null);
   const [releasing, setReleasing] = useState<Held | null>(null);
@@ -189,6 +216,40 @@ export function AdminOperationsScreen() {
             </p>
           </Confirm>
         ) : null}
+      </Card>
+      <Card title="Provider credentials out of rotation">
+        <ErrorMessage error={refused.error} />
+        {refused.data && refused.data.length === 0 ? (
+          <p className="muted">Every provider accepts its credentials.</p>
+        ) : null}
+        <ul>
+          {refused.data?.map((item) => (
+            <li key={`${item.providerId} ${item.credential}`}>
+              <code>{item.credential}</code> of {item.providerId}: refused ({item.upstreamStatus ?? 'refusal'}
+              ) since {formatDate(item.refusedAt)} by {item.gateways} gateway{item.gateways === 1 ? '' : 's'}.
+              The others of its pool serve meanwhile. Replace the secret, then restart the gateways.
+            </li>
+          ))}
+        </ul>
+      </Card>
+      <Card title="Margin, last 30 days">
+        <ErrorMessage error={margin.error} />
+        {margin.data && margin.data.items.length === 0 ? (
+          <p className="muted">No settled call in the period.</p>
+        ) : null}
+        <ul>
+          {margin.data?.items.map((row) => (
+            <li key={`${row.alias} ${row.providerId} ${row.upstreamModel}`}>
+              <code>{row.alias}</code> on {row.providerId} ({row.upstreamModel}): {groupDigits(row.calls)}{' '}
+              calls, {groupDigits(row.revenue.credits)} credits charged
+              {row.revenue.tokens === '0' ? '' : ` and ${groupDigits(row.revenue.tokens)} package tokens`},
+              cost{' '}
+              {row.costCredits === null
+                ? 'unknown (no cost price)'
+                : `${groupDigits(row.costCredits)} credits, margin ${groupDigits(row.marginCredits ?? '0')}`}
+            </li>
+          ))}
+        </ul>
       </Card>
       <Card title="Audit log">
         <AuditLog />

@@ -62,4 +62,12 @@ describe('entries of the catalogue file', () => {
     const listed = await admin.request('GET', '/admin/catalog');
     expect(listed.body.data.managedByFile.aliases).not.toContain('admins-own');
   });
+
+  it('leave the admin screens usable when the file has gone since the start', async () => {
+    const { unlink } = await import('node:fs/promises');
+    await unlink(context.deps.config.catalogFile as string);
+    const catalog = await admin.request('GET', '/admin/catalog');
+    expect(catalog.status).toBe(200);
+    expect(catalog.body.data.managedByFile.aliases).toEqual([]);
+  });
 });

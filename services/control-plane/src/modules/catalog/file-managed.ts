@@ -15,10 +15,21 @@ export interface FileManaged {
  * at start or by `tollgate-admin sync-catalog`); an entry only in the database is the admins'.
  * Read from the file as it is now, so the answer matches what the next start would do.
  */
-export async function readFileManaged(deps: Pick<Dependencies, 'config'>): Promise<FileManaged> {
+export async function readFileManaged(deps: Pick<Dependencies, 'config' | 'logger'>): Promise<FileManaged> {
   const { catalogFile, env, providerSecretPrefix } = deps.config;
   if (!catalogFile) return { file: null, providers: [], aliases: [], packages: [] };
-  const catalog = await loadCatalogFile(catalogFile, env, providerSecretPrefix);
+  let catalog: Awaited<ReturnType<typeof loadCatalogFile>>;
+  try {
+    catalog = await loadCatalogFile(catalogFile, env, providerSecretPrefix);
+  } catch (error) {
+    // Moved or broken since the start (which read it): the admin screens stay usable, and the
+    // next start, which reads it too, reports the problem.
+    deps.logger.warn(
+      { file: catalogFile, reason: error instanceof Error ? error.message : String(error) },
+      'catalogue file unreadable; no entry is marked as managed by it',
+    );
+    return { file: catalogFile, providers: [], aliases: [], packages: [] };
+  }
   return {
     file: catalogFile,
     providers: catalog.providers.map((provider) => provider.id),
@@ -34,7 +45,7 @@ const KINDS = { providers: 'provider', aliases: 'alias', packages: 'package' } a
  * start. The message says where to change it instead.
  */
 export async function refuseFileManaged(
-  deps: Pick<Dependencies, 'config'>,
+  deps: Pick<Dependencies, 'config' | 'logger'>,
   kind: keyof typeof KINDS,
   id: string,
 ): Promise<void> {

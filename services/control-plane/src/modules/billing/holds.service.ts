@@ -1,5 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
+import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
 import * as repository from './billing.repository.ts';
 import type { ReservationStatus } from './billing.table.ts';
 
@@ -80,6 +81,23 @@ export async function resolveHold(
       },
     ]);
   });
+  await countOtherFinishes(deps, [
+    {
+      accountId: row.account_id,
+      reservationId,
+      status: result!.status,
+      parts:
+        resolution.action === 'settle'
+          ? [
+              resolution.inputTokens,
+              resolution.outputTokens,
+              resolution.cacheReadTokens ?? 0n,
+              resolution.cacheWriteTokens ?? 0n,
+              resolution.cacheWrite1hTokens ?? 0n,
+            ]
+          : null,
+    },
+  ]);
   return {
     status: result!.status,
     charged: { tokens: result!.charged_tokens, credits: result!.charged_credits },

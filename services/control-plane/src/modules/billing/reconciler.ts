@@ -1,4 +1,6 @@
 import type { Dependencies } from '../../deps.ts';
+import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
+import { pruneUsage } from '../spend-caps/spend-caps.repository.ts';
 import * as repository from './billing.repository.ts';
 
 /** One reservation the pass changed, and why. */
@@ -55,6 +57,18 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
       changes.map(({ row, action, reason }) => repository.finishRowOf(row, action, reason, occurredAt)),
     );
   }
+  // Spend caps reach back a month at most (docs/billing/spend-caps.md): older counts go.
+  await pruneUsage(deps.db, new Date(now - 32 * 86_400_000), 10_000);
+  // A released hold counts in no spend cap any more (a new hold keeps counting its estimate).
+  await countOtherFinishes(
+    deps,
+    expiredHolds.map((row) => ({
+      accountId: row.account_id,
+      reservationId: row.id,
+      status: 'released',
+      parts: null,
+    })),
+  );
   const reservations: ReconciledReservation[] = changes.map(({ row, action, reason }) => ({
     id: row.id,
     accountId: row.account_id,

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createFundedKey,
   ENGINES,
+  endItem,
   expectLedgerConsistent,
   type FundedKey,
   internalApi,
@@ -12,6 +13,7 @@ import {
 } from '../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { createKey } from '../api-keys/api-keys.service.ts';
+import { resolveHold } from '../billing/holds.service.ts';
 import {
   type CapChange,
   type CapParty,
@@ -139,6 +141,33 @@ describe.each(ENGINES.filter(([name]) => process.env.CAPS_ENGINES?.includes(name
 
       context.clock.advance(31_000);
       expect(admitted(await burst([key], 50))).toHaveLength(Number(CALLS));
+    }, 60_000);
+
+    it("counts a held call's estimate until an admin resolves it, then its usage", async () => {
+      const key = await createFundedKey(context, { credits: 1_000_000n });
+      await cap(
+        'customer',
+        { accountId: key.accountId, keyId: key.keyId },
+        {
+          unit: 'tokens',
+          period: '5h',
+          limit: 1000n,
+        },
+      );
+      const reserved = (await api.reserve([call(key)])).body.results[0] as Extract<
+        ReserveResult,
+        { ok: true }
+      >;
+      expect(reserved.ok).toBe(true);
+      await api.finish([endItem(key, reserved.reservationId, 'priced', 'hold', 'upstream_invalid_response')]);
+      const used = async () => (await readCapStatus(context.deps, key.accountId, key.keyId)).caps[0]?.used;
+      expect(await used()).toBe(CALL_TOKENS);
+      await resolveHold(context.deps, reserved.reservationId, {
+        action: 'settle',
+        inputTokens: 4n,
+        outputTokens: 3n,
+      });
+      expect(await used()).toBe(7n);
     }, 60_000);
 
     it('shares an account cap between two keys', async () => {

@@ -1,6 +1,7 @@
 import { type FinishItem, type ReserveItem, type ReserveResult, usageParts } from '@tollgate/schemas';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import type { Dependencies } from '../../deps.ts';
 import type { CapVerdict } from './spend-caps.enforce.ts';
 import { finishUsage } from './spend-caps.repository.ts';
 
@@ -37,6 +38,59 @@ export async function countFinished(
         cache_read: parts?.cacheRead ?? 0n,
         cache_write: parts?.cacheWrite ?? 0n,
         cache_write_1h: parts?.cacheWrite1h ?? 0n,
+      };
+    }),
+  );
+}
+
+/** A finish that did not come from the gateway (an admin's resolution, the reconciler's release). */
+export interface OtherFinish {
+  accountId: string;
+  reservationId: string;
+  status: 'settled' | 'released' | 'held';
+  /** input, output, cache read, cache write, 1-hour cache write; null unless settled. */
+  parts: bigint[] | null;
+}
+
+/**
+ * Corrects what such finishes count, in whichever engine counted the calls: a resolved hold
+ * counts its usage (or nothing once released) from then on, as a gateway's settle would.
+ */
+export async function countOtherFinishes(
+  deps: Pick<Dependencies, 'db' | 'hot' | 'caps'>,
+  finishes: readonly OtherFinish[],
+): Promise<void> {
+  const accounts = await deps.caps.get([...new Set(finishes.map((each) => each.accountId))]);
+  const capped = finishes.filter((each) => (accounts.get(each.accountId)?.caps.length ?? 0) > 0);
+  if (capped.length === 0) return;
+  const zero = [0n, 0n, 0n, 0n, 0n];
+  if (deps.hot) {
+    const hot = deps.hot;
+    await Promise.all(
+      [...new Set(capped.map((each) => each.accountId))].map((accountId) =>
+        hot.caps.finish(
+          accountId,
+          capped
+            .filter((each) => each.accountId === accountId)
+            .map((each) => ({ id: each.reservationId, status: each.status, parts: each.parts ?? zero })),
+        ),
+      ),
+    );
+    return;
+  }
+  await finishUsage(
+    deps.db,
+    capped.map((each) => {
+      const [input = 0n, output = 0n, cacheRead = 0n, cacheWrite = 0n, cacheWrite1h = 0n] =
+        each.parts ?? zero;
+      return {
+        reservation_id: each.reservationId,
+        state: each.status,
+        input,
+        output,
+        cache_read: cacheRead,
+        cache_write: cacheWrite,
+        cache_write_1h: cacheWrite1h,
       };
     }),
   );

@@ -148,3 +148,12 @@ export async function finishUsage(db: Db, rows: FinishedUsage[]): Promise<void> 
     where u.reservation_id = f.reservation_id and u.state in ('reserved', 'held')
   `.execute(db);
 }
+
+/** What calls counted before `before`, which no window reaches any more (at most `limit` rows). */
+export async function pruneUsage(db: Db, before: Date, limit: number): Promise<number> {
+  const result = await sql`
+    delete from spend_cap_usage where reservation_id in (
+      select reservation_id from spend_cap_usage where counted_at < ${before} limit ${limit})
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
+}

@@ -8,7 +8,7 @@
  *   const response = await client.send({ url, headers, body, signal });       // throws AppError
  *   non-streamed: const result = await relayNonStreaming({ response, surface, adapter, alias, upstreamModel });
  *   streamed:     const checked = await checkUpstreamResponse({ response, names, surface, stream: true });
- *                 if (checked.ok) { const { body, headers, outcome } = relayStream({ ... }); }
+ *                 if (checked.ok) { const { pipe, headers, outcome } = relayStream({ ... }); pipe(sink); }
  */
 export { anthropicAdapter, getAdapter, openaiAdapter } from './adapters/index.ts';
 export { createUpstreamClient, type UpstreamClient, type UpstreamResponse } from './client.ts';

@@ -218,9 +218,9 @@ describe('the dashboard in Chromium', () => {
     ]);
     const csv = await readFile((await download.path()) ?? '', 'utf8');
     expect(csv.split('\n')[0]).toBe(
-      'day,alias,requests,input_tokens,output_tokens,charged_tokens,charged_credits',
+      'day,alias,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,charged_tokens,charged_credits',
     );
-    expect(csv).toMatch(/,gpt-e2e,1,\d+,\d+,0,\d+/);
+    expect(csv).toMatch(/,gpt-e2e,1,\d+,\d+,0,0,0,0,\d+/);
 
     await page.goto(`${base}/keys`);
     const card = page.getByTestId('key-laptop');

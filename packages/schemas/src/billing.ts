@@ -102,9 +102,13 @@ export function highestInputPrice(price: AliasPrice): bigint {
   return highest;
 }
 
-/** What a usage costs in credits at these prices (every part at its price, plus the call's price). */
+/**
+ * What a usage costs when credit pays all of it: every part at its price, plus the price per call
+ * (charged only when there is a token to pay for, as the engines do).
+ */
 export function costOf(usage: Usage, price: AliasPrice): bigint {
   const parts = usageParts(usage);
+  if (parts.input + parts.output + parts.cacheRead + parts.cacheWrite + parts.cacheWrite1h === 0n) return 0n;
   return (
     parts.input * BigInt(price.input) +
     parts.output * BigInt(price.output) +

@@ -122,8 +122,8 @@ export const GatewayEnv = z.object({
   FINISH_FLUSH_MS: withDefault(positiveInt, 20).describe(
     'Settlements, releases and holds wait at most this long to leave together in one batch.',
   ),
-  RECEIPT_WAIT_MS: withDefault(positiveInt, 1_000).describe(
-    "Longest the end of an answer waits for its settlement's charge (the receipt); past it the answer ends with its cost marked `unconfirmed` and the settlement lands later, unchanged.",
+  RECEIPT_WAIT_MS: withDefault(z.coerce.number().int().min(0), 1_000).describe(
+    "Longest the end of an answer waits for its settlement's charge (the receipt); past it the answer ends with its cost marked `unconfirmed` and the settlement lands later, unchanged. 0: answers never wait, every cost is `unconfirmed` and read by its request id (settlements batch as without receipts).",
   ),
   FINISH_MAX_QUEUED: withDefault(positiveInt, 200_000).describe(
     'Settlements held in memory while the control plane is unreachable; beyond it they are kept in Redis and `GATEWAY_DATA_DIR`.',

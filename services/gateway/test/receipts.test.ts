@@ -228,6 +228,32 @@ describe('a settlement that does not answer in time', () => {
   });
 });
 
+describe('RECEIPT_WAIT_MS=0', () => {
+  it('answers without waiting, every cost unconfirmed, and the receipt then reads the charge', async () => {
+    const gateway = await startExtraGateway({ RECEIPT_WAIT_MS: '0' });
+    const key = await t.key({ credits: 1_000_000n });
+    await t.stack.eventsDelivered([gateway]);
+    const reply = await t.post(
+      '/v1/responses',
+      key.secret,
+      bodyFor('/v1/responses', 'gpt-test', `tag=${uniqueTag()},input_tokens=9,output_tokens=2`),
+      { baseUrl: gateway.server.url },
+    );
+    expect(reply.status, reply.text).toBe(200);
+    const requestId = reply.headers.get('x-request-id')!;
+    expect(JSON.parse(reply.text).usage).toMatchObject({
+      cost: null,
+      cost_details: { status: 'unconfirmed', request_id: requestId },
+    });
+    expect(await gateway.drainBilling(10_000)).toBe(true);
+    const receipt = await t.get(`/v1/key/usage/${requestId}`, key.secret, { baseUrl: gateway.server.url });
+    expect(JSON.parse(receipt.text)).toMatchObject({
+      state: 'settled',
+      charged: { credits: String(9 * 2 + 2 * 8) },
+    });
+  });
+});
+
 describe('GET /v1/key/usage/{request_id}', () => {
   it("shows the key its call's receipt: alias, token parts, prices, what each source gave, state", async () => {
     const key = await t.key({ credits: 1_000_000n, packages: ['pro'] });

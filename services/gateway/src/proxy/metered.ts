@@ -271,6 +271,11 @@ async function checkRequest(
  * charged), or unconfirmed past the receipt wait; the settlement itself is unaffected either way.
  */
 function receiptOf(deps: GatewayDependencies, item: FinishItem): Promise<Receipt> {
+  if (deps.config.billing.receiptWaitMs === 0) {
+    // The operator chose throughput: the settlement batches as usual, the cost is read by its id.
+    deps.billing.finish(item);
+    return Promise.resolve(UNCONFIRMED);
+  }
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(UNCONFIRMED), deps.config.billing.receiptWaitMs);
     deps.billing.finish(item, (result) => {

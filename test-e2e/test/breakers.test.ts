@@ -71,6 +71,24 @@ beforeAll(async () => {
     });
     expect(saved.status).toBe(200);
   }
+  for (const [name, limits] of [
+    ['capped-concurrency-e2e', { maxConcurrency: 2 }],
+    ['capped-rate-e2e', { requestsPerMinute: 3 }],
+  ] as const) {
+    const saved = await admin.request('PUT', `/admin/catalog/aliases/${name}`, {
+      ...alias,
+      upstreams: [
+        { providerId: 'mock-openai', upstreamModel: `${FLAKY}-${name}`, ...limits },
+        { providerId: 'mock-openai', upstreamModel: `${STEADY}-${name}`, priority: 1 },
+      ],
+    });
+    expect(saved.status).toBe(200);
+  }
+  const catalog = await admin.request('GET', '/admin/catalog');
+  const capped = catalog.body.data.aliases.find(
+    (each: { alias: string }) => each.alias === 'capped-concurrency-e2e',
+  );
+  expect(capped.upstreams[0]).toMatchObject({ maxConcurrency: 2 });
   single = openaiClient((await stack.startGateway('single', GATEWAY_ENV)).url, secret);
   const gateways = [];
   for (const name of ['a', 'b', 'c']) gateways.push(await stack.startGateway(name, GATEWAY_ENV));
@@ -83,7 +101,7 @@ beforeAll(async () => {
   for (const client of [single, ...gateways.map((gateway) => openaiClient(gateway.url, secret))]) {
     for (let tries = 0; ; tries++) {
       const models = (await client.models.list()).data.map((model) => model.id);
-      if (models.includes('breaker-bench-e2e')) break;
+      if (models.includes('capped-rate-e2e')) break;
       if (tries > 200) throw new Error('the gateway never loaded the aliases');
       // A poll: the gateway's reload on the change event has no signal a test can wait on.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -220,5 +238,36 @@ describe('a 429 with Retry-After: 2', () => {
     await sleep(2_300 - (Date.now() - benchedAt));
     expect(await calls(balanced, alias, 'tag=bench-3', 6, 1)).toEqual(Array(6).fill(200));
     expect(await received('bench-3', alias)).toMatchObject({ flaky: 6, steady: 0 });
+  });
+});
+
+describe("an upstream's own limits on the operator's account", () => {
+  it('at its max_concurrency, across three gateways, it is skipped: the next upstream answers', async () => {
+    const alias = 'capped-concurrency-e2e';
+    // Twelve calls at once through three gateways, each held 1.5 s by the capped upstream.
+    const statuses = await calls(
+      balanced,
+      alias,
+      `only_model=${FLAKY}-${alias},delay=1500,tag=cap-1`,
+      12,
+      12,
+    );
+    expect(statuses).toEqual(Array(12).fill(200));
+    expect(await received('cap-1', alias)).toMatchObject({ flaky: 2, steady: 10 });
+    // Its slots come back when the calls end.
+    expect(await calls(balanced, alias, 'tag=cap-2', 3, 1)).toEqual([200, 200, 200]);
+    expect(await received('cap-2', alias)).toMatchObject({ flaky: 3, steady: 0 });
+  });
+
+  it('at its requests_per_minute, across three gateways, it is skipped for the rest of the minute', async () => {
+    const alias = 'capped-rate-e2e';
+    const minute = () => Math.floor(Date.now() / 60_000);
+    const before = minute();
+    expect(await calls(balanced, alias, 'tag=rate-1', 7, 1)).toEqual(Array(7).fill(200));
+    const { flaky, steady } = await received('rate-1', alias);
+    expect(flaky + steady).toBe(7);
+    // Windows are whole minutes: one that turned during the calls starts a new count.
+    if (minute() === before) expect(flaky).toBe(3);
+    else expect(flaky).toBeLessThanOrEqual(6);
   });
 });

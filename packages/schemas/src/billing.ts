@@ -149,6 +149,12 @@ export const GatewayUpstream = z.object({
   priority: z.number().int().min(0).max(UPSTREAM_PRIORITY_MAX),
   /** Share of the calls among the upstreams of one priority. */
   weight: z.number().int().positive().max(UPSTREAM_WEIGHT_MAX),
+  /**
+   * The provider's limits on the operator's account, for this upstream: calls at once and calls
+   * per minute across all gateways; an upstream at either is skipped (null or absent: none).
+   */
+  maxConcurrency: z.number().int().positive().nullable().optional(),
+  requestsPerMinute: z.number().int().positive().nullable().optional(),
 });
 export type GatewayUpstream = z.infer<typeof GatewayUpstream>;
 

@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { AppError, toAppError } from '@tollgate/errors';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
+import { takeCapacity } from '../routing/capacity.ts';
 import { retryAfterMs } from '../routing/cooldowns.ts';
 import type { UpstreamTarget } from '../routing/upstream-order.ts';
 import {
@@ -34,6 +36,8 @@ export interface ForwardInput {
    * before anything reached the client. Each speaks the call's protocol the way the first does.
    */
   upstreams: UpstreamTarget[];
+  /** Upstreams of the list one call may try (ROUTING_MAX_ATTEMPTS). */
+  maxUpstreams: number;
   /**
    * Native calls: the client's body with model (the given upstream model), max output and
    * stream_options replaced; nothing else changed, except the conversation's reasoning proofs
@@ -101,11 +105,27 @@ function isRetryable(error: AppError): boolean {
  */
 export async function forwardToUpstream(deps: GatewayDependencies, input: ForwardInput): Promise<Forwarded> {
   let attempts = 0;
+  /** Upstreams of the order tried or skipped at their capacity (a credential retry is not one). */
+  let tried = 0;
+  let skipped = 0;
   const upstreams = [...input.upstreams];
+  const retries = new Set<number>();
   for (let index = 0; index < upstreams.length; index++) {
     const target = upstreams[index]!;
+    if (!retries.has(index)) {
+      if (tried >= input.maxUpstreams) break;
+      tried++;
+    }
+    const slot = await takeCapacity(deps, input.alias, target, randomUUID());
+    if (slot === 'full') {
+      // At the provider's limit on the operator's account: the next upstream, nothing sent.
+      skipped++;
+      deps.logger.info({ ...input.log, providerId: target.providerId }, 'upstream at its capacity: skipped');
+      continue;
+    }
     attempts++;
     const attempt = await attemptUpstream(deps, input, target);
+    if (slot) void attempt.forwarded.decision.then(() => slot.release());
     const anotherCredential = poolAfter(deps, target, attempt);
     // A refused credential with another one in its pool: the same upstream again, with that one.
     if (anotherCredential && !input.request.signal.aborted) {
@@ -114,10 +134,11 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
         'trying another credential',
       );
       upstreams.splice(index + 1, 0, target);
+      retries.add(index + 1);
       continue;
     }
     report(deps, target, attempt);
-    const more = index + 1 < upstreams.length && !input.request.signal.aborted;
+    const more = index + 1 < upstreams.length && tried < input.maxUpstreams && !input.request.signal.aborted;
     if (attempt.retryable && more) {
       // Nothing was produced: the reservation stays for the next upstream, and this attempt's
       // failure (logged by the attempt) costs the customer nothing.
@@ -126,8 +147,8 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
     }
     return { ...attempt.forwarded, route: { ...target, attempts } };
   }
-  // No upstream to try (never expected: an alias has at least one).
-  const error = new AppError('upstream_unavailable');
+  // Every upstream at its capacity (or, never expected, none to try): nothing was sent.
+  const error = new AppError('upstream_unavailable', skipped > 0 ? { retryAfterSeconds: 1 } : {});
   return { ...failed(error, decide.failed(error, input.request.signal.aborted)), route: null };
 }
 

@@ -127,8 +127,8 @@ export async function handleMetered(
       stream,
       alias: alias.alias,
       conversationProvider: pinned === null ? null : providerOfKey(pinned),
+      maxUpstreams: deps.config.routing.maxAttempts,
       upstreams: upstreamsFor(candidates, {
-        maxAttempts: deps.config.routing.maxAttempts,
         standingOf: (target) =>
           probes?.has(upstreamKey(target))
             ? PROBE

@@ -43,14 +43,14 @@ export function candidatesFor(deps: GatewayDependencies, call: RoutedCall): Gate
 }
 
 /**
- * The candidates in the order the call tries them, at most `maxAttempts`. A lone candidate is
+ * The candidates in the order the call tries them (forwardToUpstream tries at most
+ * ROUTING_MAX_ATTEMPTS, skipping those at their capacity). A lone candidate is
  * tried whatever its standing: with nothing to move to, a breaker would only turn a call the
  * upstream may answer into a refusal.
  */
 export function upstreamsFor(
   candidates: readonly GatewayUpstream[],
   call: {
-    maxAttempts: number;
     /** Each upstream's standing (cooldowns, breakers, capacity); ready when not given. */
     standingOf?: (target: UpstreamTarget) => Standing;
     /** The upstream (upstreamKey) that served the conversation's previous turn, if known. */
@@ -62,7 +62,5 @@ export function upstreamsFor(
     candidates.length === 1
       ? candidates
       : preferUpstream(orderUpstreams(candidates, standingOf), call.preferred ?? null, standingOf);
-  return ordered
-    .slice(0, call.maxAttempts)
-    .map(({ providerId, upstreamModel }) => ({ providerId, upstreamModel }));
+  return ordered.map(({ providerId, upstreamModel }) => ({ providerId, upstreamModel }));
 }

@@ -21,6 +21,7 @@ import * as credentialPools from './0019_credential_pools.ts';
 import * as usagePartsBilling from './0020_usage_parts_billing.ts';
 import * as upstreamCosts from './0021_upstream_costs.ts';
 import * as spendCaps from './0022_spend_caps.ts';
+import * as upstreamCapacity from './0023_upstream_capacity.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020_usage_parts_billing': usagePartsBilling,
   '0021_upstream_costs': upstreamCosts,
   '0022_spend_caps': spendCaps,
+  '0023_upstream_capacity': upstreamCapacity,
 };

@@ -41,7 +41,13 @@ describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
   it('saves the list; gateways and admins read it, the first of the lowest priority is the primary', async () => {
     const upstreams = [
       { providerId: 'up-anthropic', upstreamModel: 'backup-model', priority: 1 },
-      { providerId: 'up-openai', upstreamModel: 'main-model', weight: 3 },
+      {
+        providerId: 'up-openai',
+        upstreamModel: 'main-model',
+        weight: 3,
+        maxConcurrency: 4,
+        requestsPerMinute: 100,
+      },
       { providerId: 'up-anthropic', upstreamModel: 'second-main', weight: 1 },
     ];
     const saved = await admin.request('PUT', '/admin/catalog/aliases/routed', {
@@ -49,8 +55,21 @@ describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
     });
     expect(saved.status).toBe(200);
     const expected = [
-      { providerId: 'up-anthropic', upstreamModel: 'backup-model', priority: 1, weight: 1 },
-      { providerId: 'up-openai', upstreamModel: 'main-model', priority: 0, weight: 3 },
+      {
+        providerId: 'up-anthropic',
+        upstreamModel: 'backup-model',
+        priority: 1,
+        weight: 1,
+        maxConcurrency: null,
+      },
+      {
+        providerId: 'up-openai',
+        upstreamModel: 'main-model',
+        priority: 0,
+        weight: 3,
+        maxConcurrency: 4,
+        requestsPerMinute: 100,
+      },
       { providerId: 'up-anthropic', upstreamModel: 'second-main', priority: 0, weight: 1 },
     ];
     expect(await gatewayAlias('routed')).toMatchObject({
@@ -109,6 +128,10 @@ describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
         { upstreams: [{ providerId: 'up-openai', upstreamModel: 'm', priority: -1 }] },
         'upstreams.0.priority',
       ],
+      [
+        { upstreams: [{ providerId: 'up-openai', upstreamModel: 'm', maxConcurrency: 0 }] },
+        'upstreams.0.maxConcurrency',
+      ],
     ];
     for (const [change, field] of cases) {
       const refused = await admin.request('PUT', '/admin/catalog/aliases/refused', {
@@ -141,13 +164,13 @@ describe('the catalogue file', () => {
   it('takes upstreams with priorities and weights, or the shorthand', () => {
     const catalog = parseCatalog(
       file(`{ alias: many, protocols: [messages], default_max_output_tokens: 1, max_output_tokens: 1,
-      upstreams: [{ provider: up-openai, upstream_model: a, weight: 2 }, { provider: up-anthropic, upstream_model: b, priority: 1 }] }`),
+      upstreams: [{ provider: up-openai, upstream_model: a, weight: 2, max_concurrency: 5 }, { provider: up-anthropic, upstream_model: b, priority: 1, requests_per_minute: 60 }] }`),
       'test',
       {},
     );
     expect(catalog.aliases[0]?.upstreams).toEqual([
-      { provider: 'up-openai', upstream_model: 'a', priority: 0, weight: 2 },
-      { provider: 'up-anthropic', upstream_model: 'b', priority: 1, weight: 1 },
+      { provider: 'up-openai', upstream_model: 'a', priority: 0, weight: 2, max_concurrency: 5 },
+      { provider: 'up-anthropic', upstream_model: 'b', priority: 1, weight: 1, requests_per_minute: 60 },
     ]);
   });
 

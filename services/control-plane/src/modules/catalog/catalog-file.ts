@@ -86,6 +86,8 @@ export const CatalogFile = z
                     weight: z.number().int().positive().max(UPSTREAM_WEIGHT_MAX).default(1),
                     /** The operator's own cost price of this upstream (docs/routing.md, margin). */
                     cost: PartPrices.optional(),
+                    max_concurrency: z.number().int().positive().optional(),
+                    requests_per_minute: z.number().int().positive().optional(),
                   })
                   .strict(),
               )
@@ -169,6 +171,8 @@ export interface FileUpstream {
   priority: number;
   weight: number;
   cost?: FilePartPrices | undefined;
+  max_concurrency?: number | undefined;
+  requests_per_minute?: number | undefined;
 }
 
 /** An alias's upstreams as written: its list, or the shorthand as a list of one (empty if half given). */

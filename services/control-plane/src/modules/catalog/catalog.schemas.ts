@@ -99,6 +99,24 @@ export const UpstreamView = z
     cost: ModelPriceView.nullable().describe(
       "The operator's own cost price of this upstream, in credits like the alias's price (the margin report); null: not known.",
     ),
+    maxConcurrency: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .optional()
+      .describe(
+        "The provider's concurrency limit on the operator's account: calls at once across all gateways; at it, the upstream is skipped (null: none).",
+      ),
+    requestsPerMinute: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .optional()
+      .describe(
+        "The provider's request limit on the operator's account: calls per minute across all gateways; at it, the upstream is skipped (null: none).",
+      ),
   })
   .openapi('AliasUpstream');
 

@@ -56,6 +56,8 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         upstreamModel: upstream.upstream_model,
         priority: upstream.priority,
         weight: upstream.weight,
+        maxConcurrency: upstream.max_concurrency ?? null,
+        requestsPerMinute: upstream.requests_per_minute ?? null,
       }));
       const first = firstUpstream(upstreams);
       await repository.upsertAlias(trx, {
@@ -235,6 +237,8 @@ function rowsOf(upstreams: GatewayUpstream[]) {
     upstream_model: upstream.upstreamModel,
     priority: upstream.priority,
     weight: upstream.weight,
+    max_concurrency: upstream.maxConcurrency ?? null,
+    requests_per_minute: upstream.requestsPerMinute ?? null,
   }));
 }
 
@@ -251,6 +255,8 @@ async function readUpstreams(
       upstreamModel: row.upstream_model,
       priority: row.priority,
       weight: row.weight,
+      maxConcurrency: row.max_concurrency,
+      requestsPerMinute: row.requests_per_minute,
     });
     lists.set(row.alias, list);
   }

@@ -57,6 +57,9 @@ export interface AliasUpstreamsTable {
   upstream_model: string;
   priority: number;
   weight: number;
+  /** The provider's limits on the operator's account (migration 0023); null: none. */
+  max_concurrency: number | null;
+  requests_per_minute: number | null;
 }
 
 /** The operator's cost price of one upstream of an alias (credits per token of each part, per call). */

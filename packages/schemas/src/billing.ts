@@ -251,8 +251,8 @@ export const KeyStatus = z.object({
   remaining: Amounts,
   /** Held by requests in flight. */
   reserved: Amounts,
-  /** Every spend cap on the key and on its account. */
-  caps: z.array(KeyCapStatus),
+  /** Every spend cap on the key and on its account (absent from a control plane older than caps). */
+  caps: z.array(KeyCapStatus).default([]),
 });
 export type KeyStatus = z.infer<typeof KeyStatus>;
 

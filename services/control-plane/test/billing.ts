@@ -15,8 +15,9 @@ import { sql } from 'kysely';
 import { createAccount } from '../src/modules/accounts/accounts.service.ts';
 import { createKey } from '../src/modules/api-keys/api-keys.service.ts';
 import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
-import { insertEntitlement, lockAccount } from '../src/modules/billing/billing.repository.ts';
+import { insertEntitlement } from '../src/modules/billing/billing.repository.ts';
 import { changeCredit, grantPackage } from '../src/modules/billing/billing.service.ts';
+import { changeBalances } from '../src/modules/billing/engines.ts';
 import { verifyLedger } from '../src/modules/billing/ledger-check.ts';
 import { priceColumns, syncCatalog } from '../src/modules/catalog/catalog.service.ts';
 import { parseCatalog } from '../src/modules/catalog/catalog-file.ts';
@@ -207,8 +208,8 @@ export async function grantEntitlement(
   accountId: string,
   grant: { tokens: bigint; expiresInMs?: number | null; aliases?: string[] | null },
 ): Promise<string> {
-  return context.deps.db.transaction().execute(async (trx) => {
-    await lockAccount(trx, accountId, context.deps.hot);
+  return changeBalances(context.deps, async ({ trx, lock }) => {
+    await lock(accountId);
     return insertEntitlement(trx, {
       account_id: accountId,
       package_id: null,
@@ -229,8 +230,8 @@ export async function grantEntitlement(
 
 /** Ends an entitlement now, by Postgres's clock for expiries (tollgate_now()), as time passing would (R16). */
 export async function expireEntitlement(context: TestContext, accountId: string, entitlementId: string) {
-  await context.deps.db.transaction().execute(async (trx) => {
-    await lockAccount(trx, accountId, context.deps.hot);
+  await changeBalances(context.deps, async ({ trx, lock }) => {
+    await lock(accountId);
     await sql`update entitlements set expires_at = tollgate_now() - interval '1 millisecond'
               where id = ${entitlementId}::uuid`.execute(trx);
   });

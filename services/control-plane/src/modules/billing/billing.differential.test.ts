@@ -20,6 +20,7 @@ import {
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { fullPrice, type ModelUsage, MoneyModel, type Price } from '../../../test/money-model.ts';
 import { changeCredit } from './billing.service.ts';
+import { changeBalances } from './engines.ts';
 import { resolveHold } from './holds.service.ts';
 import { clawBackOrderGrant } from './order-grants.ts';
 
@@ -281,18 +282,14 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
       case 'refund': {
         const entitlement = entitlementAt(op.entitlement);
         if (!entitlement) return;
-        await context.deps.db.transaction().execute((trx) =>
-          clawBackOrderGrant(
-            trx,
-            {
-              orderId: randomUUID(),
-              accountId: key.accountId,
-              entitlementId: entitlement.id,
-              bonusCredits: 0n,
-              now: context.deps.clock.now(),
-            },
-            context.deps.hot,
-          ),
+        await changeBalances(context.deps, (balances) =>
+          clawBackOrderGrant(balances, {
+            orderId: randomUUID(),
+            accountId: key.accountId,
+            entitlementId: entitlement.id,
+            bonusCredits: 0n,
+            now: context.deps.clock.now(),
+          }),
         );
         model.refund(entitlement.id);
         return;

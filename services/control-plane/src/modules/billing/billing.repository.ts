@@ -163,21 +163,13 @@ export async function finishBatchIn(
 }
 
 /** The hot tier's part in a balance change made in Postgres (see hot-tier.ts, recallInTransaction). */
-export interface LeaseRecall {
-  recallInTransaction(trx: Transaction<Database>, accountId: string): Promise<void>;
-}
-
 /**
- * Serialises every balance change of one account (see tollgate_lock_account). Given the hot tier,
- * what the account's lease holds free also comes back to Postgres before the change.
+ * Serialises every balance change of one account (R18, tollgate_lock_account). The account's row
+ * lock alone: the hot tier's own lease operations take it; any other change of balances locks
+ * through engines.ts (changeBalances, balancesIn), which also recalls the account's lease.
  */
-export async function lockAccount(
-  trx: Transaction<Database>,
-  accountId: string,
-  hot?: LeaseRecall | null,
-): Promise<void> {
+export async function lockAccountRow(trx: Transaction<Database>, accountId: string): Promise<void> {
   await sql`select tollgate_lock_account(${accountId}::uuid)`.execute(trx);
-  await hot?.recallInTransaction(trx, accountId);
 }
 
 export interface NewEntitlement {

@@ -20,6 +20,7 @@ import {
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
 import { changeCredit } from './billing.service.ts';
+import { changeBalances } from './engines.ts';
 import { listHeld, resolveHold } from './holds.service.ts';
 import { clawBackOrderGrant } from './order-grants.ts';
 import { reconcileOnce } from './reconciler.ts';
@@ -461,18 +462,14 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
       expect(await reserveOne(reserveItem(key, 'priced', 0n, 1n))).toMatchObject({ ok: false });
       await api.finish([endItem(key, item.reservationId, 'priced', 'release', 'upstream_unavailable')]);
       expect((await sourcesOf(context, key.accountId))[tokens]).toEqual({ remaining: 1n, reserved: 0n });
-      await context.deps.db.transaction().execute((trx) =>
-        clawBackOrderGrant(
-          trx,
-          {
-            orderId: randomUUID(),
-            accountId: key.accountId,
-            entitlementId: tokens,
-            bonusCredits: 0n,
-            now: new Date(),
-          },
-          context.deps.hot,
-        ),
+      await changeBalances(context.deps, (balances) =>
+        clawBackOrderGrant(balances, {
+          orderId: randomUUID(),
+          accountId: key.accountId,
+          entitlementId: tokens,
+          bonusCredits: 0n,
+          now: new Date(),
+        }),
       );
       expect((await sourcesOf(context, key.accountId))[tokens]).toEqual({ remaining: 0n, reserved: 0n });
     });

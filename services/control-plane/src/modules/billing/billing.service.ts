@@ -16,6 +16,7 @@ import { countFinishedHot, reserveCappedHot } from '../spend-caps/spend-caps.hot
 import { judgeBatchInTransaction } from '../spend-caps/spend-caps.postgres.ts';
 import * as repository from './billing.repository.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from './billing.rows.ts';
+import { changeBalances } from './engines.ts';
 
 /**
  * Reserves every item of a batch: in the hot tier when there is one, else in one Postgres round
@@ -66,7 +67,7 @@ async function reserveCapped(
   capped: string[],
 ): Promise<ReserveBatchResponse> {
   const results = await deps.db.transaction().execute(async (trx) => {
-    for (const accountId of [...capped].sort()) await repository.lockAccount(trx, accountId);
+    for (const accountId of [...capped].sort()) await repository.lockAccountRow(trx, accountId);
     const judged = await judgeBatchInTransaction(trx, request.items, capped, deps.clock.now());
     const results: ReserveResult[] = new Array(request.items.length);
     const admitted: number[] = [];
@@ -131,8 +132,8 @@ export async function grantPackage(
   }
   const pack = await findPackage(deps, input.packageId);
   const now = deps.clock.now();
-  const result = await deps.db.transaction().execute(async (trx) => {
-    await repository.lockAccount(trx, input.accountId, deps.hot);
+  const result = await changeBalances(deps, async ({ trx, lock }) => {
+    await lock(input.accountId);
     if (input.idempotencyKey) {
       const existing = await repository.findEntitlementByIdempotencyKey(trx, input.idempotencyKey);
       if (existing) return sameGrantOrConflict(existing, input);
@@ -199,41 +200,37 @@ export async function changeCredit(
   if (input.kind === 'grant' && input.amount <= 0n)
     throw AppError.validation({ [field]: ['Must be positive.'] });
   const key = input.idempotencyKey;
-  const replay = await deps.db
-    .transaction()
-    .execute(async (trx) => {
-      await repository.lockAccount(trx, input.accountId, deps.hot);
-      if (key) {
-        if (await repository.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
-        // Two grants of one key to one account wait on the account lock; to two accounts, on the key.
-        const claimed = await repository
-          .claimCreditGrantKey(trx, key, input.accountId, input.amount)
-          .catch((error: unknown) => {
-            if ((error as { code?: string }).code === '23505') throw keyUsedElsewhere();
-            throw error;
-          });
-        if (!claimed) {
-          const first = await repository.findCreditGrantKey(trx, key);
-          if (first?.account_id !== input.accountId || first.amount !== input.amount)
-            throw keyUsedElsewhere();
-          return true;
-        }
+  const replay = await changeBalances(deps, async ({ trx, lock }) => {
+    await lock(input.accountId);
+    if (key) {
+      if (await repository.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
+      // Two grants of one key to one account wait on the account lock; to two accounts, on the key.
+      const claimed = await repository
+        .claimCreditGrantKey(trx, key, input.accountId, input.amount)
+        .catch((error: unknown) => {
+          if ((error as { code?: string }).code === '23505') throw keyUsedElsewhere();
+          throw error;
+        });
+      if (!claimed) {
+        const first = await repository.findCreditGrantKey(trx, key);
+        if (first?.account_id !== input.accountId || first.amount !== input.amount) throw keyUsedElsewhere();
+        return true;
       }
-      try {
-        await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
-      } catch (error) {
-        if (error instanceof RangeError)
-          throw AppError.validation({ [field]: ['The balance would go below zero.'] });
-        if (isOutOfRange(error)) throw balanceTooLarge(field);
-        throw error;
-      }
-      return false;
-    })
-    .catch(async (error: unknown) => {
-      // Refused after the lease was recalled: Redis must hold again what Postgres still leases.
-      await deps.hot?.resync(input.accountId).catch(() => {});
+    }
+    try {
+      await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
+    } catch (error) {
+      if (error instanceof RangeError)
+        throw AppError.validation({ [field]: ['The balance would go below zero.'] });
+      if (isOutOfRange(error)) throw balanceTooLarge(field);
       throw error;
-    });
+    }
+    return false;
+  }).catch(async (error: unknown) => {
+    // Refused after the lease was recalled: Redis must hold again what Postgres still leases.
+    await deps.hot?.resync(input.accountId).catch(() => {});
+    throw error;
+  });
   if (!replay) await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
   return { replay };
 }

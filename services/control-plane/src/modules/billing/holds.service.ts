@@ -3,6 +3,7 @@ import type { Dependencies } from '../../deps.ts';
 import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
 import * as repository from './billing.repository.ts';
 import type { ReservationStatus } from './billing.table.ts';
+import { changeBalances } from './engines.ts';
 
 export interface HeldReservation {
   id: string;
@@ -59,8 +60,8 @@ export async function resolveHold(
   // Under the account's lock, the hot tier's lease recalled first: a settle may draw beyond the
   // reservation from what the lease holds free (R10), and what a release returns is drawn again
   // by the next call (the recall marks the lease to top up).
-  const [result] = await deps.db.transaction().execute(async (trx) => {
-    await repository.lockAccount(trx, row.account_id, deps.hot);
+  const [result] = await changeBalances(deps, async ({ trx, lock }) => {
+    await lock(row.account_id);
     return repository.finishBatchIn(trx, [
       {
         ...repository.finishRowOf(

@@ -1,7 +1,7 @@
-import { sql, type Transaction } from 'kysely';
-import type { Database } from '../../db/schema.ts';
+import { sql } from 'kysely';
 import type { findPackage } from '../catalog/catalog.service.ts';
 import * as repository from './billing.repository.ts';
+import type { BalanceChange } from './engines.ts';
 
 type PackageRow = Awaited<ReturnType<typeof findPackage>>;
 
@@ -22,12 +22,12 @@ export interface OrderGrant {
  * key `order:<id>` makes a second grant of the same order impossible even if a caller erred.
  */
 export async function grantOrderInTransaction(
-  trx: Transaction<Database>,
+  balances: BalanceChange,
   grant: OrderGrant,
-  hot: repository.LeaseRecall | null,
 ): Promise<{ entitlementId: string }> {
   const { pack } = grant;
-  await repository.lockAccount(trx, grant.accountId, hot);
+  const { trx } = balances;
+  await balances.lock(grant.accountId);
   const cause = `order ${grant.orderId}`;
   const entitlementId = await repository.insertEntitlement(trx, {
     account_id: grant.accountId,
@@ -55,7 +55,7 @@ export async function grantOrderInTransaction(
  * now so whatever a release returns to it can no longer be spent.
  */
 export async function clawBackOrderGrant(
-  trx: Transaction<Database>,
+  balances: BalanceChange,
   input: {
     orderId: string;
     accountId: string;
@@ -63,9 +63,9 @@ export async function clawBackOrderGrant(
     bonusCredits: bigint;
     now: Date;
   },
-  hot: repository.LeaseRecall | null,
 ): Promise<{ tokens: bigint; credits: bigint }> {
-  await repository.lockAccount(trx, input.accountId, hot);
+  const { trx } = balances;
+  await balances.lock(input.accountId);
   const cause = `refund of order ${input.orderId}`;
   let tokens = 0n;
   if (input.entitlementId) {

@@ -2,7 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { Transaction } from 'kysely';
 import { isOutOfRange } from '../../db/errors.ts';
 import type { Database } from '../../db/schema.ts';
-import { changeCredit, insertEntitlement, type LeaseRecall, lockAccount } from './billing.repository.ts';
+import { changeCredit, insertEntitlement } from './billing.repository.ts';
 import { balanceTooLarge } from './billing.service.ts';
 
 /**
@@ -10,16 +10,6 @@ import { balanceTooLarge } from './billing.service.ts';
  * are ledger rows in the caller's transaction: the giver's balance falls by a guarded update
  * (never below zero), the receiver's rises by the same amount, so verify-ledger stays consistent.
  */
-
-/** Locks both accounts in id order, so two transfers between the same pair cannot deadlock. */
-export async function lockPair(
-  trx: Transaction<Database>,
-  first: string,
-  second: string,
-  hot: LeaseRecall | null,
-): Promise<void> {
-  for (const id of [first, second].sort()) await lockAccount(trx, id, hot);
-}
 
 /** Moves credit; insufficient_credits when the giver holds less than `amount`. Both locked. */
 export async function transferCredit(

@@ -3,6 +3,7 @@ import { sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
+import { balancesIn } from '../billing/engines.ts';
 import { clawBackOrderGrant } from '../billing/order-grants.ts';
 import { providerOf } from '../payments/payment-flows.service.ts';
 import { findPaymentOfOrder, markPayment } from '../payments/payments.service.ts';
@@ -91,17 +92,13 @@ export async function refundOrder(
       amount: order.amount,
       currency: order.currency,
     });
-    const taken = await clawBackOrderGrant(
-      trx,
-      {
-        orderId: id,
-        accountId: order.account_id,
-        entitlementId: order.entitlement_id,
-        bonusCredits: order.bonus_credits,
-        now,
-      },
-      deps.hot,
-    );
+    const taken = await clawBackOrderGrant(balancesIn(deps, trx), {
+      orderId: id,
+      accountId: order.account_id,
+      entitlementId: order.entitlement_id,
+      bonusCredits: order.bonus_credits,
+      now,
+    });
     await repository.updateOrder(trx, id, {
       status: 'refunded',
       closed_at: now,

@@ -1,6 +1,7 @@
 import type { Dependencies } from '../../deps.ts';
 import { suspendForDispute } from '../accounts/accounts.service.ts';
 import { recordServiceAudit } from '../audit/audit.service.ts';
+import { balancesIn } from '../billing/engines.ts';
 import { clawBackOrderGrant } from '../billing/order-grants.ts';
 import type { PaymentReversal } from '../payments/payment-provider.ts';
 import { markPayment } from '../payments/payments.service.ts';
@@ -38,17 +39,13 @@ export async function reverseOrder(
     if (!order) return null;
     let back: { tokens: bigint; credits: bigint } | null = null;
     if (takesBack && order.status === 'paid') {
-      back = await clawBackOrderGrant(
-        trx,
-        {
-          orderId,
-          accountId: order.account_id,
-          entitlementId: order.entitlement_id,
-          bonusCredits: order.bonus_credits,
-          now,
-        },
-        deps.hot,
-      );
+      back = await clawBackOrderGrant(balancesIn(deps, trx), {
+        orderId,
+        accountId: order.account_id,
+        entitlementId: order.entitlement_id,
+        bonusCredits: order.bonus_credits,
+        now,
+      });
       await repository.updateOrder(trx, orderId, {
         status: 'refunded',
         closed_at: now,

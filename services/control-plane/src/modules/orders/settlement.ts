@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
+import { balancesIn } from '../billing/engines.ts';
 import { grantOrderInTransaction } from '../billing/order-grants.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import { findPaymentOfOrder, markPayment } from '../payments/payments.service.ts';
@@ -75,18 +76,14 @@ export async function settleSucceeded(
         });
         return { outcome: 'refunded', replay: false };
       }
-      const { entitlementId } = await grantOrderInTransaction(
-        trx,
-        {
-          orderId,
-          accountId: order.account_id,
-          pack,
-          tokens: order.tokens + order.bonus_tokens,
-          bonusCredits: order.bonus_credits,
-          now,
-        },
-        deps.hot,
-      );
+      const { entitlementId } = await grantOrderInTransaction(balancesIn(deps, trx), {
+        orderId,
+        accountId: order.account_id,
+        pack,
+        tokens: order.tokens + order.bonus_tokens,
+        bonusCredits: order.bonus_credits,
+        now,
+      });
       await repository.updateOrder(trx, orderId, {
         status: 'paid',
         entitlement_id: entitlementId,

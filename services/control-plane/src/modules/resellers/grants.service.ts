@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
-import { lockPair, transferCredit, transferPackageTokens } from '../billing/transfers.ts';
+import { balancesIn } from '../billing/engines.ts';
+import { transferCredit, transferPackageTokens } from '../billing/transfers.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import { findCustomer } from './customers.service.ts';
 import { claimGrant, selectGrantByKey, storeGrantResult } from './resellers.repository.ts';
@@ -71,7 +72,8 @@ export async function grantToCustomer(
       }
       return { result: first.result as GrantResult, replay: true };
     }
-    await lockPair(trx, actor.accountId, customer.id, deps.hot);
+    // Both accounts, in id order, each lease recalled (R15, R18).
+    await balancesIn(deps, trx).lock(actor.accountId, customer.id);
     const cause = `reseller ${actor.accountId} -> ${customer.id}${request.note ? `: ${request.note}` : ''}`;
     let result: GrantResult;
     if ('credits' in request) {

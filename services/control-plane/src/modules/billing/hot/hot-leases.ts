@@ -43,7 +43,7 @@ export function createLeases(
     if (claimed !== 'claimed') return 'busy';
     const leaseId = randomUUID();
     const opened = await deps.db.transaction().execute(async (trx) => {
-      await repository.lockAccount(trx, accountId);
+      await repository.lockAccountRow(trx, accountId);
       if ((await store.claim(accountId, token, CLAIM_TTL_MS, 'verify')) !== 'ok') return null;
       const { rows } = await sql<{ state: LeaseState }>`
         select tollgate_hot_open(${accountId}::uuid, ${leaseId}::uuid, ${String(LEASE_CAP)}::bigint) as state
@@ -66,7 +66,7 @@ export function createLeases(
   /** Adds what became spendable in Postgres to the account's lease. */
   async function topUp(accountId: string, leaseId: string): Promise<void> {
     const state = await deps.db.transaction().execute(async (trx) => {
-      await repository.lockAccount(trx, accountId);
+      await repository.lockAccountRow(trx, accountId);
       const { rows } = await sql<{ state: LeaseState | null }>`
         select tollgate_hot_topup(${leaseId}::uuid, ${String(LEASE_CAP)}::bigint) as state
       `.execute(trx);

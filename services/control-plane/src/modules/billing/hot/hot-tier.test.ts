@@ -15,6 +15,7 @@ import {
 import { createTestContext, type TestContext } from '../../../../test/context.ts';
 import { changeKeyStatus } from '../../api-keys/api-keys.service.ts';
 import { changeCredit, grantPackage } from '../billing.service.ts';
+import { changeBalances } from '../engines.ts';
 import { clawBackOrderGrant } from '../order-grants.ts';
 import { reconcileOnce } from '../reconciler.ts';
 import { openHotTier } from './hot-tier.ts';
@@ -162,18 +163,14 @@ describe('balance changes made in Postgres while a lease is out', () => {
       cause: 'test',
     });
     const inFlight = await reserveOk(key, 'priced', 100n, 100n); // 200 tokens of the package
-    await context.deps.db.transaction().execute((trx) =>
-      clawBackOrderGrant(
-        trx,
-        {
-          orderId: randomUUID(),
-          accountId: key.accountId,
-          entitlementId,
-          bonusCredits: 0n,
-          now: new Date(),
-        },
-        context.deps.hot,
-      ),
+    await changeBalances(context.deps, (balances) =>
+      clawBackOrderGrant(balances, {
+        orderId: randomUUID(),
+        accountId: key.accountId,
+        entitlementId,
+        bonusCredits: 0n,
+        now: new Date(),
+      }),
     );
     // The call in flight ends having used nothing: its 200 tokens go back to the lease...
     await api.finish([endItem(key, inFlight.reservationId, 'priced', 'release', 'upstream_unavailable')]);

@@ -280,7 +280,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     try {
       const rows = await deps.db.transaction().execute(async (trx) => {
         for (const accountId of [...new Set(items.map((item) => item.accountId))].sort()) {
-          await repository.lockAccount(trx, accountId);
+          await repository.lockAccountRow(trx, accountId);
           await leases.recallInTransaction(trx, accountId);
         }
         return repository.reserveBatchIn(
@@ -450,7 +450,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       // comes back to Postgres first, under the same lock, so it is charged, not written off.
       const rows = await deps.db.transaction().execute(async (trx) => {
         for (const accountId of [...new Set(inPostgres.map((item) => item.accountId))].sort()) {
-          await repository.lockAccount(trx, accountId);
+          await repository.lockAccountRow(trx, accountId);
           await leases.recallInTransaction(trx, accountId);
         }
         return repository.finishBatchIn(trx, inPostgres.map(finishRowOfItem));
@@ -555,7 +555,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       });
       if (reply[0] === 'closed' || (reply[0] === 'absent' && Number(reply[1]) === 0)) {
         await deps.db.transaction().execute(async (trx) => {
-          await repository.lockAccount(trx, lease.account_id);
+          await repository.lockAccountRow(trx, lease.account_id);
           await sql`select tollgate_hot_close(${lease.id}::uuid, ${reply[0] === 'closed' ? 'idle' : 'orphaned'})`.execute(
             trx,
           );

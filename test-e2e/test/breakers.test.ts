@@ -28,6 +28,7 @@ const GATEWAY_ENV = {
   ROUTING_BREAKER_ERROR_PERCENT: '30',
   ROUTING_BREAKER_OPEN_MS: String(OPEN_MS),
   LOG_LEVEL: 'warn',
+  STATUS_HEARTBEAT_SECONDS: '1',
 };
 
 let stack: E2EStack;
@@ -38,6 +39,7 @@ let folder: string;
 /** One gateway alone, and three behind nginx. */
 let single: OpenAI;
 let balanced: OpenAI;
+let admin: DashboardSession;
 
 beforeAll(async () => {
   stack = await startStack('breakers', {
@@ -52,7 +54,7 @@ beforeAll(async () => {
   const password = 'a long enough password for the admin';
   await stack.admin('create-account', email, '--password', password);
   await stack.admin('set-role', email, 'admin');
-  const admin = new DashboardSession(stack.controlPlaneUrl);
+  admin = new DashboardSession(stack.controlPlaneUrl);
   await admin.logIn(email, password);
   const alias = {
     protocols: ['chat_completions'],
@@ -210,6 +212,27 @@ describe('an upstream failing half of its calls with 500', () => {
     const probing = await calls(balanced, alias, `only_model=${flaky},status=500,tag=${alias}-5`, 12, 12);
     expect(probing.filter((status) => status !== 200)).toEqual([]);
     expect(await received(`${alias}-5`, alias)).toMatchObject({ flaky: 1, steady: 12 });
+
+    // Admins see it open again, with why; the heartbeat is a span of time: there is no event.
+    let breaker: Record<string, unknown> | undefined;
+    for (let tries = 0; !breaker && tries < 50; tries++) {
+      const page = await admin.request('GET', '/admin/routing/breakers');
+      expect(page.status).toBe(200);
+      breaker = page.body.data.find(
+        (each: { upstreamModel: string; reason: string }) =>
+          each.upstreamModel === flaky && each.reason === 'probe_failed',
+      );
+      if (!breaker) await sleep(200);
+    }
+    expect(breaker).toMatchObject({
+      providerId: 'mock-openai',
+      state: 'open',
+      cause: 'upstream_unavailable (500)',
+      trips: 2,
+    });
+    expect(Date.parse(String(breaker?.openUntil))).toBeGreaterThan(Date.now());
+    const customerView = await customer.dashboard.request('GET', '/admin/routing/breakers');
+    expect(customerView.status).toBe(403);
   });
 });
 

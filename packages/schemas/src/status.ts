@@ -14,6 +14,26 @@ export const ProviderOutcomeCounts = z.object({
 });
 export type ProviderOutcomeCounts = z.infer<typeof ProviderOutcomeCounts>;
 
+/** One upstream's breaker as a gateway reports it (docs/routing.md, circuit breakers). */
+export const UpstreamBreakerReport = z.object({
+  providerId: z.string().min(1).max(64),
+  upstreamModel: z.string().min(1).max(256),
+  state: z.enum(['open', 'closed']),
+  /** Why it opened: consecutive_failures, error_rate or probe_failed. */
+  reason: z.string().max(64).nullable(),
+  /** The failure that opened or benched it: a code and the provider's status, never its text. */
+  cause: z.string().max(256).nullable(),
+  trips: z.number().int().min(0),
+  failures: z.number().int().min(0),
+  calls: z.number().int().min(0),
+  changedAt: z.string().datetime({ offset: true }),
+  /** When its cool-down ends and one probe may go (open only). */
+  openUntil: z.string().datetime({ offset: true }).nullable(),
+  /** When the provider's Retry-After ends (benched only). */
+  benchedUntil: z.string().datetime({ offset: true }).nullable(),
+});
+export type UpstreamBreakerReport = z.infer<typeof UpstreamBreakerReport>;
+
 export const GatewayHeartbeat = z.object({
   /** Random per process start: a restarted gateway is a new instance. */
   gatewayId: z.string().uuid(),
@@ -36,6 +56,12 @@ export const GatewayHeartbeat = z.object({
     )
     .max(1000)
     .optional(),
+  /**
+   * The upstreams whose circuit breaker is open or that a provider's Retry-After benched, as this
+   * gateway knows them (shared through Redis: every gateway reports the same); each beat replaces
+   * the gateway's list. Absent: none.
+   */
+  upstreamBreakers: z.array(UpstreamBreakerReport).max(1000).optional(),
 });
 export type GatewayHeartbeat = z.infer<typeof GatewayHeartbeat>;
 

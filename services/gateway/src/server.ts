@@ -138,10 +138,12 @@ export async function startGateway(
       )
     : createMemoryAffinityStore({ ttlMs: config.routing.affinityTtlMs, maxEntries: 100_000 });
   const credentialPools = createCredentialPools({ recheckMs: config.routing.credentialRecheckMs });
+  const breakers = createBreakers({ store: breakerStoreOf(config, logger), logger, metrics });
   const heartbeat = createHeartbeat({
     send: controlPlane.heartbeat,
     providerOf: (alias) => catalog.alias(alias)?.providerId,
     refusedCredentials: () => credentialPools.refusals(),
+    upstreamBreakers: () => breakers.report(),
     intervalMs: config.heartbeatIntervalMs,
     redisUrl: config.redisUrl,
     logger,
@@ -172,7 +174,7 @@ export async function startGateway(
     cooldowns: createCooldowns(config.routing),
     credentialPools,
     affinity,
-    breakers: createBreakers({ store: breakerStoreOf(config, logger), logger, metrics }),
+    breakers,
     tokens: createTokenCounter({ threads: config.countTokens.threads, maxJsonDepth: config.maxJsonDepth }),
     credentials,
     upstream,

@@ -1,3 +1,4 @@
+import type { UpstreamBreakerReport } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
 import type { GatewayMetrics } from '../metrics/metrics.ts';
 import type { BreakerState, BreakerStore, Transition } from './breaker-store.ts';
@@ -19,6 +20,8 @@ interface Known {
   benchUntil: number;
   /** No probe claim before this instant (another gateway holds it). */
   recheckAt: number;
+  /** When this process learnt the state (its spans count from then). */
+  seenAt: number;
 }
 
 /**
@@ -54,6 +57,7 @@ export function createBreakers(options: {
       openUntil: state.state === 'open' ? at + state.openForMs : 0,
       benchUntil: at + state.benchedForMs,
       recheckAt: known.get(key)?.recheckAt ?? 0,
+      seenAt: at,
     });
   };
 
@@ -209,6 +213,33 @@ export function createBreakers(options: {
     /** The call ended without telling anything of the upstream (the client left). */
     released(target: UpstreamTarget): void {
       probing.delete(upstreamKey(target));
+    },
+    /** The open and benched upstreams as this gateway knows them, for its heartbeat (the admin view). */
+    report(): UpstreamBreakerReport[] {
+      const at = now();
+      const iso = (instant: number) => new Date(instant).toISOString();
+      const reports: UpstreamBreakerReport[] = [];
+      for (const [key, entry] of known) {
+        const open = entry.state.state === 'open';
+        const benched = entry.benchUntil > at;
+        if (!open && !benched) continue;
+        const [providerId = '', upstreamModel = ''] = key.split('\u0000');
+        reports.push({
+          providerId,
+          upstreamModel,
+          state: entry.state.state,
+          reason: entry.state.reason,
+          cause: entry.state.cause,
+          trips: entry.state.trips,
+          failures: entry.state.failures,
+          calls: entry.state.calls,
+          // Instants by this gateway's clock, from the spans the store handed over.
+          changedAt: iso(entry.seenAt - entry.state.changedMsAgo),
+          openUntil: open ? iso(entry.openUntil) : null,
+          benchedUntil: benched ? iso(entry.benchUntil) : null,
+        });
+      }
+      return reports;
     },
     /** Every open or benched upstream, read from the store (the admin view). */
     async list(): Promise<Map<string, BreakerState>> {

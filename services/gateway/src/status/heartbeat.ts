@@ -1,4 +1,4 @@
-import type { FinishItem, GatewayHeartbeat } from '@tollgate/schemas';
+import type { FinishItem, GatewayHeartbeat, UpstreamBreakerReport } from '@tollgate/schemas';
 import type { Logger } from '@tollgate/service-kit';
 import { Redis } from 'ioredis';
 import type { CredentialRefusal } from '../routing/credential-pool.ts';
@@ -16,6 +16,8 @@ export interface HeartbeatOptions {
   providerOf(alias: string): string | undefined;
   /** Credentials out of rotation because their provider refused them, reported with each beat. */
   refusedCredentials?: () => CredentialRefusal[];
+  /** Upstreams whose breaker is open or that a provider benched, reported with each beat. */
+  upstreamBreakers?: () => UpstreamBreakerReport[];
   intervalMs: number;
   redisUrl: string | undefined;
   logger: Logger;
@@ -64,6 +66,7 @@ export function createHeartbeat(options: HeartbeatOptions) {
         redis: await redisState(),
         providers,
         refusedCredentials: options.refusedCredentials?.() ?? [],
+        upstreamBreakers: options.upstreamBreakers?.() ?? [],
       });
       warned = false;
     } catch (error) {

@@ -22,6 +22,7 @@ import * as usagePartsBilling from './0020_usage_parts_billing.ts';
 import * as upstreamCosts from './0021_upstream_costs.ts';
 import * as spendCaps from './0022_spend_caps.ts';
 import * as upstreamCapacity from './0023_upstream_capacity.ts';
+import * as upstreamBreakers from './0024_upstream_breakers.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021_upstream_costs': upstreamCosts,
   '0022_spend_caps': spendCaps,
   '0023_upstream_capacity': upstreamCapacity,
+  '0024_upstream_breakers': upstreamBreakers,
 };

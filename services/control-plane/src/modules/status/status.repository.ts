@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import type { UpstreamBreakerReport } from '@tollgate/schemas';
 import type { Database } from '../../db/schema.ts';
 import type { RefusedCredential, StatusSamplesTable } from './status.table.ts';
 
@@ -12,9 +13,11 @@ export async function recordHeartbeat(
     seenAt: Date;
     redis: 'ok' | 'failing' | 'not_configured';
     refusedCredentials: RefusedCredential[];
+    upstreamBreakers: UpstreamBreakerReport[];
   },
 ): Promise<void> {
   const refused = JSON.stringify(beat.refusedCredentials);
+  const breakers = JSON.stringify(beat.upstreamBreakers);
   await db
     .insertInto('status_gateways')
     .values({
@@ -23,11 +26,15 @@ export async function recordHeartbeat(
       last_seen_at: beat.seenAt,
       redis: beat.redis,
       refused_credentials: refused,
+      upstream_breakers: breakers,
     })
     .onConflict((conflict) =>
-      conflict
-        .column('gateway_id')
-        .doUpdateSet({ last_seen_at: beat.seenAt, redis: beat.redis, refused_credentials: refused }),
+      conflict.column('gateway_id').doUpdateSet({
+        last_seen_at: beat.seenAt,
+        redis: beat.redis,
+        refused_credentials: refused,
+        upstream_breakers: breakers,
+      }),
     )
     .execute();
 }
@@ -38,6 +45,16 @@ export async function listRefusedCredentials(db: Db, since: Date) {
     .selectFrom('status_gateways')
     .select(['gateway_id', 'last_seen_at', 'refused_credentials'])
     .where('last_seen_at', '>=', since)
+    .execute();
+}
+
+/** The upstream breakers each gateway seen since `since` reported, the latest first. */
+export async function listUpstreamBreakers(db: Db, since: Date) {
+  return db
+    .selectFrom('status_gateways')
+    .select(['gateway_id', 'last_seen_at', 'upstream_breakers'])
+    .where('last_seen_at', '>=', since)
+    .orderBy('last_seen_at', 'desc')
     .execute();
 }
 

@@ -4,7 +4,7 @@ import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
-import { listRefusedCredentials, readStatus } from './status.service.ts';
+import { listRefusedCredentials, listUpstreamBreakers, readStatus } from './status.service.ts';
 
 const ComponentState = z.enum(['operational', 'degraded', 'down', 'unknown']);
 
@@ -74,6 +74,45 @@ const refusedCredentialsRoute = createRoute({
   },
 });
 
+const UpstreamBreaker = z
+  .object({
+    providerId: z.string(),
+    upstreamModel: z.string(),
+    state: z.enum(['open', 'closed']).openapi({
+      description: 'open: left out of calls until openUntil, then one probe; closed: only benched.',
+    }),
+    reason: z.string().nullable().openapi({
+      description: 'Why it opened: consecutive_failures, error_rate or probe_failed.',
+    }),
+    cause: z.string().nullable().openapi({
+      description: "The failure that opened or benched it: a code and the provider's status.",
+    }),
+    trips: z.number().int().openapi({ description: 'Cool-downs in a row (each failed probe adds one).' }),
+    failures: z.number().int().openapi({ description: 'Failures in the window when it opened.' }),
+    calls: z.number().int().openapi({ description: 'Calls in the window when it opened.' }),
+    changedAt: z.string(),
+    openUntil: z.string().nullable(),
+    benchedUntil: z.string().nullable().openapi({ description: "When the provider's Retry-After ends." }),
+  })
+  .openapi('UpstreamBreaker');
+
+const upstreamBreakersRoute = createRoute({
+  method: 'get',
+  path: '/admin/routing/breakers',
+  tags: ['admin'],
+  summary: 'Upstreams whose circuit breaker is open, or benched by a Retry-After',
+  description:
+    'Each upstream (provider and model) the gateways leave out of calls, with why (docs/routing.md): ' +
+    "the breaker's reason and the failure that opened it, its cool-down and the provider's Retry-After; " +
+    'shared by every gateway and reported by the latest heartbeat. Upstreams not listed are closed.',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  responses: {
+    200: jsonContent(dataOf(z.array(UpstreamBreaker)), 'Open and benched upstreams.'),
+    ...errorResponses(401, 403),
+  },
+});
+
 export function statusRoutes() {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.openapi(statusRoute, async (c) => {
@@ -87,6 +126,9 @@ export function routingAdminRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(refusedCredentialsRoute, async (c) =>
     c.json({ data: await listRefusedCredentials(c.get('deps')) }, 200),
+  );
+  app.openapi(upstreamBreakersRoute, async (c) =>
+    c.json({ data: await listUpstreamBreakers(c.get('deps')) }, 200),
   );
   return app;
 }

@@ -1,4 +1,4 @@
-import type { GatewayHeartbeat } from '@tollgate/schemas';
+import type { GatewayHeartbeat, UpstreamBreakerReport } from '@tollgate/schemas';
 import { sql } from 'kysely';
 import type { Dependencies } from '../../deps.ts';
 import { readGatewayCatalog } from '../catalog/catalog.service.ts';
@@ -44,6 +44,7 @@ export async function recordHeartbeat(
     seenAt: now,
     redis: beat.redis,
     refusedCredentials: beat.refusedCredentials ?? [],
+    upstreamBreakers: beat.upstreamBreakers ?? [],
   });
   const minute = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
   await repository.addProviderOutcomes(deps.db, minute, beat.providers);
@@ -283,5 +284,23 @@ export async function listRefusedCredentials(deps: Dependencies): Promise<Refuse
   }
   return [...merged.values()].sort(
     (a, b) => a.providerId.localeCompare(b.providerId) || a.credential.localeCompare(b.credential),
+  );
+}
+
+/**
+ * The upstreams whose breaker is open or that a provider benched, one entry per upstream, as the
+ * most recently seen gateway reported it (the state is shared: every gateway reports the same).
+ */
+export async function listUpstreamBreakers(deps: Dependencies): Promise<UpstreamBreakerReport[]> {
+  const since = new Date(deps.clock.now().getTime() - deps.config.status.gatewayStaleMs);
+  const merged = new Map<string, UpstreamBreakerReport>();
+  for (const gateway of await repository.listUpstreamBreakers(deps.db, since)) {
+    for (const breaker of gateway.upstream_breakers) {
+      const key = JSON.stringify([breaker.providerId, breaker.upstreamModel]);
+      if (!merged.has(key)) merged.set(key, breaker);
+    }
+  }
+  return [...merged.values()].sort(
+    (a, b) => a.providerId.localeCompare(b.providerId) || a.upstreamModel.localeCompare(b.upstreamModel),
   );
 }

@@ -1,3 +1,4 @@
+import type { UpstreamBreakerReport } from '@tollgate/schemas';
 import type { ColumnType } from 'kysely';
 
 export interface StatusGatewaysTable {
@@ -7,6 +8,8 @@ export interface StatusGatewaysTable {
   redis: 'ok' | 'failing' | 'not_configured';
   /** The credentials the gateway took out of rotation (its last heartbeat's list). */
   refused_credentials: ColumnType<RefusedCredential[], string | undefined, string>;
+  /** The upstreams open or benched as the gateway last reported them (migration 0024). */
+  upstream_breakers: ColumnType<UpstreamBreakerReport[], string | undefined, string>;
 }
 
 /** A provider credential a gateway stopped sending because the provider refused it. */

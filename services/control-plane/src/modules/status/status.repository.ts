@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely';
 import type { UpstreamBreakerReport } from '@tollgate/schemas';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { RefusedCredential, StatusSamplesTable } from './status.table.ts';
 

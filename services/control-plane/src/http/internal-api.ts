@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError, renderControlPlaneError } from '@tollgate/errors';
 import type { Dependencies } from '../deps.ts';
+import { apiKeysInternalRoutes } from '../modules/api-keys/api-keys.internal-routes.ts';
 import { billingInternalRoutes } from '../modules/billing/billing.internal-routes.ts';
 import { statusInternalRoutes } from '../modules/status/status.internal-routes.ts';
 import { fieldErrorsOf } from './errors.ts';
@@ -22,7 +23,7 @@ const MAX_BODY_BYTES = 16 * 1024 * 1024;
 export function createInternalApi(deps: Dependencies) {
   const verify = createServiceTokenVerifier(deps.config.internalTokenSecret);
   const routes = new Map(
-    [...billingInternalRoutes(), ...statusInternalRoutes()].map((route) => [
+    [...apiKeysInternalRoutes(), ...billingInternalRoutes(), ...statusInternalRoutes()].map((route) => [
       `${route.method} ${route.path}`,
       route,
     ]),

@@ -1,31 +1,13 @@
-import {
-  FinishBatchRequest,
-  ReceiptRequest,
-  ReserveBatchRequest,
-  ResolveKeyRequest,
-} from '@tollgate/schemas';
+import { FinishBatchRequest, ReceiptRequest, ReserveBatchRequest } from '@tollgate/schemas';
 import { defineInternalRoute, type InternalRoute } from '../../http/internal-route.ts';
 import { readGatewayCatalog } from '../catalog/catalog.service.ts';
 import { finish, reserve } from './billing.service.ts';
-import { readKeyStatusForGateway, resolveKeyForGateway } from './gateway-keys.service.ts';
 import { readReceipt } from './receipts.service.ts';
 
 /** The internal billing API the gateway calls (paths under /internal/v1). */
 export function billingInternalRoutes(): InternalRoute[] {
   return [
     defineInternalRoute({ method: 'GET', path: '/catalog', handle: (deps) => readGatewayCatalog(deps) }),
-    defineInternalRoute({
-      method: 'POST',
-      path: '/keys/resolve',
-      input: ResolveKeyRequest,
-      handle: (deps, input) => resolveKeyForGateway(deps, input.keyDigest),
-    }),
-    defineInternalRoute({
-      method: 'POST',
-      path: '/keys/status',
-      input: ResolveKeyRequest,
-      handle: (deps, input) => readKeyStatusForGateway(deps, input.keyDigest),
-    }),
     defineInternalRoute({
       method: 'POST',
       path: '/keys/receipt',

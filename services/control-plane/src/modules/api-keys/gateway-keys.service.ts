@@ -1,11 +1,11 @@
 import { AppError } from '@tollgate/errors';
 import type { KeyStatus, ResolvedKey } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
-import { findKeyByDigest, type KeyRecord } from '../api-keys/api-keys.service.ts';
+import { readAccountBalances } from '../billing/balances.ts';
+import { listUsableEntitlements } from '../billing/billing.repository.ts';
 import { toSpendCapView } from '../spend-caps/spend-caps.schemas.ts';
 import { readCapStatus } from '../spend-caps/spend-caps.service.ts';
-import { readAccountBalances } from './balances.ts';
-import { listUsableEntitlements } from './billing.repository.ts';
+import { findKeyByDigest, type KeyRecord } from './api-keys.service.ts';
 
 async function findKey(deps: Dependencies, keyDigest: string): Promise<KeyRecord> {
   const key = await findKeyByDigest(deps.db, deps.config.keyPepper, keyDigest, deps.clock.now());

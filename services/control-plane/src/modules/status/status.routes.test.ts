@@ -122,6 +122,35 @@ describe('GET /api/v1/status', () => {
     expect(component(later, 'model:tokens-only')).toMatchObject({ status: 'operational' });
   });
 
+  it("shows a model degraded while its provider's breaker is open, naming no provider", async () => {
+    const api = internalApi(context);
+    const now = context.clock.now().getTime();
+    await api.call('/status/heartbeat', {
+      ...beat(randomUUID(), [{ providerId: 'up-anthropic', successes: 5, failures: 0 }]),
+      upstreamBreakers: [
+        {
+          providerId: 'up-anthropic',
+          upstreamModel: 'a-model',
+          state: 'open',
+          reason: 'error_rate',
+          cause: 'upstream_unavailable (500)',
+          trips: 1,
+          failures: 6,
+          calls: 10,
+          changedAt: new Date(now).toISOString(),
+          openUntil: new Date(now + 10_000).toISOString(),
+          benchedUntil: null,
+        },
+      ],
+    });
+    const status = await readStatus();
+    expect(component(status, 'model:tokens-only')).toMatchObject({
+      status: 'degraded',
+      detail: 'Some calls are failing.',
+    });
+    expect(JSON.stringify(status)).not.toMatch(/up-anthropic|a-model|error_rate/);
+  });
+
   it('reports Redis down when every gateway fails to reach it', async () => {
     const api = internalApi(context);
     context.clock.advance(60_000);

@@ -102,20 +102,34 @@ async function readInternalState(deps: Dependencies): Promise<InternalState> {
   );
   services.push(redisState(gateways.map((gateway) => gateway.redis)));
 
-  const [catalog, outcomes] = await Promise.all([
+  const [catalog, outcomes, breakers] = await Promise.all([
     readGatewayCatalog(deps),
     repository.sumProviderOutcomesSince(deps.db, new Date(now - providerWindowMs)),
+    listUpstreamBreakers(deps),
   ]);
   const minutes = Math.round(providerWindowMs / 60_000);
+  // A provider with an upstream whose breaker is open fails calls, whatever the counts say.
+  const tripped = new Set(
+    breakers.filter((breaker) => breaker.state === 'open').map((breaker) => breaker.providerId),
+  );
   const providers = new Map(
-    catalog.providers.map((provider) => [
-      provider.id,
-      providerState(outcomes.get(provider.id) ?? { successes: 0n, failures: 0n }, minutes),
-    ]),
+    catalog.providers.map((provider) => {
+      const state = providerState(outcomes.get(provider.id) ?? { successes: 0n, failures: 0n }, minutes);
+      return [
+        provider.id,
+        tripped.has(provider.id) && state.status === 'operational'
+          ? { status: 'degraded' as const, detail: 'Some calls are failing.' }
+          : state,
+      ];
+    }),
   );
   const models = catalog.aliases
     .filter((alias) => alias.published)
-    .map((alias) => ({ alias: alias.alias, providerId: alias.providerId }))
+    .map((alias) => ({
+      alias: alias.alias,
+      providerId: alias.providerId,
+      providerIds: [...new Set(alias.upstreams.map((upstream) => upstream.providerId))],
+    }))
     .sort((a, b) => a.alias.localeCompare(b.alias));
   return { services, providers, models };
 }
@@ -124,7 +138,8 @@ interface InternalState {
   services: ComponentReport[];
   /** Keyed by provider id: never shown, only lent to the models it serves. */
   providers: Map<string, Pick<ComponentReport, 'status' | 'detail'>>;
-  models: { alias: string; providerId: string }[];
+  /** providerId: the first upstream's (its history); providerIds: every upstream's. */
+  models: { alias: string; providerId: string; providerIds: string[] }[];
 }
 
 /** Samples are stored under these names; the public report never shows them. */
@@ -157,6 +172,23 @@ function providerState(
   // One failure in five or more is more than the odd timeout.
   if (counts.failures * 5n >= total) return { status: 'degraded', detail: `Some calls are failing.` };
   return { status: 'operational', detail: 'Answering normally.' };
+}
+
+/**
+ * A model's state from its upstreams' providers: down only when every one is (calls fail over to
+ * the others), operational when every one is, degraded otherwise. Names no provider.
+ */
+function modelState(
+  states: (Pick<ComponentReport, 'status' | 'detail'> | undefined)[],
+): Pick<ComponentReport, 'status' | 'detail'> {
+  const known = states.filter((state) => state !== undefined);
+  if (known.length === 0) return { status: 'unknown', detail: 'No provider serves it.' };
+  if (known.length === 1) return known[0]!;
+  if (known.every((state) => state.status === 'down'))
+    return { status: 'down', detail: 'Calls are failing.' };
+  if (known.every((state) => state.status === 'operational'))
+    return known.find((state) => state.detail === 'Answering normally.') ?? known[0]!;
+  return { status: 'degraded', detail: 'Some calls are failing.' };
 }
 
 function overallOf(components: ComponentReport[]): StatusReport['status'] {
@@ -197,10 +229,10 @@ export async function readStatus(deps: Dependencies): Promise<StatusReport> {
   const current = [
     ...services.map((component) => ({ ...component, history: historyOf(component.name) })),
     // A model's history is its provider's (samples are taken per provider, not per alias).
-    ...models.map(({ alias, providerId }) => ({
+    ...models.map(({ alias, providerId, providerIds }) => ({
       name: `model:${alias}`,
       kind: 'model' as const,
-      ...(providers.get(providerId) ?? { status: 'unknown' as const, detail: 'No provider serves it.' }),
+      ...modelState(providerIds.map((id) => providers.get(id))),
       history: historyOf(providerComponent(providerId)),
     })),
   ];

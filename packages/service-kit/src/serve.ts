@@ -110,7 +110,10 @@ export async function listen(
   const unused = trackUnusedConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    // A burst of new connections (thousands of streams starting at once) waits in the kernel's
+    // accept queue while the event loop is busy; Node's default of 511 overflows there and the
+    // overflow is reset. The kernel caps this at net.core.somaxconn.
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       resolve();
     });
@@ -124,6 +127,8 @@ export async function listen(
     close: (graceMs = 10_000) => closeServer(server, graceMs, unused),
   };
 }
+
+const LISTEN_BACKLOG = 4096;
 
 /** How often a closing server drops the keep-alive connections that have become idle. */
 const IDLE_SWEEP_MS = 50;

@@ -151,6 +151,8 @@ describe('the admin area', () => {
     await page.getByTestId('audit').waitFor();
     await page.getByRole('heading', { name: 'Held reservations' }).waitFor();
     await page.getByText('Every provider accepts its credentials.').waitFor();
+    await page.getByRole('heading', { name: 'Upstream circuit breakers' }).waitFor();
+    await page.getByText('Every upstream is taking calls').waitFor();
     await page.getByRole('heading', { name: 'Margin, last 30 days' }).waitFor();
     await expectAccessible(page, 'admin operations');
     await screenshot(page, 'admin-operations');

@@ -143,6 +143,27 @@ interface RefusedCredential {
   gateways: number;
 }
 
+interface UpstreamBreaker {
+  providerId: string;
+  upstreamModel: string;
+  state: 'open' | 'closed';
+  reason: string | null;
+  cause: string | null;
+  trips: number;
+  failures: number;
+  calls: number;
+  changedAt: string;
+  openUntil: string | null;
+  benchedUntil: string | null;
+}
+
+/** Why a breaker opened, in words (docs/routing.md, circuit breakers). */
+const BREAKER_REASONS: Record<string, string> = {
+  consecutive_failures: 'failures in a row',
+  error_rate: 'error rate over the window',
+  probe_failed: 'its probe failed',
+};
+
 interface MarginRow {
   alias: string;
   providerId: string;
@@ -157,6 +178,7 @@ interface MarginRow {
 export function AdminOperationsScreen() {
   const held = useApi<Held[]>('/admin/reservations/held');
   const refused = useApi<RefusedCredential[]>('/admin/routing/credentials');
+  const breakers = useApi<UpstreamBreaker[]>('/admin/routing/breakers');
   const margin = useApi<{ from: string; to: string; items: MarginRow[] }>('/admin/reports/margin');
   const catalog = useApi<AdminCatalog>('/admin/catalog');
   const [editing, setEditing] = useState<string | null>(null);
@@ -228,6 +250,28 @@ export function AdminOperationsScreen() {
               <code>{item.credential}</code> of {item.providerId}: refused ({item.upstreamStatus ?? 'refusal'}
               ) since {formatDate(item.refusedAt)} by {item.gateways} gateway{item.gateways === 1 ? '' : 's'}.
               The others of its pool serve meanwhile. Replace the secret, then restart the gateways.
+            </li>
+          ))}
+        </ul>
+      </Card>
+      <Card title="Upstream circuit breakers">
+        <ErrorMessage error={breakers.error} />
+        {breakers.data && breakers.data.length === 0 ? (
+          <p className="muted">
+            Every upstream is taking calls: no breaker is open, no provider asked to wait.
+          </p>
+        ) : null}
+        <ul>
+          {breakers.data?.map((item) => (
+            <li key={`${item.providerId} ${item.upstreamModel}`}>
+              <code>{item.upstreamModel}</code> on {item.providerId}:{' '}
+              {item.state === 'open' && item.openUntil
+                ? `open since ${formatDate(item.changedAt)} (${BREAKER_REASONS[item.reason ?? ''] ?? item.reason ?? 'failing'}: ${item.failures} of ${item.calls} calls failed, last ${item.cause ?? 'a failure'}); one probe after ${formatDate(item.openUntil)}${item.trips > 1 ? `, cool-down ${item.trips} times in a row` : ''}.`
+                : ''}
+              {item.benchedUntil
+                ? ` Benched by the provider (${item.cause ?? 'Retry-After'}) until ${formatDate(item.benchedUntil)}.`
+                : ''}{' '}
+              Calls go to the alias's other upstreams meanwhile.
             </li>
           ))}
         </ul>

@@ -110,6 +110,20 @@ describe('a lease', () => {
     expect(await openLeases(key.accountId)).toHaveLength(1);
   });
 
+  it('waits for a lease another control plane is slow to open, rather than refuse the call', async () => {
+    const key = await createFundedKey(context, { credits: 1_000n });
+    // Another control plane holds the claim to open this lease for 600 ms, as one whose database
+    // transaction is slow under load would; the call waits for it instead of failing.
+    expect(await hot().store.claim(key.accountId, 'another-control-plane', 600, 'claim')).toBe('claimed');
+    const startedAt = performance.now();
+    const item = reserveItem(key, 'priced', 10n, 10n);
+    const answer = await hot().reserve({ items: [item] });
+    expect(answer.results[0]).toMatchObject({ ok: true });
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(500);
+    await api.finish([endItem(key, item.reservationId, 'priced', 'release', 'ok')]);
+    expect(await balancesOf(context, key.accountId)).toMatchObject({ credits: 1_000n, reservedCredits: 0n });
+  });
+
   it('is opened once when two control planes ask for it at the same time', async () => {
     const second = openHotTier(context.deps.config, context.deps)!;
     try {

@@ -42,6 +42,21 @@ const TOMBSTONE_TTL_MS = 10 * 60_000;
 const TOPUP_EVERY_MS = 1_000;
 /** Rounds of one reservation batch through Redis (a lease to open, entries to read, a top-up). */
 const MAX_ROUNDS = 6;
+/**
+ * How long a call waits while another request (or control plane) opens its account's lease: a
+ * first burst on a new account waits for one Postgres transaction, which a busy database can take
+ * far longer than the rounds' few milliseconds to commit. Below the gateway's billing timeout.
+ */
+const LEASE_WAIT_MS = 2_000;
+/** The pause between looks at a lease another request is opening, doubling up to this. */
+const LEASE_POLL_MAX_MS = 40;
+
+/** Waits a little for a lease another request is opening; false once waited long enough. */
+async function waitForLease(startedAt: number, waits: number): Promise<boolean> {
+  if (performance.now() - startedAt >= LEASE_WAIT_MS) return false;
+  await sleep(Math.min(5 * 2 ** waits, LEASE_POLL_MAX_MS));
+  return true;
+}
 
 export interface HotTierDependencies {
   db: Kysely<Database>;
@@ -103,8 +118,11 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     const names = store.keysOf(accountId);
     let pending = indexes;
     let topupAllowed = true;
+    // Rounds spent waiting for a lease another request is opening count in time, not in rounds.
+    const startedAt = performance.now();
+    let waits = 0;
     for (let round = 0; pending.length > 0; round += 1) {
-      if (round === MAX_ROUNDS) {
+      if (round - waits === MAX_ROUNDS) {
         deps.logger.warn(
           { accountId, calls: pending.length },
           'hot tier: reservation did not settle in time',
@@ -163,7 +181,9 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
       const keyIds = [...new Set(next.map((index) => request.items[index]!.keyId))];
       try {
         if (cold) {
-          if ((await leases.open(accountId, keyIds)) === 'busy') await sleep(5 * 2 ** round);
+          if ((await leases.open(accountId, keyIds)) === 'busy') {
+            if (await waitForLease(startedAt, waits)) waits += 1;
+          }
         } else if (missing) {
           await loadEntries(store, deps.db, accountId, keyIds, now());
           // A change of the key under way holds its entry until it commits (a few ms).
@@ -412,10 +432,12 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     items: FinishItem[],
     catalog: Map<string, AliasInfo>,
   ): Promise<Reply[]> {
-    for (let round = 0; round < MAX_ROUNDS; round += 1) {
+    const startedAt = performance.now();
+    let waits = 0;
+    for (let round = 0; round - waits < MAX_ROUNDS; round += 1) {
       const replies = await finishInRedis(accountId, items, true, catalog);
       if (!replies.some((reply) => reply[0] === 'cold')) return replies;
-      if ((await leases.open(accountId, [])) === 'busy') await sleep(5 * 2 ** round);
+      if ((await leases.open(accountId, [])) === 'busy' && (await waitForLease(startedAt, waits))) waits += 1;
     }
     throw new AppError('billing_unavailable');
   }

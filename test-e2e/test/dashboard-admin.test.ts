@@ -234,6 +234,7 @@ describe('admin actions that cannot slip', () => {
     for (let tries = 0; tries < 200 && !held; tries += 1) {
       const answer = await adminApi.request('GET', '/admin/reservations/held');
       held = answer.body.data[0];
+      // Polls: the hold is written with the settlement batch, which announces nothing to the browser test.
       if (!held) await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(held).toBeDefined();

@@ -410,6 +410,7 @@ describe('prompt-cache affinity', () => {
         );
         // The route is written with the settlement: wait for it like the ledger.
         for (let tries = 0; rows.length === 0 && tries < 200; tries++) {
+          // Polls, bounded: the route row lands with the settlement, which announces nothing here.
           await new Promise((resolve) => setTimeout(resolve, 25));
           rows.push(
             ...(

@@ -41,9 +41,11 @@ aliases:
 
 /** Resolves once `read()` has started and then not changed for `quietMs`. */
 async function plateau(read: () => number, quietMs: number): Promise<number> {
+  // Polls a byte count: the provider's writes announce nothing to the test.
   while (read() === 0) await new Promise((resolve) => setTimeout(resolve, 20));
   let last = read();
   for (;;) {
+    // Real time: a plateau is the absence of progress over a span of time.
     await new Promise((resolve) => setTimeout(resolve, quietMs));
     if (read() === last) return last;
     last = read();
@@ -78,6 +80,7 @@ describe('a client that stops reading a stream', () => {
     // as for a client that left: the call is charged what the provider reported.
     let row: Awaited<ReturnType<typeof t.stack.reservations>>[number] | undefined;
     for (let attempt = 0; attempt < 200 && row?.status !== 'settled'; attempt++) {
+      // Real time: the stall deadline has to pass before the settlement exists to wait for.
       await new Promise((resolve) => setTimeout(resolve, 100));
       await t.stack.settled();
       row = (await t.stack.reservations(key.accountId))[0];

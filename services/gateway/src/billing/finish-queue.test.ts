@@ -79,6 +79,7 @@ describe('finish queue', () => {
     failing = true;
     const unanswered = item('a');
     const never = new Promise((resolve) => queue.enqueue(unanswered, resolve));
+    // Polls: the queue announces no retry, and the second send is the event this waits for.
     while (sent.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
     expect(queue.stop()).toContainEqual(unanswered);
     expect(await never).toBeNull();

@@ -34,6 +34,7 @@ async function until(check: () => boolean): Promise<void> {
   const started = Date.now();
   while (!check()) {
     if (Date.now() - started > 5_000) throw new Error('never happened');
+    // Polls a condition the breaker announces no event for, bounded above.
     await sleep(5);
   }
 }
@@ -84,6 +85,7 @@ describe.each([
     const breaker = store();
     for (let n = 0; n < 3; n++) await breaker.failed(key, failure);
     expect(await breaker.claimProbe(key)).toBe(false);
+    // Real time: the breaker's cool-down (300 ms here) is a span of time, not an event.
     await sleep(320);
     const claims = await Promise.all([
       breaker.claimProbe(key),
@@ -94,6 +96,7 @@ describe.each([
     const reopened = await breaker.failed(key, { ...failure, probe: true });
     expect(reopened).toMatchObject({ to: 'reopened', state: { reason: 'probe_failed', trips: 2 } });
     expect(reopened?.state?.openForMs).toBeGreaterThan(550);
+    // Real time: the doubled cool-down (600 ms) has to pass.
     await sleep(620);
     expect(await breaker.claimProbe(key)).toBe(true);
     expect(await breaker.close(key)).toEqual({ key, to: 'closed', state: null });

@@ -29,6 +29,11 @@ const ReportTime = z.coerce
   .date()
   .min(new Date('1970-01-01T00:00:00Z'))
   .max(new Date('9999-12-31T23:59:59Z'));
+/** The period a report covers, the same on every admin report. */
+const ReportPeriod = {
+  from: ReportTime.optional().openapi({ description: 'Start (inclusive); default 30 days before `to`.' }),
+  to: ReportTime.optional().openapi({ description: 'End (exclusive); default now.' }),
+};
 const ResolveRequest = z
   .discriminatedUnion('action', [
     z.object({
@@ -95,8 +100,7 @@ const writeOffsRoute = createRoute({
   middleware: [requireSession(), requireRole('admin')] as const,
   request: {
     query: z.object({
-      from: ReportTime.optional().openapi({ description: 'Start (inclusive); default 30 days before `to`.' }),
-      to: ReportTime.optional().openapi({ description: 'End (exclusive); default now.' }),
+      ...ReportPeriod,
       limit: z.coerce.number().int().min(1).max(1000).default(100),
     }),
   },
@@ -147,8 +151,7 @@ const marginRoute = createRoute({
   middleware: [requireSession(), requireRole('admin')] as const,
   request: {
     query: z.object({
-      from: ReportTime.optional().openapi({ description: 'Start (inclusive); default 30 days before `to`.' }),
-      to: ReportTime.optional().openapi({ description: 'End (exclusive); default now.' }),
+      ...ReportPeriod,
     }),
   },
   responses: {

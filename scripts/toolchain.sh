@@ -28,8 +28,10 @@ fi
 # SIGTERM on, so a supervisor stopping `pnpm ... start` would end only that entry and leave the
 # service running. The shim runs the native binary itself (which forwards signals to the script)
 # and keeps the Node entry as the fallback that fetches the binary on first use.
+# Written to a temporary file and renamed: worktrees share .tools, and a shell that ran a half-written
+# shim would see no pnpm and write it again.
 _tollgate_pnpm_shim() { # target file
-  cat >"$1" <<SHIM
+  cat >"$1.$$" <<SHIM
 #!/usr/bin/env bash
 package="$TOLLGATE_TOOLS/pnpm/node_modules/pnpm"
 native="\$(node --input-type=module -e 'const m = await import(process.argv[1]); console.log(m.resolveInstalledBinary() ?? "")' "file://\$package/native-binary.mjs" 2>/dev/null)"
@@ -37,7 +39,7 @@ native="\$(node --input-type=module -e 'const m = await import(process.argv[1]);
 if [ -f "\$native" ] && [ -x "\$native" ]; then exec "\$native" "\$@"; fi
 exec node "\$package/bin/pnpm.mjs" "\$@"
 SHIM
-  chmod +x "$1"
+  chmod +x "$1.$$" && mv -f "$1.$$" "$1"
 }
 
 if ! (command -v pnpm >/dev/null 2>&1 && pnpm -v 2>/dev/null | grep -q "^${TOLLGATE_PNPM_VERSION%%.*}\."); then

@@ -21,10 +21,10 @@
  * design that keeps this gateway; its calls are not recorded, so the ledger line shows only the
  * few reservations the stand-in forwarded.
  */
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { ROOT } from '@tollgate/test-harness';
 import { type CpuGroups, cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
+import { portkeyHeaders, startPortkey } from './src/portkey.ts';
 import {
   format,
   type Row,
@@ -53,7 +53,6 @@ const chosenTargets = (process.env.BENCH_TARGETS ?? 'direct,floor,portkey,gatewa
 const profileDir = process.env.BENCH_PROFILE_DIR;
 /** Billing answered at once by a stand-in: what the gateway costs when billing costs nothing. */
 const instantBilling = process.env.BENCH_INSTANT_BILLING === '1';
-const portkeyEntry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
 
 async function startStack(): Promise<BenchStack> {
   const stack = await startBenchStack({
@@ -112,14 +111,7 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
     String(PORTS.floor),
     `http://127.0.0.1:${PORTS.mock}`,
   ]);
-  // Portkey's published node build; --headless skips its log UI, production skips the console banner.
-  const portkey = startScript(
-    work,
-    'portkey',
-    path.dirname(portkeyEntry),
-    [portkeyEntry, `--port=${PORTS.portkey}`, '--headless'],
-    { NODE_ENV: 'production' },
-  );
+  const portkey = startPortkey(work, PORTS.portkey);
   await waitListening(PORTS.floor);
   await waitListening(PORTS.portkey);
   const pidOf = stack.pidOf;
@@ -144,12 +136,7 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
     },
     portkey: {
       url: `http://127.0.0.1:${PORTS.portkey}/v1/chat/completions`,
-      headers: {
-        ...json,
-        authorization: 'Bearer sk-direct',
-        'x-portkey-provider': 'openai',
-        'x-portkey-custom-host': `http://127.0.0.1:${PORTS.mock}/v1`,
-      },
+      headers: { ...json, ...portkeyHeaders('/v1/chat/completions', PORTS.mock) },
     },
     gateway: {
       url: `http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`,

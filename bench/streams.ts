@@ -2,7 +2,7 @@
  * Long streams, as LLM traffic is: N streamed calls held open at once, each lasting
  * BENCH_STREAM_SECONDS with an event every 1/BENCH_STREAM_RATE s from the mock (one word each,
  * usage at the end), spread over the three surfaces, through each target in turn: the mock
- * directly, the floor proxy, Portkey when asked, and this gateway with full metering. For each
+ * directly, the floor proxy, Portkey, and this gateway with full metering. For each
  * target and level it prints streams held, errors, RSS per open stream, CPU per relayed event,
  * the gaps between events as the client saw them (p50/p99/max, and what the target added over
  * direct), time to first byte, event-loop lag (the gateway's, from its metrics, and the load
@@ -13,16 +13,16 @@
  * BENCH_STREAM_SECONDS (30), BENCH_STREAM_RATE (events per second per stream, 25),
  * BENCH_STREAM_RAMP_SECONDS (every stream of a level starts within this, 2),
  * BENCH_STREAM_PROMPT_KIB (prompt padding per call, 0), BENCH_STREAM_WARMUP (streams of the unreported 5 s warm-up of each target, at most the first
- * level; 500), BENCH_STREAM_TARGETS ("direct,floor,gateway"; add "portkey" with BENCH_PORTKEY_NODE naming a
- * Node binary Portkey's streaming works under, e.g. Node 22), and BENCH_DATABASE_URL /
+ * level; 500), BENCH_STREAM_TARGETS ("direct,floor,portkey,gateway"), BENCH_PORTKEY_NODE (a Node binary
+ * to run Portkey under instead of this one), and BENCH_DATABASE_URL /
  * BENCH_REDIS_URL, BENCH_PROFILE_DIR and BENCH_GATEWAY_ENV as for `pnpm bench`.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createHistogram, monitorEventLoopDelay, type RecordableHistogram } from 'node:perf_hooks';
 import { cpuMs } from './src/cpu.ts';
+import { portkeyHeaders, startPortkey } from './src/portkey.ts';
 import { format } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
 import { type BenchStack, PORTS, parseEnvChanges, startBenchStack } from './src/stack.ts';
@@ -31,7 +31,7 @@ const levels = (process.env.BENCH_STREAM_LEVELS ?? '500,2000,5000').split(',').m
 const seconds = Number(process.env.BENCH_STREAM_SECONDS ?? 30);
 const rate = Number(process.env.BENCH_STREAM_RATE ?? 25);
 const rampSeconds = Number(process.env.BENCH_STREAM_RAMP_SECONDS ?? 2);
-const targetNames = (process.env.BENCH_STREAM_TARGETS ?? 'direct,floor,gateway').split(',');
+const targetNames = (process.env.BENCH_STREAM_TARGETS ?? 'direct,floor,portkey,gateway').split(',');
 const portkeyNode = process.env.BENCH_PORTKEY_NODE;
 const warmupStreams = Number(process.env.BENCH_STREAM_WARMUP ?? 500);
 const promptKiB = Number(process.env.BENCH_STREAM_PROMPT_KIB ?? 0);
@@ -53,6 +53,8 @@ interface Target {
   /** The process whose memory and CPU the row reports. */
   pid: () => number;
   headers: Record<string, string>;
+  /** Headers that depend on the surface called (Portkey's provider). */
+  headersFor?: (surfacePath: string) => Record<string, string>;
   metricsPort?: number;
 }
 
@@ -184,6 +186,7 @@ function openStream(
         path: surface.path,
         headers: {
           ...target.headers,
+          ...target.headersFor?.(surface.path),
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
         },
@@ -339,31 +342,14 @@ async function main(): Promise<void> {
       },
     ];
     if (targetNames.includes('portkey')) {
-      if (!portkeyNode)
-        throw new Error(
-          'BENCH_STREAM_TARGETS names portkey: set BENCH_PORTKEY_NODE to a Node it streams under',
-        );
-      const entry = createRequire(import.meta.url).resolve('@portkey-ai/gateway/build/start-server.js');
-      const portkey = startScript(
-        stack.work,
-        'portkey',
-        path.dirname(entry),
-        [entry, `--port=${PORTS.portkey}`, '--headless'],
-        {
-          NODE_ENV: 'production',
-        },
-        portkeyNode,
-      );
+      const portkey = startPortkey(stack.work, PORTS.portkey, portkeyNode);
       await waitListening(PORTS.portkey);
       targets.push({
         name: 'portkey',
         port: PORTS.portkey,
         pid: () => portkey.pid!,
-        headers: {
-          authorization: 'Bearer sk-direct',
-          'x-portkey-provider': 'openai',
-          'x-portkey-custom-host': `http://127.0.0.1:${PORTS.mock}/v1`,
-        },
+        headers: {},
+        headersFor: (surfacePath) => portkeyHeaders(surfacePath, PORTS.mock),
       });
     }
     const chosen = targets.filter((target) => targetNames.includes(target.name));

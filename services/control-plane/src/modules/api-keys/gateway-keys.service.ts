@@ -2,7 +2,7 @@ import { AppError } from '@tollgate/errors';
 import type { KeyStatus, ResolvedKey } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import { readAccountBalances } from '../billing/balances.ts';
-import { listUsableEntitlements } from '../billing/billing.repository.ts';
+import { listUsableEntitlements } from '../billing/engine.repository.ts';
 import { toSpendCapView } from '../spend-caps/spend-caps.schemas.ts';
 import { readCapStatus } from '../spend-caps/spend-caps.service.ts';
 import { findKeyByDigest, type KeyRecord } from './api-keys.service.ts';

@@ -1,7 +1,7 @@
 import { ERROR_CATALOG } from '@tollgate/errors';
 import type { FinishItem, FinishResult, ReserveItem, ReserveResult } from '@tollgate/schemas';
 import { lookupHashOf } from '../api-keys/key-crypto.ts';
-import type { FinishRow, FinishRowResult, ReserveRow, ReserveRowResult } from './billing.repository.ts';
+import type { FinishRow, FinishRowResult, ReserveRow, ReserveRowResult } from './engine.repository.ts';
 
 /** The internal API's items as the SQL functions take them, and their rows as the API answers. */
 

@@ -14,9 +14,10 @@ import { findPackage } from '../catalog/catalog.service.ts';
 import { capRefusal, countFinished } from '../spend-caps/spend-caps.finish.ts';
 import { countFinishedHot, reserveCappedHot } from '../spend-caps/spend-caps.hot.ts';
 import { judgeBatchInTransaction } from '../spend-caps/spend-caps.postgres.ts';
-import * as repository from './billing.repository.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from './billing.rows.ts';
+import * as engine from './engine.repository.ts';
 import { changeBalances } from './engines.ts';
+import * as ledger from './ledger.repository.ts';
 
 /**
  * Reserves every item of a batch: in the hot tier when there is one, else in one Postgres round
@@ -38,7 +39,7 @@ export async function reserve(
   };
   const capped = await cappedAccounts(deps, request.items);
   if (capped.length > 0) return reserveCapped(deps, settings, request, capped);
-  const results = await repository.reserveBatch(
+  const results = await engine.reserveBatch(
     deps.prepared,
     request.items.map((item) => reserveRowOf(settings, item)),
   );
@@ -67,7 +68,7 @@ async function reserveCapped(
   capped: string[],
 ): Promise<ReserveBatchResponse> {
   const results = await deps.db.transaction().execute(async (trx) => {
-    for (const accountId of [...capped].sort()) await repository.lockAccountRow(trx, accountId);
+    for (const accountId of [...capped].sort()) await engine.lockAccountRow(trx, accountId);
     const judged = await judgeBatchInTransaction(trx, request.items, capped, deps.clock.now());
     const results: ReserveResult[] = new Array(request.items.length);
     const admitted: number[] = [];
@@ -77,7 +78,7 @@ async function reserveCapped(
       else admitted.push(index);
     });
     if (admitted.length > 0) {
-      const rows = await repository.reserveBatchIn(
+      const rows = await engine.reserveBatchIn(
         trx,
         admitted.map((index) => reserveRowOf(settings, request.items[index] as ReserveItem)),
       );
@@ -98,7 +99,7 @@ async function reserveCapped(
  * reads the finished call.
  */
 export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
-  await repository.recordRoutes(deps.db, request.items);
+  await engine.recordRoutes(deps.db, request.items);
   if (deps.hot) {
     const finished = await deps.hot.finish(request);
     const capped = await cappedAccounts(deps, request.items);
@@ -106,7 +107,7 @@ export async function finish(deps: Dependencies, request: FinishBatchRequest): P
       await countFinishedHot({ ...deps, hot: deps.hot }, request.items, finished.results, capped);
     return finished;
   }
-  const results = await repository.finishBatch(deps.prepared, request.items.map(finishRowOfItem));
+  const results = await engine.finishBatch(deps.prepared, request.items.map(finishRowOfItem));
   if ((await cappedAccounts(deps, request.items)).length > 0)
     await countFinished(deps.db, request.items, results);
   return { results: results.map(finishResultOf) };
@@ -126,19 +127,19 @@ export async function grantPackage(
   input: GrantPackageInput,
 ): Promise<{ entitlementId: string; replay: boolean }> {
   if (input.idempotencyKey) {
-    const existing = await repository.findEntitlementByIdempotencyKey(deps.db, input.idempotencyKey);
+    const existing = await ledger.findEntitlementByIdempotencyKey(deps.db, input.idempotencyKey);
     if (existing) return sameGrantOrConflict(existing, input);
-    if (await repository.findCreditGrantKey(deps.db, input.idempotencyKey)) throw keyUsedElsewhere();
+    if (await ledger.findCreditGrantKey(deps.db, input.idempotencyKey)) throw keyUsedElsewhere();
   }
   const pack = await findPackage(deps, input.packageId);
   const now = deps.clock.now();
   const result = await changeBalances(deps, async ({ trx, lock }) => {
     await lock(input.accountId);
     if (input.idempotencyKey) {
-      const existing = await repository.findEntitlementByIdempotencyKey(trx, input.idempotencyKey);
+      const existing = await ledger.findEntitlementByIdempotencyKey(trx, input.idempotencyKey);
       if (existing) return sameGrantOrConflict(existing, input);
     }
-    const entitlementId = await repository.insertEntitlement(trx, {
+    const entitlementId = await ledger.insertEntitlement(trx, {
       account_id: input.accountId,
       package_id: pack.id,
       aliases: pack.aliases,
@@ -203,22 +204,22 @@ export async function changeCredit(
   const replay = await changeBalances(deps, async ({ trx, lock }) => {
     await lock(input.accountId);
     if (key) {
-      if (await repository.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
+      if (await ledger.findEntitlementByIdempotencyKey(trx, key)) throw keyUsedElsewhere();
       // Two grants of one key to one account wait on the account lock; to two accounts, on the key.
-      const claimed = await repository
+      const claimed = await ledger
         .claimCreditGrantKey(trx, key, input.accountId, input.amount)
         .catch((error: unknown) => {
           if ((error as { code?: string }).code === '23505') throw keyUsedElsewhere();
           throw error;
         });
       if (!claimed) {
-        const first = await repository.findCreditGrantKey(trx, key);
+        const first = await ledger.findCreditGrantKey(trx, key);
         if (first?.account_id !== input.accountId || first.amount !== input.amount) throw keyUsedElsewhere();
         return true;
       }
     }
     try {
-      await repository.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
+      await ledger.changeCredit(trx, input.accountId, input.amount, input.kind, input.cause);
     } catch (error) {
       if (error instanceof RangeError)
         throw AppError.validation({ [field]: ['The balance would go below zero.'] });

@@ -6,7 +6,7 @@
  */
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { lockAccountRow } from './billing.repository.ts';
+import { lockAccountRow } from './engine.repository.ts';
 import { type ChangedEntries, changeEntries } from './hot/hot-entries.ts';
 import type { HotTier } from './hot/hot-tier.ts';
 

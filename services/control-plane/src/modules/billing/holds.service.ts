@@ -1,8 +1,8 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
-import * as repository from './billing.repository.ts';
 import type { ReservationStatus } from './billing.table.ts';
+import * as repository from './engine.repository.ts';
 import { changeBalances } from './engines.ts';
 
 export interface HeldReservation {

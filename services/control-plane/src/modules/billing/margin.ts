@@ -1,6 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
-import * as repository from './billing.repository.ts';
+import * as repository from './reports.repository.ts';
 
 const DAY_MS = 86_400_000;
 /** Without `from`/`to` the report covers the last 30 days. */

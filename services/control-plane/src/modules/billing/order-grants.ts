@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { findPackage } from '../catalog/catalog.service.ts';
-import * as repository from './billing.repository.ts';
 import type { BalanceChange } from './engines.ts';
+import * as repository from './ledger.repository.ts';
 
 type PackageRow = Awaited<ReturnType<typeof findPackage>>;
 

@@ -2,8 +2,9 @@ import { AppError } from '@tollgate/errors';
 import type { Amounts } from '@tollgate/schemas';
 import type { Dependencies } from '../../deps.ts';
 import { leaseSplit, readAccountBalances, withLease } from './balances.ts';
-import * as repository from './billing.repository.ts';
 import type { ReservationStatus } from './billing.table.ts';
+import * as ledger from './ledger.repository.ts';
+import * as reports from './reports.repository.ts';
 
 /** What an account can spend and what requests in flight hold, as integer strings. */
 export async function readBalance(deps: Dependencies, accountId: string) {
@@ -13,7 +14,7 @@ export async function readBalance(deps: Dependencies, accountId: string) {
 
 export async function listEntitlements(deps: Dependencies, accountId: string) {
   const now = deps.clock.now();
-  const rows = await repository.listEntitlements(deps.db, accountId);
+  const rows = await ledger.listEntitlements(deps.db, accountId);
   const split = await leaseSplit(deps, accountId);
   return rows.map((row) => ({
     id: row.id,
@@ -93,7 +94,7 @@ export async function listActivity(
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   let span: { from: Date; to: Date } | null = null;
   if (query.keyId !== undefined) {
-    const use = await repository.selectKeyUse(deps.db, accountId, query.keyId);
+    const use = await ledger.selectKeyUse(deps.db, accountId, query.keyId);
     // A key never used, or not this account's, has no calls to list.
     if (use === null) return { items: [], nextCursor: null };
     span = {
@@ -101,7 +102,7 @@ export async function listActivity(
       to: new Date(use.last.getTime() + LAST_USE_STALE_MS + USE_MARGIN_MS),
     };
   }
-  const rows = await repository.selectActivityPage(deps.db, accountId, {
+  const rows = await ledger.selectActivityPage(deps.db, accountId, {
     keyId: query.keyId,
     span,
     after,
@@ -183,7 +184,7 @@ export async function summarizeUsage(
   deps: Dependencies,
   accountId: string,
   range: { from: string; to: string },
-  by: repository.SummaryGrouping = 'alias',
+  by: reports.SummaryGrouping = 'alias',
 ): Promise<UsageSummaryRow[]> {
   const from = new Date(`${range.from}T00:00:00Z`);
   const to = new Date(`${range.to}T00:00:00Z`);
@@ -192,7 +193,7 @@ export async function summarizeUsage(
     throw AppError.validation({ to: [`The range may span at most ${MAX_SUMMARY_DAYS} days.`] });
   }
   const end = new Date(to.getTime() + 86_400_000);
-  const result = await repository.selectUsageSummary(deps.db, accountId, from, end, by);
+  const result = await reports.selectUsageSummary(deps.db, accountId, from, end, by);
   return result.map((row) => ({
     day: row.day,
     ...(by === 'key' ? { alias: null, keyId: row.name } : { alias: row.name }),

@@ -2,8 +2,8 @@ import { AppError } from '@tollgate/errors';
 import type { Transaction } from 'kysely';
 import { isOutOfRange } from '../../db/errors.ts';
 import type { Database } from '../../db/schema.ts';
-import { changeCredit, insertEntitlement } from './billing.repository.ts';
 import { balanceTooLarge } from './billing.service.ts';
+import { changeCredit, insertEntitlement } from './ledger.repository.ts';
 
 /**
  * Transfers between two accounts (a reseller handing its own holdings to a customer). Both sides

@@ -12,7 +12,8 @@ import {
   settleItem,
 } from '../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
-import * as repository from './billing.repository.ts';
+import * as engine from './engine.repository.ts';
+import * as reports from './reports.repository.ts';
 import { summarizeUsage } from './reports.service.ts';
 import { advanceUsageRollupOnce } from './usage-rollup.ts';
 
@@ -35,7 +36,7 @@ const RANGE = { from: isoDay(10), to: isoDay(0) };
 
 /** The summary as the live aggregate over reservations answers it (the query before the rollup). */
 async function liveSummary(accountId: string, by: 'alias' | 'key') {
-  const rows = await repository.selectUsageSummaryLive(
+  const rows = await reports.selectUsageSummaryLive(
     context.deps.db,
     accountId,
     new Date(`${RANGE.from}T00:00:00Z`),
@@ -213,7 +214,7 @@ describe('usage summary from the rollup', () => {
     const key = await createFundedKey(context, { credits: 1_000_000n });
     const reservationId = await reserve(key, 'priced');
     const row = {
-      ...repository.finishRowOf(
+      ...engine.finishRowOf(
         {
           id: reservationId,
           key_id: key.keyId,

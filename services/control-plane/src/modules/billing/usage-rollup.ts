@@ -1,6 +1,6 @@
 import { startPeriodic } from '@tollgate/service-kit';
 import type { Dependencies } from '../../deps.ts';
-import * as repository from './billing.repository.ts';
+import * as repository from './reports.repository.ts';
 
 /**
  * Adds the calls settled since the last pass to the usage rollup the summary reads. Off the hot

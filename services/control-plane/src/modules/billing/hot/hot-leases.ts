@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@tollgate/service-kit';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
-import * as repository from '../billing.repository.ts';
+import * as repository from '../engine.repository.ts';
 import { readEntryRows, writeEntries } from './hot-entries.ts';
 import type { HotStore, LeaseSource } from './hot-store.ts';
 

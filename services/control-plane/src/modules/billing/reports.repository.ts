@@ -1,0 +1,245 @@
+/** Reports over the reservations: usage summaries and their rollup, write-offs, margin. */
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface UsageSummaryDbRow {
+  day: string;
+  /** The alias, or the key id when summarised by key. */
+  name: string;
+  requests: number;
+  input_tokens: bigint;
+  output_tokens: bigint;
+  cache_read_tokens: bigint;
+  cache_write_tokens: bigint;
+  cache_write_1h_tokens: bigint;
+  charged_tokens: bigint;
+  charged_credits: bigint;
+}
+
+/** What a usage summary groups calls by, beside the day. */
+export type SummaryGrouping = 'alias' | 'key';
+
+/**
+ * Settled usage per UTC day (of creation) and alias or key, for calls created in [from, end): the
+ * rollup of calls settled before its watermark plus the calls settled since, in one snapshot.
+ * Input is input outside any cache (calls settled before usage was kept in parts: every input
+ * token), the cache parts beside it.
+ */
+export async function selectUsageSummary(
+  db: Kysely<Database>,
+  accountId: string,
+  from: Date,
+  end: Date,
+  by: SummaryGrouping = 'alias',
+) {
+  const name = by === 'key' ? sql`key_id::text` : sql`alias`;
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      // Read first and passed as a value: the planner then sees that few rows follow it (as a
+      // subquery it guesses a third of the account's calls, and plans workers and JIT for them).
+      const state = await sql<{ watermark: string }>`
+        select watermark::text as watermark from usage_rollup_state
+      `.execute(trx);
+      const watermark = state.rows[0]!.watermark;
+      const result = await sql<UsageSummaryDbRow>`
+        with parts as (
+          select day, ${name} as name, requests, input_tokens, output_tokens, cache_read_tokens,
+                 cache_write_tokens, cache_write_1h_tokens, charged_tokens, charged_credits
+          from usage_daily
+          where account_id = ${accountId}::uuid
+            and day >= (${from}::timestamptz at time zone 'UTC')::date
+            and day < (${end}::timestamptz at time zone 'UTC')::date
+          union all
+          select (created_at at time zone 'UTC')::date, ${name}, 1, coalesce(input_tokens, 0),
+                 coalesce(output_tokens, 0), coalesce(cache_read_tokens, 0), coalesce(cache_write_tokens, 0),
+                 coalesce(cache_write_1h_tokens, 0), charged_tokens, charged_credits
+          from reservations
+          where account_id = ${accountId}::uuid and status = 'settled'
+            and finished_at >= ${watermark}::timestamptz
+            and created_at >= ${from} and created_at < ${end}
+        )
+        select to_char(day, 'YYYY-MM-DD') as day, name, sum(requests)::int as requests,
+               sum(input_tokens)::bigint as input_tokens, sum(output_tokens)::bigint as output_tokens,
+               sum(cache_read_tokens)::bigint as cache_read_tokens,
+               sum(cache_write_tokens)::bigint as cache_write_tokens,
+               sum(cache_write_1h_tokens)::bigint as cache_write_1h_tokens,
+               sum(charged_tokens)::bigint as charged_tokens, sum(charged_credits)::bigint as charged_credits
+        from parts
+        group by day, name
+        order by day, name
+      `.execute(trx);
+      return result.rows;
+    });
+}
+
+/** The same summary straight from the reservations, without the rollup (for checks and tests). */
+export async function selectUsageSummaryLive(
+  db: Db,
+  accountId: string,
+  from: Date,
+  end: Date,
+  by: SummaryGrouping = 'alias',
+) {
+  const name = by === 'key' ? sql`key_id::text` : sql`alias`;
+  const result = await sql<UsageSummaryDbRow>`
+    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, ${name} as name,
+           count(*)::int as requests,
+           coalesce(sum(input_tokens), 0)::bigint as input_tokens,
+           coalesce(sum(output_tokens), 0)::bigint as output_tokens,
+           coalesce(sum(cache_read_tokens), 0)::bigint as cache_read_tokens,
+           coalesce(sum(cache_write_tokens), 0)::bigint as cache_write_tokens,
+           coalesce(sum(cache_write_1h_tokens), 0)::bigint as cache_write_1h_tokens,
+           sum(charged_tokens)::bigint as charged_tokens,
+           sum(charged_credits)::bigint as charged_credits
+    from reservations
+    where account_id = ${accountId}::uuid and status = 'settled'
+      and created_at >= ${from} and created_at < ${end}
+    group by 1, 2
+    order by 1, 2
+  `.execute(db);
+  return result.rows;
+}
+
+/**
+ * Moves the rollup's watermark forward: adds every call settled in [old watermark, next) to
+ * usage_daily and sets the watermark to next, in one transaction. next stays `lagMs` behind now
+ * and before the start of every transaction still open, so no settle that commits later can carry
+ * a finished_at (its transaction's start) below the new watermark. Returns the watermarks.
+ */
+export async function advanceUsageRollup(
+  db: Kysely<Database>,
+  lagMs: number,
+): Promise<{ from: Date | null; to: Date | null; calls: number }> {
+  return db.transaction().execute(async (trx) => {
+    // One pass at a time across control planes. Null: nothing rolled up yet (-infinity).
+    const state = await sql<{ watermark: Date | null }>`
+      select nullif(watermark, '-infinity') as watermark from usage_rollup_state for update
+    `.execute(trx);
+    const from = state.rows[0]!.watermark;
+    const next = await sql<{ next: Date }>`
+      select least(clock_timestamp() - make_interval(secs => ${lagMs / 1000}),
+                   (select min(xact_start) from pg_stat_activity
+                    where datname = current_database() and pid <> pg_backend_pid()
+                      and xact_start is not null)) as next
+    `.execute(trx);
+    const to = next.rows[0]!.next;
+    if (from !== null && to <= from) return { from, to: from, calls: 0 };
+    // A later statement: its snapshot sees every transaction that began before `to`.
+    const settled = sql`
+      select r.account_id, (r.created_at at time zone 'UTC')::date as day, r.alias, r.key_id, count(*) as requests,
+             coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
+             coalesce(sum(r.cache_read_tokens), 0) as cache_read_tokens,
+             coalesce(sum(r.cache_write_tokens), 0) as cache_write_tokens,
+             coalesce(sum(r.cache_write_1h_tokens), 0) as cache_write_1h_tokens,
+             sum(r.charged_tokens) as charged_tokens, sum(r.charged_credits) as charged_credits
+    `;
+    // The first pass reads the whole table; later ones walk each account's settled-index range.
+    const source =
+      from === null
+        ? sql`${settled} from reservations r where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3, 4`
+        : sql`${settled} from accounts a cross join lateral (
+              select * from reservations where account_id = a.id and status = 'settled'
+                and finished_at >= ${from} and finished_at < ${to}) r
+            group by 1, 2, 3, 4`;
+    const added = await sql<{ calls: string | null }>`
+      with source as (${source}),
+      added as (
+        insert into usage_daily as u (account_id, day, alias, key_id, requests, input_tokens, output_tokens,
+                                      cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
+                                      charged_tokens, charged_credits)
+        select * from source
+        on conflict (account_id, day, alias, key_id) do update set
+          requests = u.requests + excluded.requests,
+          input_tokens = u.input_tokens + excluded.input_tokens,
+          output_tokens = u.output_tokens + excluded.output_tokens,
+          cache_read_tokens = u.cache_read_tokens + excluded.cache_read_tokens,
+          cache_write_tokens = u.cache_write_tokens + excluded.cache_write_tokens,
+          cache_write_1h_tokens = u.cache_write_1h_tokens + excluded.cache_write_1h_tokens,
+          charged_tokens = u.charged_tokens + excluded.charged_tokens,
+          charged_credits = u.charged_credits + excluded.charged_credits
+      )
+      select sum(requests)::text as calls from source
+    `.execute(trx);
+    await sql`update usage_rollup_state set watermark = ${to}, advanced_at = now()`.execute(trx);
+    return { from, to, calls: Number(added.rows[0]?.calls ?? 0) };
+  });
+}
+
+/** Written-off usage per account and alias among reservations finished in [from, end). */
+export function selectWriteOffs(db: Db, from: Date, end: Date, limit: number) {
+  return db
+    .selectFrom('reservations')
+    .select([
+      'account_id',
+      'alias',
+      sql<string>`count(*)::text`.as('reservations'),
+      sql<string>`sum(written_off_tokens)::text`.as('tokens'),
+      sql<string>`sum(written_off_credits)::text`.as('credits'),
+    ])
+    .where('finished_at', '>=', from)
+    .where('finished_at', '<', end)
+    .where((eb) => eb.or([eb('written_off_tokens', '>', 0n), eb('written_off_credits', '>', 0n)]))
+    .groupBy(['account_id', 'alias'])
+    .orderBy(sql`sum(written_off_credits)`, 'desc')
+    .orderBy(sql`sum(written_off_tokens)`, 'desc')
+    .orderBy('account_id')
+    .orderBy('alias')
+    .limit(limit)
+    .execute();
+}
+
+/**
+ * Settled calls finished in [from, end), by alias and the upstream that served them (its route,
+ * recorded for aliases with several upstreams; else the alias's one upstream): their usage, what they charged, and their cost at
+ * the upstream's cost price (null when it has none). Integer text throughout.
+ */
+export async function selectMargin(db: Db, from: Date, end: Date) {
+  const result = await sql<{
+    alias: string;
+    provider_id: string;
+    upstream_model: string;
+    calls: string;
+    input_tokens: string;
+    output_tokens: string;
+    cache_read_tokens: string;
+    cache_write_tokens: string;
+    cache_write_1h_tokens: string;
+    charged_credits: string;
+    charged_tokens: string;
+    cost_credits: string | null;
+  }>`
+    with served as (
+      select r.alias,
+             coalesce(rt.provider_id, a.provider_id) as provider_id,
+             coalesce(rt.upstream_model, a.upstream_model) as upstream_model,
+             count(*) as calls,
+             sum(coalesce(r.input_tokens, 0)) as input_tokens,
+             sum(coalesce(r.output_tokens, 0)) as output_tokens,
+             sum(coalesce(r.cache_read_tokens, 0)) as cache_read_tokens,
+             sum(coalesce(r.cache_write_tokens, 0)) as cache_write_tokens,
+             sum(coalesce(r.cache_write_1h_tokens, 0)) as cache_write_1h_tokens,
+             sum(r.charged_credits) as charged_credits,
+             sum(r.charged_tokens) as charged_tokens
+      from reservations r
+      left join reservation_routes rt on rt.reservation_id = r.id
+      left join model_aliases a on a.alias = r.alias
+      where r.status = 'settled' and r.finished_at >= ${from} and r.finished_at < ${end}
+      group by 1, 2, 3
+    )
+    select s.alias, s.provider_id, s.upstream_model, s.calls::text, s.input_tokens::text,
+           s.output_tokens::text, s.cache_read_tokens::text, s.cache_write_tokens::text,
+           s.cache_write_1h_tokens::text, s.charged_credits::text, s.charged_tokens::text,
+           (s.input_tokens * c.input_cost + s.output_tokens * c.output_cost
+             + s.cache_read_tokens * c.cache_read_cost + s.cache_write_tokens * c.cache_write_cost
+             + s.cache_write_1h_tokens * c.cache_write_1h_cost + s.calls * c.request_cost)::text as cost_credits
+    from served s
+    left join upstream_costs c
+      on c.alias = s.alias and c.provider_id = s.provider_id and c.upstream_model = s.upstream_model
+    order by s.alias, s.provider_id, s.upstream_model
+  `.execute(db);
+  return result.rows;
+}

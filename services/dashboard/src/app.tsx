@@ -1,4 +1,5 @@
-import { type JSX, useEffect } from 'react';
+import { QueryClientProvider } from '@tanstack/react-query';
+import { type JSX, useEffect, useState } from 'react';
 import { AdminAccountScreen, AdminAccountsScreen } from './features/admin-accounts.tsx';
 import { AdminOrdersScreen, AdminPromotionsScreen } from './features/admin-commerce.tsx';
 import { AdminOperationsScreen } from './features/admin-ops.tsx';
@@ -22,6 +23,7 @@ import { StatusScreen } from './features/status.tsx';
 import { UsageScreen } from './features/usage.tsx';
 import { UseKeyScreen } from './features/use-key.tsx';
 import { Shell } from './layout.tsx';
+import { createQueryClient } from './lib/query-client.ts';
 import { navigate, useLocation } from './lib/router.tsx';
 import { SessionProvider, useSession } from './lib/session.tsx';
 import { Loading } from './lib/ui.tsx';
@@ -71,10 +73,13 @@ function privateElement(path: string): JSX.Element | null {
 }
 
 export function App() {
+  const [queryClient] = useState(createQueryClient);
   return (
-    <SessionProvider>
-      <Router />
-    </SessionProvider>
+    <QueryClientProvider client={queryClient}>
+      <SessionProvider>
+        <Router />
+      </SessionProvider>
+    </QueryClientProvider>
   );
 }
 

@@ -30,7 +30,7 @@ import type { AppEnv } from './env.ts';
 import { handleError, handleNotFound, validationHook } from './errors.ts';
 import { refuseInferenceKeys } from './inference-key-guard.ts';
 import { refuseManagementKeysOutsideTheirArea } from './management-key.ts';
-import { withBodyLimitResponses, withOperationIds } from './openapi.ts';
+import { openApiDocumentOf } from './openapi.ts';
 import { registerSecuritySchemes } from './openapi-security.ts';
 import { requestContext } from './request-context.ts';
 
@@ -100,16 +100,9 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   app.use('*', dashboardAssets(deps.config.dashboardDir));
   registerSecuritySchemes(app, deps.config);
   // Generated once, on first request, when every route is registered.
-  let document: ReturnType<typeof app.getOpenAPI31Document> | undefined;
+  let document: ReturnType<typeof openApiDocumentOf> | undefined;
   app.get('/api/v1/openapi.json', (c) => {
-    document ??= withBodyLimitResponses(
-      withOperationIds(
-        app.getOpenAPI31Document({
-          openapi: '3.1.0',
-          info: { title: 'Tollgate control plane', version: '1.0.0' },
-        }),
-      ),
-    );
+    document ??= openApiDocumentOf(app);
     return c.json(document);
   });
   return Object.assign(app, { mailer });

@@ -1,5 +1,6 @@
-import { z } from '@hono/zod-openapi';
+import { type OpenAPIHono, z } from '@hono/zod-openapi';
 import { ERROR_CODES } from '@tollgate/errors';
+import type { AppEnv } from './env.ts';
 
 /** Control-plane error body, as documented in the OpenAPI description. */
 export const ErrorBody = z
@@ -90,4 +91,16 @@ export function withBodyLimitResponses<T extends { paths?: unknown }>(document: 
     }
   }
   return document;
+}
+
+/** The public API's OpenAPI document, once every route of `app` is registered. */
+export function openApiDocumentOf(app: OpenAPIHono<AppEnv>) {
+  return withBodyLimitResponses(
+    withOperationIds(
+      app.getOpenAPI31Document({
+        openapi: '3.1.0',
+        info: { title: 'Tollgate control plane', version: '1.0.0' },
+      }),
+    ),
+  );
 }

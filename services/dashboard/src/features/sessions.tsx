@@ -1,41 +1,37 @@
-import { api } from '../lib/api.ts';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { client, unwrap } from '../lib/client.ts';
 import { formatDate } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
 import { Button, Card, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
 
-interface SessionView {
-  id: string;
-  createdAt: string;
-  lastSeenAt: string;
-  userAgent: string | null;
-  ip: string | null;
-  current: boolean;
+const SESSIONS = ['/api/v1/me/sessions'] as const;
+
+function endSession(id: string) {
+  return unwrap(client.DELETE('/api/v1/me/sessions/{id}', { params: { path: { id } } }));
 }
 
 export function SessionsScreen() {
-  const sessions = useApi<SessionView[]>('/me/sessions');
-  const end = useAction(async (id: string) => {
-    await api('DELETE', `/me/sessions/${id}`);
-    await sessions.reload();
-  });
-  const endOthers = useAction(async () => {
-    for (const session of sessions.data ?? []) {
-      if (!session.current) await api('DELETE', `/me/sessions/${session.id}`);
-    }
-    await sessions.reload();
+  const queryClient = useQueryClient();
+  const sessions = useQuery({ queryKey: SESSIONS, queryFn: () => unwrap(client.GET('/api/v1/me/sessions')) });
+  const onSettled = () => queryClient.invalidateQueries({ queryKey: SESSIONS });
+  const end = useMutation({ mutationFn: endSession, onSettled });
+  const endOthers = useMutation({
+    mutationFn: async () => {
+      for (const session of sessions.data ?? []) if (!session.current) await endSession(session.id);
+    },
+    onSettled,
   });
   const others = (sessions.data ?? []).filter((session) => !session.current).length;
   return (
     <Page
       title="Sessions"
       actions={
-        <Button onClick={() => void endOthers.execute()} pending={endOthers.pending} disabled={others === 0}>
+        <Button onClick={() => endOthers.mutate()} pending={endOthers.isPending} disabled={others === 0}>
           End all other sessions
         </Button>
       }
     >
       <ErrorMessage error={sessions.error ?? end.error ?? endOthers.error} />
-      {sessions.loading && !sessions.data ? <Loading /> : null}
+      {sessions.isPending ? <Loading /> : null}
       <Card>
         {others === 0 && sessions.data ? <p className="muted">This is your only signed-in browser.</p> : null}
         <ul className="sessions">
@@ -51,8 +47,8 @@ export function SessionsScreen() {
               </div>
               {session.current ? null : (
                 <Button
-                  onClick={() => void end.execute(session.id)}
-                  pending={end.pending}
+                  onClick={() => end.mutate(session.id)}
+                  pending={end.isPending}
                   label={`End session from ${session.ip ?? 'unknown address'}`}
                 >
                   End

@@ -35,7 +35,7 @@ export function mayHaveSession(): boolean {
   return csrfToken() !== null;
 }
 
-function csrfToken(): string | null {
+export function csrfToken(): string | null {
   for (const part of document.cookie.split(';')) {
     const [name, ...rest] = part.trim().split('=');
     if (name === 'tollgate_csrf' || name === '__Host-tollgate_csrf')
@@ -71,13 +71,7 @@ export async function api<T>(
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch {
-    throw new ApiError(
-      0,
-      'network_unreachable',
-      'The service could not be reached. Check your connection and try again.',
-      {},
-      null,
-    );
+    throw unreachable();
   }
   const text = await response.text();
   let parsed: unknown = null;
@@ -88,6 +82,16 @@ export async function api<T>(
   }
   if (!response.ok) throw failureOf(response.status, parsed, response.headers.get('retry-after'));
   return ((parsed as { data?: T } | null)?.data ?? null) as T;
+}
+
+export function unreachable(): ApiError {
+  return new ApiError(
+    0,
+    'network_unreachable',
+    'The service could not be reached. Check your connection and try again.',
+    {},
+    null,
+  );
 }
 
 /**

@@ -1,40 +1,28 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { useCallback, useState } from 'react';
 import { ApiError, api } from './api.ts';
 
-/** Server state lives here only: loaded on mount and when `path` changes, reloaded on demand. */
+/**
+ * A GET of the API through the query cache, for screens not yet on the typed client: keyed like
+ * the typed queries (path, then the query string), so invalidating a path reaches both.
+ */
 export function useApi<T>(path: string | null): {
   data: T | undefined;
   error: ApiError | null;
   loading: boolean;
   reload: () => Promise<void>;
 } {
-  const [data, setData] = useState<T | undefined>(undefined);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [loading, setLoading] = useState(path !== null);
-  const latest = useRef(path);
-  latest.current = path;
-
+  const [pathname = '', search = ''] = (path ?? '').split('?');
+  const query = useQuery({
+    queryKey: [`/api/v1${pathname}`, search],
+    queryFn: () => api<T>('GET', path ?? ''),
+    enabled: path !== null,
+  });
+  const { refetch } = query;
   const reload = useCallback(async () => {
-    if (path === null) return;
-    setLoading(true);
-    try {
-      const result = await api<T>('GET', path);
-      if (latest.current === path) {
-        setData(result);
-        setError(null);
-      }
-    } catch (caught) {
-      if (latest.current === path) setError(caught instanceof ApiError ? caught : toApiError(caught));
-    } finally {
-      if (latest.current === path) setLoading(false);
-    }
-  }, [path]);
-
-  useEffect(() => {
-    void reload();
-  }, [reload]);
-
-  return { data, error, loading, reload };
+    await refetch();
+  }, [refetch]);
+  return { data: query.data, error: query.error, loading: query.isFetching, reload };
 }
 
 /** A state-changing call with its pending flag and the last error (shown next to the form). */

@@ -1,3 +1,4 @@
+import { useQueryClient } from '@tanstack/react-query';
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
 import { ApiError, api, mayHaveSession } from './api.ts';
 
@@ -22,7 +23,16 @@ interface SessionState {
 const SessionContext = createContext<SessionState | null>(null);
 
 export function SessionProvider(props: { children: ReactNode }) {
-  const [account, setAccount] = useState<Account | null | undefined>(undefined);
+  const [account, setKnownAccount] = useState<Account | null | undefined>(undefined);
+  const queryClient = useQueryClient();
+  // Signed out: nothing the last person loaded stays in the cache for the next.
+  const setAccount = useCallback(
+    (next: Account | null) => {
+      if (next === null) queryClient.clear();
+      setKnownAccount(next);
+    },
+    [queryClient],
+  );
   const [attempt, setAttempt] = useState(0);
   const refresh = useCallback(async () => {
     if (!mayHaveSession()) {
@@ -37,7 +47,7 @@ export function SessionProvider(props: { children: ReactNode }) {
       if (error instanceof ApiError && (error.status === 401 || error.status === 403)) setAccount(null);
       else setAttempt((count) => count + 1);
     }
-  }, []);
+  }, [setAccount]);
   useEffect(() => {
     void refresh();
   }, [refresh]);

@@ -23,6 +23,7 @@ import { StatusScreen } from './features/status.tsx';
 import { UsageScreen } from './features/usage.tsx';
 import { UseKeyScreen } from './features/use-key.tsx';
 import { Shell } from './layout.tsx';
+import { refusedArea } from './lib/areas.ts';
 import { createQueryClient } from './lib/query-client.ts';
 import { navigate, useLocation } from './lib/router.tsx';
 import { SessionProvider, useSession } from './lib/session.tsx';
@@ -108,14 +109,26 @@ function Router() {
       </Shell>
     );
   }
-  if (account === undefined || needsLogin) {
+  if (account === undefined || account === null) {
     return (
       <Shell signedIn={false}>
         <Loading />
       </Shell>
     );
   }
-  return <Shell signedIn>{element ?? <NotFound />}</Shell>;
+  const refusedTo = element ? refusedArea(path, account) : null;
+  return <Shell signedIn>{refusedTo ? <NotAllowed who={refusedTo} /> : (element ?? <NotFound />)}</Shell>;
+}
+
+function NotAllowed(props: { who: string }) {
+  return (
+    <section className="page">
+      <h1 tabIndex={-1}>Not available to this account</h1>
+      <p>
+        This page is for {props.who} only. <a href="/">Go to the overview</a>.
+      </p>
+    </section>
+  );
 }
 
 function NotFound() {

@@ -1,9 +1,11 @@
 import { useState } from 'react';
 import { api } from '../lib/api.ts';
+import type { Schemas } from '../lib/client.ts';
 import { formatBytes, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { Button, ErrorMessage, Field } from '../lib/ui.tsx';
-import type { ApiKey } from './keys.tsx';
+
+type ApiKey = Schemas['ApiKey'];
 
 const LIMITS = [
   ['maxOutputTokens', 'Max output tokens per call'],

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
+import type { Schemas } from '../lib/client.ts';
 import { formatBytes, formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
@@ -8,23 +9,7 @@ import { ActivityTable } from './activity.tsx';
 import { CreateKeyForm } from './key-form.tsx';
 import { KeyCapForm, type SpendCap, SpendCapList, useSpendCaps } from './spend-caps.tsx';
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  mask: string;
-  state: 'active' | 'disabled' | 'revoked' | 'expired';
-  scope: string[] | null;
-  expiresAt: string | null;
-  limits: {
-    maxRequestBytes: number;
-    maxOutputTokens: number;
-    requestsPerMinute: number;
-    concurrency: number;
-  };
-  revealable: boolean;
-  createdAt: string;
-  rotatedAt: string | null;
-}
+type ApiKey = Schemas['ApiKey'];
 
 interface KeyStatus {
   state: string;

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { api } from '../lib/api.ts';
+import type { Schemas } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi, useFormKey } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
@@ -17,7 +18,8 @@ import {
   StateBadge,
   TableWrap,
 } from '../lib/ui.tsx';
-import type { ApiKey } from './keys.tsx';
+
+type ApiKey = Schemas['ApiKey'];
 
 interface Usage {
   balance: { remaining: { tokens: string; credits: string } };

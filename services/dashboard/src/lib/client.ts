@@ -1,6 +1,9 @@
 import createClient from 'openapi-fetch';
 import { csrfToken, failureOf, unreachable } from './api.ts';
-import type { paths } from './api-schema.d.ts';
+import type { components, paths } from './api-schema.d.ts';
+
+/** The API's named schemas (`Schemas['ApiKey']`), as the OpenAPI document defines them. */
+export type Schemas = components['schemas'];
 
 /**
  * The typed API client (openapi-fetch over the generated types): same origin, the session cookie

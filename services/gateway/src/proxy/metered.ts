@@ -156,9 +156,11 @@ export async function handleMetered(
         : {}),
       log,
     });
-    // The conversation's next turn goes where this one was answered (docs/routing.md).
+    // The conversation's next turn goes where this one was answered (docs/routing.md); the read
+    // renewed the record, so only a move is written.
     if (affinity && forwarded.route && 'answer' in forwarded.reply) {
-      deps.affinity.set(affinity.key, upstreamKey(forwarded.route));
+      const served = upstreamKey(forwarded.route);
+      if (served !== pinned) deps.affinity.set(affinity.key, served);
     }
     // The one place a reservation is finished: one decision, then the slot is freed.
     ended = finishWhenDecided(deps, context, forwarded, lease, {

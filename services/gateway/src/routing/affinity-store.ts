@@ -2,14 +2,18 @@ import { connectRedis, type Logger, type RedisConnection, type RedisTarget } fro
 
 /**
  * Which upstream served a conversation's last turn (docs/routing.md, prompt-cache affinity), by
- * affinity key (conversation.ts), for `ttlMs` after that turn. With Redis every gateway shares
- * it; without, it lives in this process.
+ * affinity key (conversation.ts), for `ttlMs` after its last turn. With Redis every gateway shares
+ * it; without, it lives in this process. A turn that stays where the last one went costs one
+ * command (the read renews the record); only a move writes.
  */
 export interface AffinityStore {
   readonly kind: 'redis' | 'memory';
-  /** The upstream (routing's upstreamKey) that served the conversation last; null when unknown. */
+  /**
+   * The upstream (routing's upstreamKey) that served the conversation last, its record renewed
+   * for another `ttlMs`; null when unknown.
+   */
   get(key: string): Promise<string | null>;
-  /** Records the upstream that served this turn (fire and forget). */
+  /** Records the upstream that served this turn when it is another one (fire and forget). */
   set(key: string, upstream: string): void;
   close(): Promise<void>;
 }
@@ -23,16 +27,17 @@ export function createMemoryAffinityStore(options: {
   now?: () => number;
 }): AffinityStore {
   const now = options.now ?? Date.now;
-  // Insertion order is age order (a set re-inserts): the oldest go first when full.
+  // Insertion order is use order (a read or a set re-inserts): the least used go first when full.
   const entries = new Map<string, { upstream: string; until: number }>();
   return {
     kind: 'memory',
     async get(key) {
       const entry = entries.get(key);
       if (!entry) return null;
-      if (entry.until > now()) return entry.upstream;
       entries.delete(key);
-      return null;
+      if (entry.until <= now()) return null;
+      entries.set(key, { upstream: entry.upstream, until: now() + options.ttlMs });
+      return entry.upstream;
     },
     set(key, upstream) {
       entries.delete(key);
@@ -69,7 +74,8 @@ export function createRedisAffinityStore(
       let timer: NodeJS.Timeout | undefined;
       try {
         return await Promise.race([
-          redis.get(name(key)),
+          // Read and renewed in one command: a turn that stays on its upstream writes nothing.
+          redis.getex(name(key), 'PX', options.ttlMs),
           new Promise<null>((resolve) => {
             timer = setTimeout(() => resolve(null), READ_TIMEOUT_MS);
           }),

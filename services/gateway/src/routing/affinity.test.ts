@@ -88,17 +88,23 @@ describe('preferUpstream', () => {
 });
 
 describe('the memory affinity store', () => {
-  it('keeps a record for its time to live, the newest when full', async () => {
+  it('keeps a record for its time to live after its last turn, the last used when full', async () => {
     let now = 0;
     const store = createMemoryAffinityStore({ ttlMs: 1_000, maxEntries: 2, now: () => now });
     store.set('one', 'up-a');
     store.set('two', 'up-b');
     expect(await store.get('one')).toBe('up-a');
     store.set('three', 'up-a');
-    expect(await store.get('one')).toBeNull();
-    expect(await store.get('two')).toBe('up-b');
-    now = 1_000;
+    // 'two' was used least lately: it went to make room.
     expect(await store.get('two')).toBeNull();
+    now = 900;
+    // Read at 900: renewed until 1,900.
+    expect(await store.get('one')).toBe('up-a');
+    now = 1_500;
+    expect(await store.get('one')).toBe('up-a');
+    expect(await store.get('three')).toBeNull();
+    now = 2_500;
+    expect(await store.get('one')).toBeNull();
   });
 });
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { MeteredSurface } from '@tollgate/schemas';
 import type { HeaderReader } from '../request/inbound.ts';
 
@@ -50,10 +50,10 @@ export function conversationOf(
   if (session) return `session:${session}`;
   const prefix = stablePrefix(surface, body);
   if (!prefix) return null;
-  return `prefix:${createHash('sha256').update(JSON.stringify(prefix)).digest('base64url')}`;
+  return `prefix:${hash('sha256', JSON.stringify(prefix), 'base64url')}`;
 }
 
 /** The affinity record's name: one key's conversation on one alias, hashed (no content kept). */
 export function affinityKey(keyId: string, alias: string, conversation: string): string {
-  return createHash('sha256').update(`${keyId}\u0000${alias}\u0000${conversation}`).digest('base64url');
+  return hash('sha256', `${keyId}\u0000${alias}\u0000${conversation}`, 'base64url');
 }

@@ -184,8 +184,11 @@ export interface E2EStack {
   admin(...args: string[]): Promise<any>;
   /** Another gateway process on the same control plane and Redis, with extra environment. */
   startGateway(name: string, env?: Record<string, string>): Promise<RunningGatewayProcess>;
-  /** Another mock provider on its own port, requiring the same provider key as the first. */
-  startMock(name: string): Promise<RunningMock>;
+  /**
+   * Another mock provider on its own port, requiring the same provider key as the first unless
+   * `env` says otherwise (`MOCK_UPSTREAM_API_KEY: ''`: any key).
+   */
+  startMock(name: string, env?: Record<string, string>): Promise<RunningMock>;
   stopControlPlane(): Promise<void>;
   /** `kill -9` of the control plane: no drain, no goodbye; resolves once the process is gone. */
   killControlPlane(): Promise<void>;
@@ -326,7 +329,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     return { url, service };
   }
 
-  async function startMock(name: string): Promise<RunningMock> {
+  async function startMock(name: string, env: Record<string, string> = {}): Promise<RunningMock> {
     const port = await findFreePort();
     const service = startService(
       `mock-upstream-${name}`,
@@ -336,6 +339,7 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         MOCK_UPSTREAM_PORT: String(port),
         MOCK_UPSTREAM_API_KEY: PROVIDER_KEY,
         LOG_LEVEL: 'warn',
+        ...env,
       },
       folder,
     );

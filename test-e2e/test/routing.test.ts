@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { findFreePort } from '@tollgate/test-harness';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { expectOpenAIError, openaiClient, rejection } from '../src/clients.ts';
+import { expectOpenAIError, mockRequests, openaiClient, rejection } from '../src/clients.ts';
 import { type Customer, DashboardSession, signUpCustomer } from '../src/customer.ts';
 import { closeCheckingLedger, expectSettledInCredits, Meter } from '../src/ledger.ts';
 import { type E2EStack, PROVIDER_KEY, type RunningGatewayProcess, startStack } from '../src/stack.ts';
@@ -374,6 +374,89 @@ describe('a credential pool', () => {
       expect(text).not.toContain(PROVIDER_KEY);
       expect(text).not.toContain('not-the-provider-key');
     }
+  });
+});
+
+describe('a credential pool rate-limited on one credential', () => {
+  /** A mock that takes any key: both credentials of the pool are accepted, one of them limited. */
+  let openMockUrl: string;
+
+  beforeAll(async () => {
+    openMockUrl = (await stack.startMock('any-key', { MOCK_UPSTREAM_API_KEY: '' })).url;
+    const provider = await admin.request('PUT', '/admin/catalog/providers/mock-rate-pooled', {
+      kind: 'openai',
+      baseUrl: `${openMockUrl}/v1`,
+      credentialRef: null,
+      credentialRefs: ['TOLLGATE_PROVIDER_WRONG_KEY', 'TOLLGATE_PROVIDER_MOCK_KEY'],
+    });
+    expect(provider.status).toBe(200);
+    const alias = await admin.request('PUT', '/admin/catalog/aliases/rate-pooled-e2e', {
+      protocols: ['chat_completions', 'responses'],
+      published: true,
+      price: { input: String(PRICE.input), output: String(PRICE.output) },
+      defaultMaxOutputTokens: 256,
+      maxOutputTokens: 4096,
+      upstreams: [
+        { providerId: 'mock-rate-pooled', upstreamModel: MAIN },
+        { providerId: 'mock-openai', upstreamModel: BACKUP, priority: 1 },
+      ],
+    });
+    expect(alias.status).toBe(200);
+    for (let tries = 0; ; tries++) {
+      const models = (await pooled.models.list()).data.map((model) => model.id);
+      if (models.includes('rate-pooled-e2e')) break;
+      if (tries > 200) throw new Error('the gateway never loaded the alias');
+      // A poll: the gateway's reload on the change event has no signal a test can wait on.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+
+  /** Calls the alias through the pooled gateway; the routes that served them, in call order. */
+  async function routesOf(directives: string, calls: number) {
+    for (let call = 0; call < calls; call++) {
+      const answer = await pooled.chat.completions.create(chat(directives, 'rate-pooled-e2e'));
+      expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
+    }
+    const rows = await meter.finished(calls);
+    for (const row of rows) expectSettledInCredits(row, PRICE, { input: 6, output: 4 });
+    const { rows: routes } = await stack.db.query<{ id: string; provider_id: string; attempts: number }>(
+      `select reservation_id as id, provider_id, attempts from reservation_routes
+       where reservation_id = any($1::uuid[])`,
+      [rows.map((row) => row.id)],
+    );
+    const byId = new Map(routes.map((route) => [route.id, route]));
+    return rows.map((row) => {
+      const route = byId.get(row.id)!;
+      return { provider: route.provider_id, attempts: route.attempts };
+    });
+  }
+
+  it('a 429 benches that credential only: the upstream keeps serving with the other, until every one is out', async () => {
+    const tag = `rate-pooled-${Date.now()}`;
+    // The mock answers 429 with Retry-After: 30 to the pool's first credential only.
+    const limited = `only_key=not-the-provider-key,status=429,retry_after=30,tag=${tag},input_tokens=6,output_tokens=4`;
+    expect(await routesOf(limited, 4)).toEqual([
+      // The first call met the 429 and went again at once with the other credential, same upstream.
+      { provider: 'mock-rate-pooled', attempts: 2 },
+      { provider: 'mock-rate-pooled', attempts: 1 },
+      { provider: 'mock-rate-pooled', attempts: 1 },
+      { provider: 'mock-rate-pooled', attempts: 1 },
+    ]);
+    // The limited credential was sent once, then benched; the other served every call.
+    const sent = (await mockRequests(openMockUrl, tag)).map((request) => request.headers.authorization);
+    expect(sent.filter((header) => header === 'Bearer not-the-provider-key')).toHaveLength(1);
+    expect(sent.filter((header) => header === `Bearer ${PROVIDER_KEY}`)).toHaveLength(4);
+
+    // Now the other credential is limited too: with none left, the upstream itself is benched and
+    // the next upstream of the alias answers, this call and the next.
+    const everyKey = `only_model=${MAIN},status=429,retry_after=5,input_tokens=6,output_tokens=4`;
+    expect(await routesOf(everyKey, 1)).toEqual([{ provider: 'mock-openai', attempts: 2 }]);
+    expect(await routesOf('input_tokens=6,output_tokens=4', 1)).toEqual([
+      { provider: 'mock-openai', attempts: 1 },
+    ]);
+    const log = await readFile(pooledGateway.service.logFile, 'utf8');
+    expect(log).toContain('provider rate-limited a credential: benched');
+    expect(log).not.toContain(PROVIDER_KEY);
   });
 });
 

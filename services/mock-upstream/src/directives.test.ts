@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { DirectiveError, directivesDrawn, directivesForModel, readDirectives } from './directives.ts';
+import {
+  DirectiveError,
+  directivesDrawn,
+  directivesForKey,
+  directivesForModel,
+  readDirectives,
+} from './directives.ts';
 
 describe('readDirectives', () => {
   it('finds nothing in a plain body without a header', () => {
@@ -55,6 +61,22 @@ describe('only_model', () => {
     const directives = readDirectives('only_model=up-a,status=503,delay=5,output_tokens=7,tag=t', '');
     expect(directivesForModel(directives, 'up-a')).toMatchObject({ status: 503, delay: 5 });
     expect(directivesForModel(directives, 'up-b')).toEqual({ onlyModel: 'up-a', outputTokens: 7, tag: 't' });
+  });
+});
+
+describe('only_key', () => {
+  it('keeps the faults for calls sending that provider key and drops them for any other', () => {
+    const directives = readDirectives('only_key=sk-a,status=429,retry_after=2,output_tokens=7', '');
+    expect(directivesForKey(directives, { authorization: 'Bearer sk-a' })).toMatchObject({
+      status: 429,
+      retryAfter: 2,
+    });
+    expect(directivesForKey(directives, { 'x-api-key': 'sk-a' })).toMatchObject({ status: 429 });
+    expect(directivesForKey(directives, { authorization: 'Bearer sk-b' })).toEqual({
+      onlyKey: 'sk-a',
+      outputTokens: 7,
+    });
+    expect(directivesForKey(directives, {})).not.toHaveProperty('status');
   });
 });
 

@@ -48,6 +48,11 @@ export interface Directives {
    */
   onlyModel?: string;
   /**
+   * The faults apply only to calls carrying this provider key (in `authorization`, `x-api-key`,
+   * `api-key` or `x-goog-api-key`): one credential of a pool fails apart (routing tests).
+   */
+  onlyKey?: string;
+  /**
    * The faults apply to this share of the calls, in whole per cent, drawn at random per call (an
    * upstream failing half of its calls: `status=500,fail_percent=50`).
    */
@@ -158,7 +163,26 @@ const SETTERS: Record<string, Setter> = {
     if (!value) throw new DirectiveError('mock directive only_model needs a value');
     target.onlyModel = value;
   },
+  only_key: (target, value) => {
+    if (!value) throw new DirectiveError('mock directive only_key needs a value');
+    target.onlyKey = value;
+  },
 };
+
+const KEY_HEADERS = ['authorization', 'x-api-key', 'api-key', 'x-goog-api-key'];
+
+/** The directives of a call with these headers: without the faults when they are scoped to another key. */
+export function directivesForKey(
+  directives: Directives,
+  headers: Record<string, string | string[] | undefined>,
+): Directives {
+  const key = directives.onlyKey;
+  if (key === undefined) return directives;
+  const sent = KEY_HEADERS.map((name) => headers[name]).map((value) =>
+    typeof value === 'string' ? value.replace(/^Bearer\s+/i, '') : undefined,
+  );
+  return sent.includes(key) ? directives : withoutFaults(directives);
+}
 
 /** The directives of a call for `model`: without the faults when they are scoped to another model. */
 export function directivesForModel(directives: Directives, model: unknown): Directives {

@@ -4,6 +4,7 @@ import {
   DirectiveError,
   type Directives,
   directivesDrawn,
+  directivesForKey,
   directivesForModel,
   readDirectives,
 } from './directives.ts';
@@ -177,6 +178,7 @@ function createListener(options: MockUpstreamOptions, recorder: Recorder) {
       directives = readDirectives(request.headers['x-mock'], rawBody.text);
       if (directives.onlyModel !== undefined)
         directives = directivesForModel(directives, modelOf(rawBody.text));
+      if (directives.onlyKey !== undefined) directives = directivesForKey(directives, request.headers);
       if (directives.failPercent !== undefined) directives = directivesDrawn(directives);
     } catch (error) {
       if (!(error instanceof DirectiveError)) throw error;

@@ -5,6 +5,7 @@ import type { GatewayDependencies } from '../deps.ts';
 import type { InboundRequest } from '../request/inbound.ts';
 import { takeCapacity } from '../routing/capacity.ts';
 import { retryAfterMs } from '../routing/cooldowns.ts';
+import { credentialNamesOf } from '../routing/credential-pool.ts';
 import type { UpstreamTarget } from '../routing/upstream-order.ts';
 import {
   createStreamTranslator,
@@ -110,6 +111,8 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
   let skipped = 0;
   const upstreams = [...input.upstreams];
   const retries = new Set<number>();
+  /** Credential retries of this call: at most one fewer than the upstream's pool has credentials. */
+  let credentialRetries = 0;
   for (let index = 0; index < upstreams.length; index++) {
     const target = upstreams[index]!;
     if (!retries.has(index)) {
@@ -126,9 +129,12 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
     attempts++;
     const attempt = await attemptUpstream(deps, input, target);
     if (slot) void attempt.forwarded.decision.then(() => slot.release());
-    const anotherCredential = poolAfter(deps, target, attempt);
-    // A refused credential with another one in its pool: the same upstream again, with that one.
+    const anotherCredential =
+      poolAfter(deps, target, attempt) && credentialRetries < poolSize(deps, target) - 1;
+    // A refused or rate-limited credential with another one in its pool: the same upstream again,
+    // with that one.
     if (anotherCredential && !input.request.signal.aborted) {
+      credentialRetries++;
       deps.logger.info(
         { ...input.log, providerId: target.providerId, attempts },
         'trying another credential',
@@ -152,15 +158,26 @@ export async function forwardToUpstream(deps: GatewayDependencies, input: Forwar
   return { ...failed(error, decide.failed(error, input.request.signal.aborted)), route: null };
 }
 
+/** How many credentials the upstream's provider sends in turn. */
+function poolSize(deps: GatewayDependencies, target: UpstreamTarget): number {
+  const provider = deps.catalog.provider(target.providerId);
+  return provider ? credentialNamesOf(provider).length : 0;
+}
+
 /**
  * Tells the provider's credential pool how the attempt went (a refused credential leaves the
- * rotation, reported once; an answer brings a rechecked one back). True when the provider refused
- * the credential and its pool has another one not refused: the caller tries that one.
+ * rotation, reported once; a rate-limited one is benched for the provider's Retry-After; an
+ * answer brings a rechecked one back). True when the provider refused or rate-limited the
+ * credential and its pool has another one in rotation: the caller tries that one, and the
+ * upstream's breaker hears nothing (docs/routing.md, credential pools).
  */
 function poolAfter(deps: GatewayDependencies, target: UpstreamTarget, attempt: Attempt): boolean {
   const name = attempt.credential?.name;
   if (!name) return false;
   const refusedWith = attempt.credential?.refusedWith;
+  if (refusedWith === undefined && attempt.status === 429 && attempt.retryable) {
+    return benchCredential(deps, target, name, attempt);
+  }
   if (refusedWith === undefined) {
     if ('answer' in attempt.forwarded.reply && deps.credentialPools.accepted(target.providerId, name)) {
       deps.logger.info(
@@ -179,6 +196,27 @@ function poolAfter(deps: GatewayDependencies, target: UpstreamTarget, attempt: A
   }
   const provider = deps.catalog.provider(target.providerId);
   return provider !== undefined && deps.credentialPools.hasAnother(provider, name);
+}
+
+/**
+ * A 429 on a credential of a pool: that credential leaves the rotation for the provider's
+ * Retry-After (or ROUTING_COOLDOWN_MS without one, up to ROUTING_MAX_RETRY_AFTER_SECONDS); the
+ * upstream stays in. True when another credential of the pool is in rotation. A provider with one
+ * credential is the upstream itself: its breaker and cooldown take the 429 (report()).
+ */
+function benchCredential(deps: GatewayDependencies, target: UpstreamTarget, name: string, attempt: Attempt) {
+  const provider = deps.catalog.provider(target.providerId);
+  if (!provider || credentialNamesOf(provider).length < 2) return false;
+  const { cooldownMs, maxRetryAfterMs } = deps.config.routing;
+  const forMs = Math.min(retryAfterMs(attempt.retryAfter) ?? cooldownMs, maxRetryAfterMs);
+  // ROUTING_COOLDOWN_MS=0 turns benches off; the call still moves to the pool's next credential.
+  if (cooldownMs > 0 && forMs > 0 && deps.credentialPools.benched(target.providerId, name, forMs)) {
+    deps.logger.warn(
+      { providerId: target.providerId, credential: name, upstreamStatus: 429, benchedForMs: forMs },
+      'provider rate-limited a credential: benched',
+    );
+  }
+  return deps.credentialPools.hasAnother(provider, name);
 }
 
 /** Codes of an upstream that answered: its refusal of the request, or an answer without usage. */

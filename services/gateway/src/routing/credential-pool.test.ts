@@ -55,6 +55,25 @@ describe('a provider credential pool', () => {
     expect(pools.refusals()).toEqual([]);
   });
 
+  it('benches a rate-limited credential for its span, the others serving; not reported as refused', () => {
+    let now = 0;
+    const pools = createCredentialPools({ recheckMs: 60_000, now: () => now });
+    expect(pools.benched('up', 'TOLLGATE_PROVIDER_A', 2_000)).toBe(true);
+    expect(pools.benched('up', 'TOLLGATE_PROVIDER_A', 1_000)).toBe(false);
+    expect(pools.hasAnother(pooled, 'TOLLGATE_PROVIDER_B')).toBe(true);
+    expect(new Set(Array.from({ length: 10 }, () => pools.pick(pooled)))).toEqual(
+      new Set(['TOLLGATE_PROVIDER_B', 'TOLLGATE_PROVIDER_C']),
+    );
+    expect(pools.refusals()).toEqual([]);
+    pools.benched('up', 'TOLLGATE_PROVIDER_B', 2_000);
+    expect(pools.hasAnother(pooled, 'TOLLGATE_PROVIDER_C')).toBe(false);
+    // The longer span wins: still out at 1,999, back at 2,000.
+    now = 1_999;
+    expect(pools.hasAnother(pooled, 'TOLLGATE_PROVIDER_C')).toBe(false);
+    now = 2_000;
+    expect(new Set(Array.from({ length: 9 }, () => pools.pick(pooled))).size).toBe(3);
+  });
+
   it('with every credential refused, tries them all again rather than none', () => {
     const pools = createCredentialPools({ recheckMs: 60_000 });
     for (const name of pooled.credentialRefs!) pools.refused('up', name, 403);

@@ -35,19 +35,37 @@ export function pickCredential(
 /**
  * Each provider's credential pool: calls take its credentials in turn; a credential the provider
  * refused (401/403) leaves the rotation for `recheckMs`, after which calls try it again (its first
- * success brings it back at once, another refusal takes it out again). Kept per gateway process:
- * each gateway finds a refused credential once (docs/routing.md).
+ * success brings it back at once, another refusal takes it out again); one it rate-limited (429)
+ * is benched for the provider's Retry-After, the others serving meanwhile. Kept per gateway
+ * process: each gateway finds a refused or rate-limited credential once (docs/routing.md).
  */
 export function createCredentialPools(options: { recheckMs: number; now?: () => number }) {
   const now = options.now ?? Date.now;
   const turns = new Map<string, number>();
   const refused = new Map<string, { until: number; refusal: CredentialRefusal }>();
+  /** Credentials benched by a 429, until an instant. */
+  const benched = new Map<string, number>();
   const keyOf = (providerId: string, name: string) => `${providerId}\u0000${name}`;
 
+  function isBenched(providerId: string, name: string): boolean {
+    if (benched.size === 0) return false;
+    const key = keyOf(providerId, name);
+    const until = benched.get(key);
+    if (until === undefined) return false;
+    if (until > now()) return true;
+    benched.delete(key);
+    return false;
+  }
+
   function isRefused(providerId: string, name: string): boolean {
+    if (refused.size === 0) return false;
     const entry = refused.get(keyOf(providerId, name));
     return entry !== undefined && entry.until > now();
   }
+
+  /** Out of rotation: refused (until its recheck) or benched (until its Retry-After ends). */
+  const isOut = (providerId: string, name: string) =>
+    isRefused(providerId, name) || isBenched(providerId, name);
 
   return {
     /** The credential name the next call to this provider sends; null when it needs none. */
@@ -56,11 +74,11 @@ export function createCredentialPools(options: { recheckMs: number; now?: () => 
       if (names.length <= 1) return names[0] ?? null;
       const turn = turns.get(provider.id) ?? 0;
       turns.set(provider.id, turn + 1);
-      return pickCredential(names, (name) => isRefused(provider.id, name), turn);
+      return pickCredential(names, (name) => isOut(provider.id, name), turn);
     },
-    /** Another credential of the pool that is not refused (the call may try it at once). */
+    /** Another credential of the pool that is neither refused nor benched (the call may try it at once). */
     hasAnother(provider: GatewayProvider, name: string): boolean {
-      return credentialNamesOf(provider).some((other) => other !== name && !isRefused(provider.id, other));
+      return credentialNamesOf(provider).some((other) => other !== name && !isOut(provider.id, other));
     },
     /** The provider refused this credential; true when it was in rotation until now. */
     refused(providerId: string, name: string, upstreamStatus: number | null): boolean {
@@ -75,9 +93,19 @@ export function createCredentialPools(options: { recheckMs: number; now?: () => 
       });
       return fresh;
     },
+    /**
+     * The provider rate-limited this credential (a 429): out of rotation for `forMs`, the others
+     * of its pool serving meanwhile. True when it was in rotation until now.
+     */
+    benched(providerId: string, name: string, forMs: number): boolean {
+      const fresh = !isOut(providerId, name);
+      const key = keyOf(providerId, name);
+      benched.set(key, Math.max(benched.get(key) ?? 0, now() + forMs));
+      return fresh;
+    },
     /** The provider answered with this credential; true when it had been refused. */
     accepted(providerId: string, name: string): boolean {
-      return refused.delete(keyOf(providerId, name));
+      return refused.size > 0 && refused.delete(keyOf(providerId, name));
     },
     /** Credentials out of rotation now (rechecked ones included until they answer). */
     refusals(): CredentialRefusal[] {

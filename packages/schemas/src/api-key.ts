@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /**
  * Inference key format: `sk-tg-` + 40 base62 characters of randomness (238 bits) + 6 base62
@@ -22,7 +22,14 @@ function base62(bytes: Buffer, length: number): string {
 }
 
 function checksumOf(body: string): string {
-  return base62(createHash('sha256').update(body).digest().subarray(0, 8), CHECKSUM_LENGTH);
+  // The first 8 bytes of the digest, read as one integer (every gateway call checks a key).
+  let value = hash('sha256', body, 'buffer').readBigUInt64BE(0);
+  let out = '';
+  for (let index = 0; index < CHECKSUM_LENGTH; index += 1) {
+    out += BASE62[Number(value % 62n)];
+    value /= 62n;
+  }
+  return out;
 }
 
 export function generateApiKeySecret(): string {
@@ -39,7 +46,7 @@ export function isWellFormedApiKey(secret: string): boolean {
 
 /** Lower-case hex SHA-256 of the secret: what the gateway sends instead of the secret. */
 export function apiKeyDigest(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** `sk-tg-Ab12…wXyz`: enough to recognise a key in a list, never enough to use it. */

@@ -305,7 +305,8 @@ export function totalInputTokens(usage: Usage): bigint {
 /**
  * The request-rate and concurrency ceilings of a call, when the gateway leaves their check to the
  * control plane (its hot tier checks them in the same step that reserves). The concurrency slot is
- * a lease named by the reservation id in the gateway's limiter keys; the gateway frees it.
+ * a lease named by the reservation id in the gateway's limiter keys; the control plane frees it
+ * when the call finishes (RenewSlotsRequest keeps it while the call runs).
  */
 export const ReserveLimits = z.object({
   keyRequestsPerMinute: z.number().int().positive(),
@@ -343,6 +344,23 @@ export const LimiterSettings = z.object({
   leaseTtlMs: z.number().int().positive(),
 });
 export type LimiterSettings = z.infer<typeof LimiterSettings>;
+
+/**
+ * The calls whose concurrency slots the control plane took (ReserveResult `limited`) and whose
+ * gateway still runs them: each slot's expiry is pushed `leaseTtlMs` ahead. A finished call's is
+ * not taken back.
+ */
+export const RenewSlotsRequest = z.object({
+  leaseTtlMs: z.number().int().positive(),
+  items: z
+    .array(z.object({ reservationId: z.string().uuid(), accountId: Id }))
+    .min(1)
+    .max(5000),
+});
+export type RenewSlotsRequest = z.infer<typeof RenewSlotsRequest>;
+
+export const RenewSlotsResponse = z.object({ renewed: z.number().int().nonnegative() });
+export type RenewSlotsResponse = z.infer<typeof RenewSlotsResponse>;
 
 export const ReserveBatchRequest = z.object({
   items: z.array(ReserveItem).min(1).max(500),
@@ -391,7 +409,10 @@ export const ReserveResult = z.discriminatedUnion('ok', [
     providerId: Id,
     upstreamModel: z.string().min(1),
     reserved: Amounts,
-    /** The item's limits were checked and its concurrency slot taken (false: not checked here). */
+    /**
+     * The item's limits were checked and its concurrency slot taken, to be freed by the call's
+     * finish (false: not checked here; the gateway checks them and owns the slot).
+     */
     limited: z.boolean(),
     /** When `limited`: the request budget left. */
     budget: RequestBudget.optional(),

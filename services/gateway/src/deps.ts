@@ -11,7 +11,7 @@ import type { CatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { KeyCache } from './keys/key-cache.ts';
 import type { UnknownKeyGuard } from './keys/unknown-keys.ts';
-import type { Limiter } from './limiter/limiter.ts';
+import type { Lease, Limiter } from './limiter/limiter.ts';
 import type { GatewayMetrics } from './metrics/metrics.ts';
 import type { AffinityStore } from './routing/affinity-store.ts';
 import type { Breakers } from './routing/breakers.ts';
@@ -37,6 +37,11 @@ export interface BillingPort {
   keyStatus(keyDigest: string): Promise<KeyStatus>;
   /** One call's receipt for the key that made it; not_found for any other. */
   receipt(keyDigest: string, requestId: string): Promise<CallReceipt>;
+  /**
+   * The handle of the concurrency slot the control plane took with a reservation (its result
+   * `limited`): kept while the call runs; its release stops that, the call's finish frees the slot.
+   */
+  holdSlot(reservationId: string, accountId: string): Lease;
 }
 
 /** Everything the gateway's routes use, built once in server.ts (or a test) and injected. */

@@ -17,6 +17,7 @@ import {
   type PendingStore,
 } from './billing/pending-store.ts';
 import { createReserveBatcher } from './billing/reserve-batcher.ts';
+import { createSlotKeeper } from './billing/slot-keeper.ts';
 import { createCatalogCache } from './catalog/catalog-cache.ts';
 import type { GatewayConfig } from './config.ts';
 import type { GatewayDependencies } from './deps.ts';
@@ -75,6 +76,7 @@ export async function startGateway(
     logger,
   });
   const reserveBatch = (items: ReserveItem[]) => controlPlane.reserve(items, limiter.shared);
+  const slots = createSlotKeeper(controlPlane.renewSlots, { leaseTtlMs: config.limits.leaseTtlMs, logger });
   const reserver = createReserveBatcher(measuredBatch(metrics, 'reserve', reserveBatch), {
     maxInFlight: config.billing.reserveMaxInFlight,
     maxBatch: 100,
@@ -162,6 +164,7 @@ export async function startGateway(
       settledFor: finishes.settledFor,
       keyStatus: controlPlane.keyStatus,
       receipt: controlPlane.receipt,
+      holdSlot: slots.hold,
     },
     keys,
     unknownKeys: createUnknownKeyGuard({
@@ -224,6 +227,7 @@ export async function startGateway(
       await pending.close();
       catalog.stop();
       await subscription?.close();
+      slots.close();
       await limiter.close();
       await affinity.close();
       await readiness.close();

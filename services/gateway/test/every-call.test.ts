@@ -157,10 +157,10 @@ describe('count_tokens work', () => {
 describe('a failure after the reservation and before the upstream call', () => {
   it('releases the reservation at once and answers server_error', async () => {
     const key = await t.key({ credits: CREDITS });
-    const limiter = t.stack.gateways[0]!.deps.limiter;
-    const adopt = limiter.adopt;
-    limiter.adopt = () => {
-      limiter.adopt = adopt;
+    const billing = t.stack.gateways[0]!.deps.billing;
+    const holdSlot = billing.holdSlot;
+    billing.holdSlot = () => {
+      billing.holdSlot = holdSlot;
       throw new Error('injected fault after the reservation');
     };
     const tag = uniqueTag('fault');

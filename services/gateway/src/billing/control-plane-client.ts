@@ -8,6 +8,8 @@ import {
   GatewayHeartbeatAnswer,
   KeyStatus,
   type LimiterSettings,
+  type RenewSlotsRequest,
+  RenewSlotsResponse,
   ReserveBatchResponse,
   type ReserveItem,
   ResolvedKey,
@@ -88,6 +90,8 @@ export function createControlPlaneClient(options: ControlPlaneClientOptions) {
     reserve: (items: ReserveItem[], limiter?: LimiterSettings | null) =>
       call('POST', '/reservations', ReserveBatchResponse, limiter ? { items, limiter } : { items }),
     finish: (items: FinishItem[]) => call('POST', '/reservations/finish', FinishBatchResponse, { items }),
+    renewSlots: (request: RenewSlotsRequest) =>
+      call('POST', '/reservations/slots', RenewSlotsResponse, request),
     heartbeat: (beat: GatewayHeartbeat) => call('POST', '/status/heartbeat', GatewayHeartbeatAnswer, beat),
     close: () => pool.close(),
   };

@@ -45,17 +45,13 @@ export interface Limiter {
   readonly kind: 'redis' | 'memory';
   /**
    * With Redis, where its counts live: a metered call's limits are then checked by the control
-   * plane in the same step that reserves (one round trip instead of two). Null: checked here.
+   * plane in the same step that reserves (one round trip instead of two), which then also owns
+   * the call's concurrency slot (docs/decisions/one-owner-of-the-slot.md). Null: checked here.
    */
   readonly shared: { prefix: string; windowMs: number; leaseTtlMs: number } | null;
   acquire(request: LimitRequest): Promise<LimitDecision>;
-  /**
-   * Whether the limiter can be reached now (waits briefly for a reconnect). A call whose limits
-   * the control plane checks still needs it here, to free its slot.
-   */
+  /** Whether the limiter can be reached now (waits briefly for a reconnect). */
   reachable(): Promise<boolean>;
-  /** The handle of a slot the control plane took for a call (named by `request.leaseId`). */
-  adopt(request: LimitRequest): Lease | null;
   close(): Promise<void>;
 }
 

@@ -55,8 +55,6 @@ export function createMemoryLimiter(settings: LimiterSettings, now: () => number
   return {
     kind: 'memory',
     shared: null,
-    // Nothing else can take a slot in this process's memory.
-    adopt: () => null,
     reachable: async () => true,
     async acquire(request: LimitRequest): Promise<LimitDecision> {
       const time = now();

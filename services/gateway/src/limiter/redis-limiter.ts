@@ -180,7 +180,6 @@ export function createRedisLimiter(
         budget: { limit: first, remaining: second, resetSeconds: Math.ceil(third / 1000) },
       };
     },
-    adopt: (request) => (request.keyConcurrency === null ? null : hold(request)),
     async close() {
       clearInterval(renewTimer);
       redis.disconnect();

@@ -30,14 +30,7 @@ import { candidatesFor, upstreamsFor } from '../routing/upstreams-for.ts';
 import { authenticate } from './authenticate.ts';
 import { type Decision, decide, finishItemOf, type ReservationContext } from './finish.ts';
 import { type Forwarded, forwardToUpstream } from './forward.ts';
-import {
-  budgetHeaders,
-  countRefusal,
-  limitError,
-  limitRequestOf,
-  reserveLimitsOf,
-  takeLimits,
-} from './limits.ts';
+import { budgetHeaders, countRefusal, limitError, reserveLimitsOf, takeLimits } from './limits.ts';
 import { costMembers, type Receipt, UNCONFIRMED, withCostInBody, withCostInStreamEnd } from './receipt.ts';
 import type { Reply } from './reply.ts';
 import { readRequestJson } from './request-body.ts';
@@ -72,7 +65,8 @@ export async function handleMetered(
   const translation = native ? null : translationFor(deps, surface, alias, body, maxOutput.value);
   const affinity = affinityOf(deps, key.keyId, alias, surface, body, request);
 
-  // With Redis the control plane checks the limits in the step that reserves; without, here first.
+  // With Redis the control plane checks the limits in the step that reserves (and, with its hot
+  // tier, owns the slot); without, here first. A gateway without its Redis refuses all the same.
   const deferred = deps.limiter.shared !== null;
   if (deferred && !(await deps.limiter.reachable())) throw new AppError('rate_limiter_unavailable');
   const taken = deferred ? null : await takeLimits(deps, key, plan, { holdsSlot: true });
@@ -82,13 +76,15 @@ export async function handleMetered(
   let context: ReservationContext | null = null;
   /** Set once the call's end owns the reservation and the lease. */
   let ended: Promise<void> | null = null;
+  /** The control plane took the slot with the reservation: finishing the reservation frees it. */
+  let slotAtControlPlane = false;
   try {
     const estimate = {
       inputTokens: String(estimateReservedInputTokens(surface, body, deps.config.inputEstimateMarginPercent)),
       // The maximum output is per choice: the provider bills every choice's.
       outputTokens: String(maxOutput.value * cost.choices),
     };
-    const { reservationId, reservation } = await reserve(deps, key, plan, {
+    const { reservationId, reservation } = await reserve(deps, key, {
       keyDigest: digest,
       keyId: key.keyId,
       accountId: key.accountId,
@@ -102,6 +98,7 @@ export async function handleMetered(
     log.requestId = reservationId;
     context = { reservationId, keyId: key.keyId, accountId: key.accountId, alias: alias.alias, surface };
     if (deferred) ({ lease, budget } = await leaseOf(deps, key, plan, reservationId, reservation));
+    slotAtControlPlane = deferred && reservation.limited;
 
     const clientAskedForUsage = isIncludeUsage(body.stream_options);
     // A settled answer that shows usage shows its cost too (docs/receipts.md): the settlement's
@@ -164,6 +161,7 @@ export async function handleMetered(
     }
     // The one place a reservation is finished: one decision, then the slot is freed.
     ended = finishWhenDecided(deps, context, forwarded, lease, {
+      slotAtControlPlane,
       routed: alias.upstreams.length > 1,
       showsUsage,
       toldReceipt,
@@ -183,7 +181,11 @@ export async function handleMetered(
   } catch (error) {
     // Failed after the reservation and before the upstream call (a refused slot, a fault): nothing
     // was produced, so the reservation is released now rather than left to the reconciler.
-    if (context && !ended) deps.billing.finish(finishItemOf(context, releaseOf(error)));
+    if (context && !ended) {
+      const item = finishItemOf(context, releaseOf(error));
+      if (slotAtControlPlane) await receiptOf(deps, item);
+      else deps.billing.finish(item);
+    }
     throw error;
   } finally {
     if (!ended) await lease?.release();
@@ -192,7 +194,9 @@ export async function handleMetered(
 
 /**
  * Finishes the reservation with the call's one decision (its receipt told to a caller that shows
- * usage), then frees the slot. This and streamClosing are apart from handleMetered so that a
+ * usage), then frees the slot: here, or, when the control plane holds it, by that finish, which
+ * the answer then waits for (bounded by the receipt wait) so that the client's next call finds it
+ * free (docs/decisions/one-owner-of-the-slot.md). This and streamClosing are apart from handleMetered so that a
  * stream keeps only what they take for its whole life: a closure made there would keep its whole
  * scope, the request's text and parsed body among it.
  */
@@ -202,6 +206,7 @@ function finishWhenDecided(
   forwarded: Forwarded,
   lease: Lease | null,
   options: {
+    slotAtControlPlane: boolean;
     routed: boolean;
     showsUsage: boolean;
     toldReceipt: (receipt: Promise<Receipt> | null) => void;
@@ -213,13 +218,17 @@ function finishWhenDecided(
     .then((decided: Decision) => {
       // Which upstream served is recorded only where there was a choice (docs/routing.md).
       const item = finishItemOf(context, decided, options.routed ? route : null);
+      void lease?.release();
       if (showsUsage && decided.action === 'settle' && decided.outcome === 'ok') {
+        // The receipt's wait covers the slot's release.
         toldReceipt(receiptOf(deps, item));
+      } else if (options.slotAtControlPlane) {
+        toldReceipt(null);
+        return receiptOf(deps, item).then(() => {});
       } else {
         deps.billing.finish(item);
         toldReceipt(null);
       }
-      return lease?.release();
     })
     .catch((error: unknown) => {
       // Never expected (enqueue and release do not throw); never an unhandled rejection either.
@@ -300,8 +309,9 @@ type ReserveRequest = Omit<ReserveItem, 'reservationId'>;
 
 /**
  * The concurrency slot of a reserved call whose limits the control plane was asked to check: the
- * one it took (named by the reservation id), or, from a control plane that reserves in Postgres
- * alone, one taken here now (refused: the caller releases the reservation, nothing was spent).
+ * one its hot tier took (kept while the call runs, freed by the call's finish), or, from a control
+ * plane that reserves in Postgres alone, one taken here now (refused: the caller releases the
+ * reservation, nothing was spent).
  */
 async function leaseOf(
   deps: GatewayDependencies,
@@ -310,11 +320,10 @@ async function leaseOf(
   reservationId: string,
   reservation: Extract<ReserveResult, { ok: true }>,
 ): Promise<{ lease: Lease | null; budget: RequestBudget | undefined }> {
-  const request = { holdsSlot: true, leaseId: reservationId };
   if (reservation.limited) {
-    return { lease: deps.limiter.adopt(limitRequestOf(key, plan, request)), budget: reservation.budget };
+    return { lease: deps.billing.holdSlot(reservationId, key.accountId), budget: reservation.budget };
   }
-  return takeLimits(deps, key, plan, request);
+  return takeLimits(deps, key, plan, { holdsSlot: true, leaseId: reservationId });
 }
 
 /**
@@ -327,17 +336,16 @@ async function leaseOf(
 async function reserve(
   deps: GatewayDependencies,
   key: ResolvedKey,
-  plan: PlanCeilings | null,
   request: ReserveRequest,
 ): Promise<{ reservationId: string; reservation: Extract<ReserveResult, { ok: true }> }> {
-  let attempt = await reserveOnce(deps, key, plan, request);
+  let attempt = await reserveOnce(deps, key, request);
   if (
     !attempt.reservation.ok &&
     (attempt.reservation.code === 'insufficient_credits' ||
       attempt.reservation.code === 'insufficient_tokens') &&
     (await deps.billing.settledFor(key.accountId, deps.config.billing.timeoutMs))
   ) {
-    attempt = await reserveOnce(deps, key, plan, request);
+    attempt = await reserveOnce(deps, key, request);
   }
   const { reservationId, reservation } = attempt;
   if (!reservation.ok) {
@@ -356,7 +364,6 @@ async function reserve(
 async function reserveOnce(
   deps: GatewayDependencies,
   key: ResolvedKey,
-  plan: PlanCeilings | null,
   request: ReserveRequest,
 ): Promise<{ reservationId: string; reservation: ReserveResult }> {
   // Chosen here, so that the gateway can release what it cannot know was reserved. Time-ordered,
@@ -374,12 +381,7 @@ async function reserveOnce(
       );
     }
     if (mayHaveReserved(appError)) {
-      // A slot the control plane may have taken with it is freed too (it would expire by itself).
-      if (request.limits) {
-        void deps.limiter
-          .adopt(limitRequestOf(key, plan, { holdsSlot: true, leaseId: reservationId }))
-          ?.release();
-      }
+      // Its release also frees the slot the control plane may have taken with it.
       deps.billing.finish(
         finishItemOf(
           {

@@ -1,7 +1,13 @@
-import { FinishBatchRequest, ReceiptRequest, ReserveBatchRequest } from '@tollgate/schemas';
+import {
+  FinishBatchRequest,
+  ReceiptRequest,
+  RenewSlotsRequest,
+  ReserveBatchRequest,
+} from '@tollgate/schemas';
 import { defineInternalRoute, type InternalRoute } from '../../http/internal-route.ts';
 import { readGatewayCatalog } from '../catalog/catalog.service.ts';
 import { finish, reserve } from './billing.service.ts';
+import { renewSlots } from './hot/hot-slots.ts';
 import { readReceipt } from './receipts.service.ts';
 
 /** The internal billing API the gateway calls (paths under /internal/v1). */
@@ -25,6 +31,13 @@ export function billingInternalRoutes(): InternalRoute[] {
       path: '/reservations/finish',
       input: FinishBatchRequest,
       handle: finish,
+    }),
+    defineInternalRoute({
+      method: 'POST',
+      path: '/reservations/slots',
+      input: RenewSlotsRequest,
+      // Only the hot tier takes slots; without it the gateway holds its own.
+      handle: async (deps, input) => (deps.hot ? renewSlots(deps.hot.store, input) : { renewed: 0 }),
     }),
   ];
 }

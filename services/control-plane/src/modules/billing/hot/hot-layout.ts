@@ -15,7 +15,7 @@
  *   r:<s>, h:<s>      of that, what is free, and what calls in flight hold
  *   x:<s>, a:<s>      an entitlement's expiry (ms, 0 = none) and covered aliases (`,a,b,`; '' = all)
  * The calls (hash `calls`), by reservation id:
- *   R|<CALL_FIELDS>   in flight
+ *   R|<CALL_FIELDS>   in flight (holding its concurrency slot in the limiter's lease sets, if any)
  *   D|<RECORD_FIELDS> finished, not yet in Postgres
  *   G|<until ms>      tombstone: finished before its reserve arrived, so the reserve takes nothing
  * Key and account entries (strings, KEY_ENTRY_FIELDS and ACCOUNT_ENTRY_FIELDS) carry the version
@@ -138,6 +138,15 @@ export const SCRIPT_LAYOUTS = {
     itemKeys: [],
     itemArgs: [],
   }),
+  /** Pushes the expiry of the concurrency slots of calls still in flight (their gateway runs them). */
+  hotSlots: layout({
+    file: 'slots.lua',
+    common: true,
+    keys: ['calls'],
+    args: ['clockOffsetMs', 'ttlMs', 'count'],
+    itemKeys: [],
+    itemArgs: ['id'],
+  }),
   /** Postgres may hold more for this lease: the next short call tops up. */
   hotMore: layout({ file: 'more.lua', common: false, keys: ['lease'], args: [], itemKeys: [], itemArgs: [] }),
   /** Writes a key's or account's entry unless Redis has a newer one. */
@@ -166,6 +175,8 @@ export interface ScriptReplies {
   hotRecall: Array<string | number>;
   /** ['absent', claimed] | ['other'] | ['closed'] | ['open', record...]. */
   hotSweep: string[];
+  /** Slots renewed (calls in flight that hold one). */
+  hotSlots: number;
   hotMore: number;
   hotEntry: 'written' | 'older';
 }
@@ -236,7 +247,10 @@ export const RECORD_FIELDS = [
   'forgotten',
 ] as const;
 
-/** A call in flight (R|...): created in µs; legs as in a record. */
+/**
+ * A call in flight (R|...): created in µs; legs as in a record; slots, the limiter's lease sets
+ * holding its concurrency slot (','-separated, '' = none), which finishing it frees.
+ */
 export const CALL_FIELDS = [
   'keyId',
   'alias',
@@ -247,6 +261,7 @@ export const CALL_FIELDS = [
   'reservedTokens',
   'reservedCredits',
   'legs',
+  'slots',
 ] as const;
 
 /** A key's entry: expiry ms (0 = none); scope `,a,b,` ('' = every alias). */

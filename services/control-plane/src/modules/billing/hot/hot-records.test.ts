@@ -46,6 +46,7 @@ async function finishInRedis(
     reservedTokens: call.tokens,
     reservedCredits: call.credits,
     legs: call.legs,
+    slots: '',
   });
   await redis.hset(callsKey, 'call-1', `R|${inFlight}`);
   const { keys, args } = encodeCall('hotFinish', {

@@ -108,6 +108,11 @@ end
 local function inFlight(c)
   return 'R|' .. joinFields(CALL_FIELDS, c)
 end
+-- Frees the concurrency slot a call in flight holds (`call`: its fields, by CALL index). The
+-- lease sets share the account's hash tag with the calls hash, so this stays on one node.
+local function freeSlots(id, call)
+  for _, set in ipairs(split(call[CALL.slots] or '', ',')) do redis.call('ZREM', set, id) end
+end
 -- The record of a call finishing, from its call in flight (`call`: its fields, by CALL index).
 local function finishedRecord(id, action, status, outcome, httpStatus, lease, call, at)
   return { id = id, action = action, status = status, outcome = outcome, httpStatus = httpStatus, lease = lease,

@@ -44,6 +44,7 @@ local function finishOne(a)
   if kind == 'R' then
     call = fields(string.sub(existing, 3))
     legs = parseLegs(call[CALL.legs] or '')
+    freeSlots(id, call)
   else
     call = {}
     call[CALL.keyId], call[CALL.alias], call[CALL.surface] =

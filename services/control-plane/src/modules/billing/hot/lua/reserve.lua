@@ -161,10 +161,17 @@ local function reserveOne(a, k)
     legs[#legs + 1] = 'c:c:' .. fmt(credit) .. ':' .. inPrice .. ':' .. outPrice
   end
   local legText = table.concat(legs, ';')
-  if limits then slotTake(limits, now, id, leaseTtl) end
+  -- The call's concurrency slot: taken here, renewed while its gateway runs it (slots.lua), freed
+  -- when it finishes (finish.lua, sweep.lua) or, if its gateway stops renewing it, by expiring.
+  local slots = ''
+  if limits and limits.keySlots > 0 then
+    slotTake(limits, now, id, leaseTtl)
+    slots = limits.keyLeases
+    if limits.planSlots > 0 then slots = slots .. ',' .. limits.planLeases end
+  end
   redis.call('HSET', KEYS[KEY.calls], id, inFlight({ keyId = keyId, alias = alias, surface = surface,
     created = createdUs, estIn = fmt(estIn), estOut = fmt(estOut), reservedTokens = fmt(tokens),
-    reservedCredits = fmt(credit), legs = legText }))
+    reservedCredits = fmt(credit), legs = legText, slots = slots }))
   reserved = reserved + 1
   return {'ok', legText, fmt(tokens), fmt(credit), limits and budgetText(limits) or ''}
 end

@@ -26,6 +26,7 @@ for i = 1, #calls, 2 do
     live = live + 1
     local call = fields(text)
     if math.floor(tonumber(call[CALL.created]) / 1000) + timeout < now then
+      freeSlots(id, call)
       local r = finishedRecord(id, 'hold', 'held', 'settlement_missing', '', st['lease'], call, fmt(now))
       for _, leg in ipairs(parseLegs(r.legs)) do
         redis.call('HSET', KEYS[KEY.lease], 'h:' .. leg.source,

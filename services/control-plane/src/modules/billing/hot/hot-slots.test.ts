@@ -26,7 +26,11 @@ let context: TestContext;
 let api: ReturnType<typeof internalApi>;
 let redis: Redis;
 const LEASE_TTL_MS = 3_000;
-const limiter: LimiterSettings = { prefix: `slots-${randomUUID()}:`, windowMs: 3_600_000, leaseTtlMs: LEASE_TTL_MS };
+const limiter: LimiterSettings = {
+  prefix: `slots-${randomUUID()}:`,
+  windowMs: 3_600_000,
+  leaseTtlMs: LEASE_TTL_MS,
+};
 
 beforeAll(async () => {
   context = await createTestContext('hot-slots', {}, { hotTier: true });
@@ -68,8 +72,8 @@ function renew(...items: ReserveItem[]) {
 async function holders(key: FundedKey, planId: string) {
   const sets = limiterKeys(limiter.prefix, key.keyId, planId, key.accountId);
   return {
-    key: await redis.zrange(sets.keyLeases, 0, -1),
-    plan: await redis.zrange(sets.planLeases, 0, -1),
+    key: await redis.zrange(sets.keyLeases, '0', '-1'),
+    plan: await redis.zrange(sets.planLeases, '0', '-1'),
   };
 }
 
@@ -137,7 +141,10 @@ describe('the concurrency slot of a hot-tier call', () => {
     // leaves the running call's slot where it is.
     const replay = await api.finish([finish]);
     expect(replay.body.results[0]).toMatchObject({ status: 'settled', replay: true });
-    expect(await holders(key, planId)).toEqual({ key: [running.reservationId], plan: [running.reservationId] });
+    expect(await holders(key, planId)).toEqual({
+      key: [running.reservationId],
+      plan: [running.reservationId],
+    });
     expect(await reserve(limitedCall(key, planId))).toMatchObject({
       ok: false,
       code: 'concurrency_limit_exceeded',

@@ -14,6 +14,8 @@ export function createCooldowns(options: {
   const until = new Map<string, number>();
   return {
     isCooling(target: UpstreamTarget): boolean {
+      // The common case, asked for each upstream of every routed call: nothing failed lately.
+      if (until.size === 0) return false;
       const key = upstreamKey(target);
       const end = until.get(key);
       if (end === undefined) return false;

@@ -59,6 +59,8 @@ export function orderUpstreams<U extends GatewayUpstream>(
     }
   }
   const standings = new Map(ordered.map((upstream) => [upstream, standingOf(upstream)]));
+  // Every upstream ready (healthy routing): the draw is the order.
+  if (ordered.every((upstream) => standings.get(upstream)!.kind === 'ready')) return ordered;
   const of = (kind: Standing['kind']) => ordered.filter((upstream) => standings.get(upstream)!.kind === kind);
   const usable = [...of('probe'), ...of('ready'), ...of('cooling')];
   if (usable.length > 0) return usable;

@@ -8,9 +8,8 @@ import { COMMANDS, describeDatabase, describeFailure } from '../src/cli/commands
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import { assembleDependencies, systemClock } from '../src/deps.ts';
-import { createMemoryPublisher, createRedisPublisher, withCatalogHook } from '../src/events.ts';
-import { openHotTier } from '../src/modules/billing/hot/hot-tier.ts';
+import { assembleDependencies } from '../src/deps.ts';
+import { createMemoryPublisher, createRedisPublisher } from '../src/events.ts';
 
 function usage(): string {
   return [
@@ -51,26 +50,14 @@ async function main(argv: string[]): Promise<number> {
       : createMemoryPublisher();
     try {
       if (name !== 'migrate') await migrateToLatest(database.db);
-      // Balance changes give back what a hot-tier lease holds free first (hot-tier.ts).
-      const hot = openHotTier(config, {
-        db: database.db,
-        prepared: database.prepared,
-        logger,
-        clock: systemClock,
-      });
-      const deps = assembleDependencies({
-        config,
-        logger,
-        database,
-        events: withCatalogHook(events, hot),
-        hot,
-      });
+      // Balance changes give back what a hot-tier lease holds free first (the engine's lockAccount).
+      const deps = assembleDependencies({ config, logger, database, events });
       try {
         const result = await command.run(deps, { positionals: rest, options });
         console.log(JSON.stringify(result, null, 2));
         return 0;
       } finally {
-        await hot?.close();
+        await deps.billing.close();
       }
     } finally {
       await events.close();

@@ -4,8 +4,8 @@ import { type Clock, systemClock } from './clock.ts';
 import type { ControlPlaneConfig } from './config.ts';
 import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
-import type { EventPublisher } from './events.ts';
-import type { HotTier } from './modules/billing/engines.ts';
+import { type EventPublisher, withCatalogHook } from './events.ts';
+import { type BillingEngine, openBillingEngine } from './modules/billing/engines.ts';
 import { createSpendCapCache, type SpendCapCache } from './modules/spend-caps/spend-caps.cache.ts';
 
 export { type Clock, systemClock } from './clock.ts';
@@ -20,8 +20,11 @@ export interface Dependencies {
   dbMode: 'postgres' | 'embedded';
   clock: Clock;
   events: EventPublisher;
-  /** Reservations in Redis (docs/billing/hot-tier.md); null: every reservation in Postgres. */
-  hot: HotTier | null;
+  /**
+   * The billing engine, chosen here once: Postgres alone, or the hot tier in front of it
+   * (docs/billing/hot-tier.md). Nothing else asks which.
+   */
+  billing: BillingEngine;
   /** Which accounts have spend caps (docs/billing/spend-caps.md), cached briefly. */
   caps: SpendCapCache;
 }
@@ -32,10 +35,12 @@ export function assembleDependencies(parts: {
   logger: Logger;
   database: DatabaseHandle;
   events: EventPublisher;
-  hot?: HotTier | null;
   clock?: Clock;
 }): Dependencies {
   const clock = parts.clock ?? systemClock;
+  const { db, prepared } = parts.database;
+  const caps = createSpendCapCache(db, () => clock.now().getTime());
+  const billing = openBillingEngine(parts.config, { db, prepared, clock, caps, logger: parts.logger });
   return {
     config: parts.config,
     logger: parts.logger,
@@ -43,8 +48,9 @@ export function assembleDependencies(parts: {
     prepared: parts.database.prepared,
     dbMode: parts.database.mode,
     clock,
-    events: parts.events,
-    hot: parts.hot ?? null,
-    caps: createSpendCapCache(parts.database.db, () => clock.now().getTime()),
+    // The engine caches the catalogue: a change made here drops it at once.
+    events: withCatalogHook(parts.events, billing),
+    billing,
+    caps,
   };
 }

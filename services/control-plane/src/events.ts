@@ -37,15 +37,11 @@ export function createMemoryPublisher(): EventPublisher & { events: Invalidation
   };
 }
 
-/** The hot tier reads the catalogue from a short cache: a change made here drops it at once. */
-export function withCatalogHook(
-  events: EventPublisher,
-  hot: { catalogChanged(): void } | null,
-): EventPublisher {
-  if (!hot) return events;
+/** The billing engine may cache the catalogue (the hot tier does, briefly): a change made here drops it at once. */
+export function withCatalogHook(events: EventPublisher, engine: { catalogChanged(): void }): EventPublisher {
   return {
     async publish(event) {
-      if (event.type === 'catalog.changed') hot.catalogChanged();
+      if (event.type === 'catalog.changed') engine.catalogChanged();
       await events.publish(event);
     },
     close: () => events.close(),

@@ -12,13 +12,12 @@ import {
 import type { ControlPlaneConfig } from './config.ts';
 import { openDatabase } from './db/database.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { assembleDependencies, type Dependencies, systemClock } from './deps.ts';
-import { createMemoryPublisher, createRedisPublisher, withCatalogHook } from './events.ts';
+import { assembleDependencies, type Dependencies } from './deps.ts';
+import { createMemoryPublisher, createRedisPublisher } from './events.ts';
 import { createPublicApp } from './http/app.ts';
 import { createInternalApi } from './http/internal-api.ts';
 import { tracedListener } from './http/tracing.ts';
 import { createControlPlaneMetrics } from './metrics/metrics.ts';
-import { openHotTier } from './modules/billing/engines.ts';
 import { startReconciler } from './modules/billing/reconciler.ts';
 import { startUsageRollup } from './modules/billing/usage-rollup.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
@@ -58,14 +57,9 @@ export async function startControlPlane(
       )
     : createMemoryPublisher();
 
-  const hot = openHotTier(config, {
-    db: database.db,
-    prepared: database.prepared,
-    logger,
-    clock: systemClock,
-  });
-  if (hot) logger.info('reservations answered from the hot tier (Redis), finished calls written to Postgres');
-  const deps = assembleDependencies({ config, logger, database, events: withCatalogHook(events, hot), hot });
+  const deps = assembleDependencies({ config, logger, database, events });
+  if (deps.billing.kind === 'hot')
+    logger.info('reservations answered from the hot tier (Redis), finished calls written to Postgres');
 
   if (config.catalogFile) {
     await syncCatalog(
@@ -123,7 +117,7 @@ export async function startControlPlane(
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();
       await events.close();
-      await hot?.close();
+      await deps.billing.close();
       await database.close();
       await tracing.close();
     },

@@ -11,7 +11,8 @@ import {
   SERVICE_TOKEN_ISSUER,
 } from '@tollgate/schemas';
 import { SignJWT } from 'jose';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../src/db/schema.ts';
 import { createAccount } from '../src/modules/accounts/accounts.service.ts';
 import { createKey } from '../src/modules/api-keys/api-keys.service.ts';
 import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
@@ -19,6 +20,7 @@ import { changeCredit, grantPackage } from '../src/modules/billing/billing.servi
 import { changeBalances } from '../src/modules/billing/engines.ts';
 import { insertEntitlement } from '../src/modules/billing/ledger.repository.ts';
 import { verifyLedger } from '../src/modules/billing/ledger-check.ts';
+import type { SummaryGrouping, UsageSummaryDbRow } from '../src/modules/billing/reports.repository.ts';
 import { priceColumns, syncCatalog } from '../src/modules/catalog/catalog.service.ts';
 import { parseCatalog } from '../src/modules/catalog/catalog-file.ts';
 import type { TestContext } from './context.ts';
@@ -307,4 +309,32 @@ export async function setPrice(
     .where('alias', '=', alias)
     .execute();
   await context.deps.events.publish({ type: 'catalog.changed' });
+}
+
+/** The same summary straight from the reservations, without the rollup (what the rollup must agree with). */
+export async function selectUsageSummaryLive(
+  db: Kysely<Database>,
+  accountId: string,
+  from: Date,
+  end: Date,
+  by: SummaryGrouping = 'alias',
+) {
+  const name = by === 'key' ? sql`key_id::text` : sql`alias`;
+  const result = await sql<UsageSummaryDbRow>`
+    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, ${name} as name,
+           count(*)::int as requests,
+           coalesce(sum(input_tokens), 0)::bigint as input_tokens,
+           coalesce(sum(output_tokens), 0)::bigint as output_tokens,
+           coalesce(sum(cache_read_tokens), 0)::bigint as cache_read_tokens,
+           coalesce(sum(cache_write_tokens), 0)::bigint as cache_write_tokens,
+           coalesce(sum(cache_write_1h_tokens), 0)::bigint as cache_write_1h_tokens,
+           sum(charged_tokens)::bigint as charged_tokens,
+           sum(charged_credits)::bigint as charged_credits
+    from reservations
+    where account_id = ${accountId}::uuid and status = 'settled'
+      and created_at >= ${from} and created_at < ${end}
+    group by 1, 2
+    order by 1, 2
+  `.execute(db);
+  return result.rows;
 }

@@ -16,12 +16,10 @@ import { inject } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
-import type { Clock, Dependencies } from '../src/deps.ts';
-import { createMemoryPublisher, withCatalogHook } from '../src/events.ts';
+import { assembleDependencies, type Clock, type Dependencies } from '../src/deps.ts';
+import { createMemoryPublisher } from '../src/events.ts';
 import { createPublicApp } from '../src/http/app.ts';
 import { createInternalApi } from '../src/http/internal-api.ts';
-import { openHotTier } from '../src/modules/billing/engines.ts';
-import { createSpendCapCache } from '../src/modules/spend-caps/spend-caps.cache.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms; back with a negative amount). Real time keeps running underneath. */
@@ -107,18 +105,7 @@ export async function createTestContext(
   const clock = createTestClock();
   if (handle.pool) followClock(handle.pool, clock);
   const events = createMemoryPublisher();
-  const hot = openHotTier(config, { db: handle.db, prepared: handle.prepared, logger, clock });
-  const deps: Dependencies = {
-    config,
-    logger,
-    db: handle.db,
-    prepared: handle.prepared,
-    dbMode: handle.mode,
-    clock,
-    events: withCatalogHook(events, hot),
-    hot,
-    caps: createSpendCapCache(handle.db, () => clock.now().getTime()),
-  };
+  const deps = assembleDependencies({ config, logger, database: handle, events, clock });
   return {
     deps,
     clock,
@@ -130,10 +117,10 @@ export async function createTestContext(
     redisUrl: services.redisUrl,
     redisPrefix,
     async close() {
-      await hot?.close();
+      await deps.billing.close();
       await handle.close();
       await database.drop();
-      if (hot) await removeRedisNamespace(services.redisUrl, redisPrefix);
+      if (deps.billing.kind === 'hot') await removeRedisNamespace(services.redisUrl, redisPrefix);
     },
   };
 }

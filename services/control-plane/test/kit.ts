@@ -5,7 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../src/db/schema.ts';
 import { leaseSplit, withLease } from '../src/modules/billing/balances.ts';
-import type { HotTier } from '../src/modules/billing/engines.ts';
+import type { BillingEngine } from '../src/modules/billing/engines.ts';
 
 export { createAccount, setAccountRoles } from '../src/modules/accounts/accounts.service.ts';
 export { changeKeyStatus, createKey, rotateKey } from '../src/modules/api-keys/api-keys.service.ts';
@@ -18,7 +18,7 @@ export { type RunningControlPlane, startControlPlane } from '../src/server.ts';
  * Token and credit balances of an account (every entitlement, expired or not): spendable and
  * reserved, with a hot-tier lease split back into what is free and what calls in flight hold.
  */
-export async function balancesOf(deps: { db: Kysely<Database>; hot: HotTier | null }, accountId: string) {
+export async function balancesOf(deps: { db: Kysely<Database>; billing: BillingEngine }, accountId: string) {
   const split = await leaseSplit(deps, accountId);
   const entitlements = await deps.db
     .selectFrom('entitlements')

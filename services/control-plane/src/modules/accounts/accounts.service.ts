@@ -164,7 +164,7 @@ export async function setAccountRoles(
 
 /** Admin: suspends or reinstates an account; gateways drop what they cached about it. */
 export async function setAccountStatus(
-  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'hot'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'billing'>,
   actor: Account,
   accountId: string,
   status: AccountStatus,
@@ -181,14 +181,14 @@ export async function setAccountStatus(
  * (an admin reinstates it), by the service itself on the payment provider's word.
  */
 export async function suspendForDispute(
-  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'hot'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'billing'>,
   accountId: string,
 ): Promise<void> {
   await writeAccountStatus(deps, accountId, 'suspended');
 }
 
 async function writeAccountStatus(
-  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'hot'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'billing'>,
   accountId: string,
   status: AccountStatus,
 ): Promise<Account> {

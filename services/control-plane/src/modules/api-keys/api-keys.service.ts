@@ -65,7 +65,7 @@ export interface NewKeyInput {
   limits?: Partial<KeyLimits>;
 }
 
-type KeyDeps = Pick<Dependencies, 'db' | 'clock' | 'config' | 'events' | 'hot'>;
+type KeyDeps = Pick<Dependencies, 'db' | 'clock' | 'config' | 'events' | 'billing'>;
 
 /** Revoked is final, a passed expiry outranks a disabled flag (re-enabling would not help). */
 export function stateOf(row: Pick<ApiKeyRow, 'status' | 'expires_at'>, now: Date): KeyState {
@@ -255,7 +255,7 @@ function changeKey(
 
 /** Validates a key from the dashboard: state, scope, ceilings and balance. Spends nothing. */
 export async function readKeyStatus(
-  deps: Pick<Dependencies, 'db' | 'clock' | 'hot'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'billing'>,
   accountId: string,
   keyId: string,
 ): Promise<KeyStatus> {

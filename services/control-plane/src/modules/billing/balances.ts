@@ -1,7 +1,7 @@
 import type { Amounts } from '@tollgate/schemas';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { HotTier } from './hot/hot-tier.ts';
+import type { BillingEngine, LeaseSplit } from './billing-engine.ts';
 
 export interface AccountBalances {
   /** Spendable now: usable (unexpired) entitlement tokens, and credit. */
@@ -10,45 +10,16 @@ export interface AccountBalances {
   reserved: Amounts;
 }
 
-type BalanceDeps = { db: Kysely<Database>; hot: HotTier | null };
+type BalanceDeps = { db: Kysely<Database>; billing: BillingEngine };
 
 /**
  * How an account's hot-tier lease splits what Postgres shows as reserved, per source (an
  * entitlement id, or 'c' for credit): `free` is spendable, `inFlight` held by calls under way.
- * Postgres counts the whole lease (`leased`) as reserved. Without Redis's view (unreachable, or no
- * lease there) the whole lease stays shown as reserved: never more spendable than is certain.
+ * Empty without a lease (or without the hot tier).
  */
-export async function leaseSplit(
-  deps: BalanceDeps,
-  accountId: string,
-): Promise<Map<string, { leased: bigint; free: bigint; inFlight: bigint }>> {
-  const split = new Map<string, { leased: bigint; free: bigint; inFlight: bigint }>();
-  if (!deps.hot) return split;
-  const parts = await deps.db
-    .selectFrom('hot_lease_parts as p')
-    .innerJoin('hot_leases as l', 'l.id', 'p.lease_id')
-    .select([
-      'l.id as lease_id',
-      'p.entitlement_id',
-      sql<bigint>`p.leased - p.returned - p.spent - p.held`.as('outstanding'),
-    ])
-    .where('l.account_id', '=', accountId)
-    .where('l.closed_at', 'is', null)
-    .execute();
-  if (parts.length === 0) return split;
-  const view = await deps.hot.view(accountId).catch(() => null);
-  for (const part of parts) {
-    const source = part.entitlement_id ?? 'c';
-    const redis = view?.leaseId === part.lease_id ? view.sources.get(source) : undefined;
-    // Redis counts a call's charge before Postgres does: never show more free than Postgres holds.
-    const free = redis ? min(max(redis.free, 0n), part.outstanding) : 0n;
-    split.set(source, { leased: part.outstanding, free, inFlight: part.outstanding - free });
-  }
-  return split;
+export function leaseSplit(deps: Pick<BalanceDeps, 'billing'>, accountId: string): Promise<LeaseSplit> {
+  return deps.billing.leaseSplit(accountId);
 }
-
-const min = (a: bigint, b: bigint) => (a < b ? a : b);
-const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
 /** An entitlement's or the credit's own figures with its part of the lease split back out. */
 export function withLease(

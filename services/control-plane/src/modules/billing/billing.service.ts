@@ -5,91 +5,19 @@ import {
   QUANTITY_MAX,
   type ReserveBatchRequest,
   type ReserveBatchResponse,
-  type ReserveItem,
-  type ReserveResult,
 } from '@tollgate/schemas';
 import { isOutOfRange } from '../../db/errors.ts';
 import type { Dependencies } from '../../deps.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
-import { capRefusal, countFinished } from '../spend-caps/spend-caps.finish.ts';
-import { countFinishedHot, reserveCappedHot } from '../spend-caps/spend-caps.hot.ts';
-import { judgeBatchInTransaction } from '../spend-caps/spend-caps.postgres.ts';
-import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from './billing.rows.ts';
-import * as engine from './engine.repository.ts';
 import { changeBalances } from './engines.ts';
 import * as ledger from './ledger.repository.ts';
 
 /**
- * Reserves every item of a batch: in the hot tier when there is one, else in one Postgres round
- * trip, where key state, expiry, scope and alias are checked again inside the transaction. Either
- * way a key revoked a moment ago is refused here.
+ * Reserves every item of a batch in the billing engine (billing-engine.ts): a key revoked a moment
+ * ago is refused here, whichever engine answers.
  */
-export async function reserve(
-  deps: Dependencies,
-  request: ReserveBatchRequest,
-): Promise<ReserveBatchResponse> {
-  if (deps.hot) {
-    const capped = await cappedAccounts(deps, request.items);
-    if (capped.length > 0) return reserveCappedHot({ ...deps, hot: deps.hot }, request, capped);
-    return deps.hot.reserve(request);
-  }
-  const settings = {
-    keyPepper: deps.config.keyPepper,
-    coverPercent: deps.config.billing.overrunCoverPercent,
-  };
-  const capped = await cappedAccounts(deps, request.items);
-  if (capped.length > 0) return reserveCapped(deps, settings, request, capped);
-  const results = await engine.reserveBatch(
-    deps.prepared,
-    request.items.map((item) => reserveRowOf(settings, item)),
-  );
-  return { results: results.map(reserveResultOf) };
-}
-
-/** The accounts of these calls that have any spend cap. */
-async function cappedAccounts(
-  deps: Dependencies,
-  items: ReadonlyArray<{ accountId: string }>,
-): Promise<string[]> {
-  const accounts = await deps.caps.get([...new Set(items.map((item) => item.accountId))]);
-  return [...accounts].filter(([, account]) => account.caps.length > 0).map(([accountId]) => accountId);
-}
-
-/**
- * A batch with calls of capped accounts: one transaction that locks those accounts (in id order,
- * as tollgate_reserve does), judges each call against its caps (docs/billing/spend-caps.md),
- * reserves the calls that fit and counts their estimates, so concurrent calls of one account are
- * judged one after another against what the others counted.
- */
-async function reserveCapped(
-  deps: Dependencies,
-  settings: { keyPepper: string; coverPercent: number },
-  request: ReserveBatchRequest,
-  capped: string[],
-): Promise<ReserveBatchResponse> {
-  const results = await deps.db.transaction().execute(async (trx) => {
-    for (const accountId of [...capped].sort()) await engine.lockAccountRow(trx, accountId);
-    const judged = await judgeBatchInTransaction(trx, request.items, capped, deps.clock.now());
-    const results: ReserveResult[] = new Array(request.items.length);
-    const admitted: number[] = [];
-    judged.verdicts.forEach((verdict, index) => {
-      const item = request.items[index] as ReserveItem;
-      if (verdict && !verdict.ok) results[index] = capRefusal(item, verdict);
-      else admitted.push(index);
-    });
-    if (admitted.length > 0) {
-      const rows = await engine.reserveBatchIn(
-        trx,
-        admitted.map((index) => reserveRowOf(settings, request.items[index] as ReserveItem)),
-      );
-      rows.forEach((row, position) => {
-        results[admitted[position] as number] = reserveResultOf(row);
-      });
-      await judged.record(admitted.filter((index) => results[index]?.ok));
-    }
-    return results;
-  });
-  return { results };
+export function reserve(deps: Dependencies, request: ReserveBatchRequest): Promise<ReserveBatchResponse> {
+  return deps.billing.reserve(request);
 }
 
 /**
@@ -98,19 +26,8 @@ async function reserveCapped(
  * money and is written once per reservation; written first, it is there by the time anyone
  * reads the finished call.
  */
-export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
-  await engine.recordRoutes(deps.db, request.items);
-  if (deps.hot) {
-    const finished = await deps.hot.finish(request);
-    const capped = await cappedAccounts(deps, request.items);
-    if (capped.length > 0)
-      await countFinishedHot({ ...deps, hot: deps.hot }, request.items, finished.results, capped);
-    return finished;
-  }
-  const results = await engine.finishBatch(deps.prepared, request.items.map(finishRowOfItem));
-  if ((await cappedAccounts(deps, request.items)).length > 0)
-    await countFinished(deps.db, request.items, results);
-  return { results: results.map(finishResultOf) };
+export function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
+  return deps.billing.finish(request);
 }
 
 export interface GrantPackageInput {
@@ -229,7 +146,7 @@ export async function changeCredit(
     return false;
   }).catch(async (error: unknown) => {
     // Refused after the lease was recalled: Redis must hold again what Postgres still leases.
-    await deps.hot?.resync(input.accountId).catch(() => {});
+    await deps.billing.resync(input.accountId).catch(() => {});
     throw error;
   });
   if (!replay) await deps.events.publish({ type: 'account.changed', accountId: input.accountId });

@@ -1,33 +1,48 @@
 /**
- * The billing engines as the rest of the control plane sees them: the hot tier is opened and typed
- * here, a change of balances goes through changeBalances (or balancesIn, inside a caller's
- * transaction), and a change to a key or an account that the hot tier holds goes through
- * changeBillingEntries. Nothing outside billing reaches into billing/hot/.
+ * The billing engine chosen once, when the dependencies are built (openBillingEngine), and the
+ * ways the rest of the control plane changes what it holds: a change of balances goes through
+ * changeBalances (or balancesIn, inside a caller's transaction), a change to a key or an account
+ * through changeBillingEntries. Nothing outside billing reaches into billing/hot/.
  */
+import type { Logger } from '@tollgate/service-kit';
 import type { Kysely, Transaction } from 'kysely';
+import type { ControlPlaneConfig } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
-import { lockAccountRow } from './engine.repository.ts';
-import { type ChangedEntries, changeEntries } from './hot/hot-entries.ts';
-import type { HotTier } from './hot/hot-tier.ts';
+import type { BillingEngine, EngineParts, EntriesChange } from './billing-engine.ts';
+import { createHotEngine } from './hot/hot-engine.ts';
+import { openHotTier } from './hot/hot-tier.ts';
+import { createPostgresEngine } from './postgres-engine.ts';
 
-export { type HotTier, openHotTier } from './hot/hot-tier.ts';
+export type { BillingEngine } from './billing-engine.ts';
+
+/** The hot tier when REDIS_URL is set and HOT_TIER is on; else Postgres alone. */
+export function openBillingEngine(
+  config: ControlPlaneConfig,
+  parts: EngineParts & { logger: Logger },
+): BillingEngine {
+  const hot = openHotTier(config, parts);
+  if (hot) return createHotEngine(hot, parts);
+  return createPostgresEngine(parts, {
+    keyPepper: config.keyPepper,
+    coverPercent: config.billing.overrunCoverPercent,
+  });
+}
 
 /**
- * Runs a change of keys or an account in one transaction that the hot tier sees as it happens
- * (hot-entries.ts): the entries are marked before the commit and rewritten after it; without the
- * hot tier it is a plain transaction.
+ * Runs a change of keys or an account in one transaction that the engine sees as it happens (the
+ * hot tier: hot-entries.ts, entries marked before the commit and rewritten after it).
  */
 export function changeBillingEntries<T>(
-  deps: { db: Kysely<Database>; clock: { now(): Date }; hot: HotTier | null },
-  change: (trx: Transaction<Database>) => Promise<{ result: T; changed: ChangedEntries | null }>,
+  deps: { billing: BillingEngine },
+  change: EntriesChange<T>,
 ): Promise<T> {
-  return changeEntries(deps.hot?.store ?? null, deps.db, () => deps.clock.now().getTime(), change);
+  return deps.billing.changeEntries(change);
 }
 
 /**
  * Changes of account balances inside one transaction (R15, R18): each account is locked, and what
  * its hot-tier lease holds free recalled to Postgres, before anything of it changes. Outside the
- * hot tier, the only way to lock an account: nobody can lock one and forget its lease.
+ * engines, the only way to lock an account: nobody can lock one and forget its lease.
  */
 export interface BalanceChange {
   trx: Transaction<Database>;
@@ -36,15 +51,14 @@ export interface BalanceChange {
 }
 
 /** The balance changes of the caller's transaction (one that also changes other things). */
-export function balancesIn(engines: { hot: HotTier | null }, trx: Transaction<Database>): BalanceChange {
+export function balancesIn(deps: { billing: BillingEngine }, trx: Transaction<Database>): BalanceChange {
   const locked = new Set<string>();
   return {
     trx,
     async lock(...accountIds) {
       for (const id of [...new Set(accountIds)].sort()) {
         if (locked.has(id)) continue;
-        await lockAccountRow(trx, id);
-        await engines.hot?.recallInTransaction(trx, id);
+        await deps.billing.lockAccount(trx, id);
         locked.add(id);
       }
     },
@@ -53,8 +67,8 @@ export function balancesIn(engines: { hot: HotTier | null }, trx: Transaction<Da
 
 /** Runs a change of balances in a transaction of its own. */
 export function changeBalances<T>(
-  engines: { db: Kysely<Database>; hot: HotTier | null },
+  deps: { db: Kysely<Database>; billing: BillingEngine },
   change: (balances: BalanceChange) => Promise<T>,
 ): Promise<T> {
-  return engines.db.transaction().execute((trx) => change(balancesIn(engines, trx)));
+  return deps.db.transaction().execute((trx) => change(balancesIn(deps, trx)));
 }

@@ -76,21 +76,16 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
     action,
     reason,
   }));
-  // Released holds gave their amounts back to Postgres: leases may take them.
-  if (deps.hot) {
-    for (const accountId of new Set(expiredHolds.map((row) => row.account_id)))
-      await deps.hot.markMore(accountId);
-    const swept = await deps.hot.sweep();
-    const heldRows = await repository.findReservations(deps.db, swept.held);
-    for (const row of heldRows) {
-      reservations.push({
-        id: row.id,
-        accountId: row.account_id,
-        alias: row.alias,
-        action: 'hold',
-        reason: 'settlement_missing',
-      });
-    }
+  // The engine's own pass (the hot tier: over its leases); released holds may be drawn again.
+  const swept = await deps.billing.reconcile(new Set(expiredHolds.map((row) => row.account_id)));
+  for (const row of await repository.findReservations(deps.db, swept.held)) {
+    reservations.push({
+      id: row.id,
+      accountId: row.account_id,
+      alias: row.alias,
+      action: 'hold',
+      reason: 'settlement_missing',
+    });
   }
   const held = reservations.filter((row) => row.action === 'hold').length;
   if (reservations.length > 0) {

@@ -76,34 +76,6 @@ export async function selectUsageSummary(
     });
 }
 
-/** The same summary straight from the reservations, without the rollup (for checks and tests). */
-export async function selectUsageSummaryLive(
-  db: Db,
-  accountId: string,
-  from: Date,
-  end: Date,
-  by: SummaryGrouping = 'alias',
-) {
-  const name = by === 'key' ? sql`key_id::text` : sql`alias`;
-  const result = await sql<UsageSummaryDbRow>`
-    select to_char(date_trunc('day', created_at at time zone 'UTC'), 'YYYY-MM-DD') as day, ${name} as name,
-           count(*)::int as requests,
-           coalesce(sum(input_tokens), 0)::bigint as input_tokens,
-           coalesce(sum(output_tokens), 0)::bigint as output_tokens,
-           coalesce(sum(cache_read_tokens), 0)::bigint as cache_read_tokens,
-           coalesce(sum(cache_write_tokens), 0)::bigint as cache_write_tokens,
-           coalesce(sum(cache_write_1h_tokens), 0)::bigint as cache_write_1h_tokens,
-           sum(charged_tokens)::bigint as charged_tokens,
-           sum(charged_credits)::bigint as charged_credits
-    from reservations
-    where account_id = ${accountId}::uuid and status = 'settled'
-      and created_at >= ${from} and created_at < ${end}
-    group by 1, 2
-    order by 1, 2
-  `.execute(db);
-  return result.rows;
-}
-
 /**
  * Moves the rollup's watermark forward: adds every call settled in [old watermark, next) to
  * usage_daily and sets the watermark to next, in one transaction. next stays `lagMs` behind now

@@ -9,11 +9,11 @@ import {
   internalApi,
   reserveItem,
   seedCatalog,
+  selectUsageSummaryLive,
   settleItem,
 } from '../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import * as engine from './engine.repository.ts';
-import * as reports from './reports.repository.ts';
 import { summarizeUsage } from './reports.service.ts';
 import { advanceUsageRollupOnce } from './usage-rollup.ts';
 
@@ -36,7 +36,7 @@ const RANGE = { from: isoDay(10), to: isoDay(0) };
 
 /** The summary as the live aggregate over reservations answers it (the query before the rollup). */
 async function liveSummary(accountId: string, by: 'alias' | 'key') {
-  const rows = await reports.selectUsageSummaryLive(
+  const rows = await selectUsageSummaryLive(
     context.deps.db,
     accountId,
     new Date(`${RANGE.from}T00:00:00Z`),

@@ -6,7 +6,7 @@ import type { Actor } from '../audit/audit.service.ts';
 import { findCustomer } from '../resellers/customers.service.ts';
 import { type CapChange, type CapParty, readCapStatus, setSpendCap } from './spend-caps.service.ts';
 
-type CapDeps = Pick<Dependencies, 'db' | 'clock' | 'caps' | 'hot'>;
+type CapDeps = Pick<Dependencies, 'db' | 'clock' | 'caps' | 'billing'>;
 
 /**
  * Who may cap what: a customer its own keys; a reseller its customers' accounts and their keys;

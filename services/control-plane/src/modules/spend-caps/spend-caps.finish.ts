@@ -57,32 +57,24 @@ export interface OtherFinish {
  * counts its usage (or nothing once released) from then on, as a gateway's settle would.
  */
 export async function countOtherFinishes(
-  deps: Pick<Dependencies, 'db' | 'hot' | 'caps'>,
+  deps: Pick<Dependencies, 'billing' | 'caps'>,
   finishes: readonly OtherFinish[],
 ): Promise<void> {
   const accounts = await deps.caps.get([...new Set(finishes.map((each) => each.accountId))]);
   const capped = finishes.filter((each) => (accounts.get(each.accountId)?.caps.length ?? 0) > 0);
   if (capped.length === 0) return;
-  const zero = [0n, 0n, 0n, 0n, 0n];
-  if (deps.hot) {
-    const hot = deps.hot;
-    await Promise.all(
-      [...new Set(capped.map((each) => each.accountId))].map((accountId) =>
-        hot.caps.finish(
-          accountId,
-          capped
-            .filter((each) => each.accountId === accountId)
-            .map((each) => ({ id: each.reservationId, status: each.status, parts: each.parts ?? zero })),
-        ),
-      ),
-    );
-    return;
-  }
+  await deps.billing.countOtherFinishes(capped);
+}
+
+/** The Postgres engine's part of countOtherFinishes (spend_cap_usage). */
+export async function countOtherFinishesInPostgres(
+  db: Kysely<Database>,
+  capped: readonly OtherFinish[],
+): Promise<void> {
   await finishUsage(
-    deps.db,
+    db,
     capped.map((each) => {
-      const [input = 0n, output = 0n, cacheRead = 0n, cacheWrite = 0n, cacheWrite1h = 0n] =
-        each.parts ?? zero;
+      const [input = 0n, output = 0n, cacheRead = 0n, cacheWrite = 0n, cacheWrite1h = 0n] = each.parts ?? [];
       return {
         reservation_id: each.reservationId,
         state: each.status,

@@ -129,13 +129,12 @@ export function statusOf(
 }
 
 /** What the account's calls counted since `since`, from whichever engine counts them. */
-export async function readEngineCalls(
-  deps: Pick<Dependencies, 'db' | 'hot'>,
+export function readEngineCalls(
+  deps: Pick<Dependencies, 'billing'>,
   accountId: string,
   since: number,
 ): Promise<CapCall[]> {
-  if (deps.hot) return deps.hot.caps.calls(accountId, since);
-  return readCountedCalls(deps.db, accountId, since);
+  return deps.billing.capCalls(accountId, since);
 }
 
 /** The Postgres engine's counts (spend_cap_usage). */
@@ -155,7 +154,7 @@ export async function readCountedCalls(
 
 /** Caps of an account (every one, or those that bound one key) with what each has used. */
 export async function readCapStatus(
-  deps: Pick<Dependencies, 'db' | 'hot' | 'clock'>,
+  deps: Pick<Dependencies, 'db' | 'billing' | 'clock'>,
   accountId: string,
   keyId?: string,
 ): Promise<{ timeZone: string; caps: CapStatus[] }> {
@@ -189,7 +188,7 @@ export interface CapChange {
  * checked that the party may act on the account and that the key is the account's.
  */
 export async function setSpendCap(
-  deps: Pick<Dependencies, 'db' | 'clock' | 'caps' | 'hot'>,
+  deps: Pick<Dependencies, 'db' | 'clock' | 'caps' | 'billing'>,
   actor: Actor,
   party: CapParty,
   target: { accountId: string; keyId: string | null },

@@ -18,6 +18,7 @@ import { changeCredit, grantPackage } from '../billing.service.ts';
 import { changeBalances } from '../engines.ts';
 import { clawBackOrderGrant } from '../order-grants.ts';
 import { reconcileOnce } from '../reconciler.ts';
+import { createHotEngine, type HotEngine } from './hot-engine.ts';
 import { openHotTier } from './hot-tier.ts';
 
 /**
@@ -50,7 +51,7 @@ afterAll(async () => {
   await context.close();
 });
 
-const hot = () => context.deps.hot!;
+const hot = () => (context.deps.billing as HotEngine).tier;
 const keysOf = (accountId: string) => hot().store.keysOf(accountId);
 
 async function reserveOk(key: FundedKey, alias: string, input: bigint, output: bigint) {
@@ -354,7 +355,12 @@ describe("a key's state in Redis", () => {
     )!;
     try {
       await expect(
-        changeKeyStatus({ ...context.deps, hot: unreachable }, key.accountId, key.keyId, 'disabled'),
+        changeKeyStatus(
+          { ...context.deps, billing: createHotEngine(unreachable, context.deps) },
+          key.accountId,
+          key.keyId,
+          'disabled',
+        ),
       ).rejects.toMatchObject({ code: 'server_error', status: 503 });
       const row = await context.deps.db
         .selectFrom('api_keys')

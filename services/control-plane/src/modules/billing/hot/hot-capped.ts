@@ -7,15 +7,16 @@ import {
   type ReserveResult,
   usageParts,
 } from '@tollgate/schemas';
-import type { Dependencies } from '../../deps.ts';
-import type { HotTier } from '../billing/engines.ts';
-import { capMessage } from './spend-caps.enforce.ts';
-import { capRefusal } from './spend-caps.finish.ts';
-import { estimateAmounts, pricesList } from './spend-caps.prices.ts';
-import { capsOfKey, earliestStart } from './spend-caps.service.ts';
-import { capWindow, retryAfterSeconds } from './windows.ts';
+import type { Clock } from '../../../clock.ts';
+import type { SpendCapCache } from '../../spend-caps/spend-caps.cache.ts';
+import { capMessage } from '../../spend-caps/spend-caps.enforce.ts';
+import { capRefusal, type OtherFinish } from '../../spend-caps/spend-caps.finish.ts';
+import { estimateAmounts, pricesList } from '../../spend-caps/spend-caps.prices.ts';
+import { capsOfKey, earliestStart } from '../../spend-caps/spend-caps.service.ts';
+import { capWindow, retryAfterSeconds } from '../../spend-caps/windows.ts';
+import type { HotTier } from './hot-tier.ts';
 
-type HotDeps = Pick<Dependencies, 'caps' | 'clock'> & { hot: HotTier };
+type HotDeps = { caps: SpendCapCache; clock: Clock; hot: HotTier };
 
 /**
  * The hot tier's cap step: the calls of capped accounts are judged and counted in Redis, one
@@ -138,6 +139,21 @@ export async function countFinishedHot(
             },
           ];
         }),
+      ),
+    ),
+  );
+}
+
+/** The hot tier's part of countOtherFinishes (spend-caps.finish.ts): in Redis, per account. */
+export async function countOtherFinishesHot(hot: HotTier, capped: readonly OtherFinish[]): Promise<void> {
+  const zero = [0n, 0n, 0n, 0n, 0n];
+  await Promise.all(
+    [...new Set(capped.map((each) => each.accountId))].map((accountId) =>
+      hot.caps.finish(
+        accountId,
+        capped
+          .filter((each) => each.accountId === accountId)
+          .map((each) => ({ id: each.reservationId, status: each.status, parts: each.parts ?? zero })),
       ),
     ),
   );

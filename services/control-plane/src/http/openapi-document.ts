@@ -33,7 +33,7 @@ export function describePublicApi() {
     dbMode: 'postgres',
     clock: { now: () => new Date(0) },
     events: unused,
-    hot: null,
+    billing: unused,
     caps: unused,
   };
   return openApiDocumentOf(createPublicApp(deps));

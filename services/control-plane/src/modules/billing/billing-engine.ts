@@ -7,6 +7,8 @@
 import type {
   FinishBatchRequest,
   FinishBatchResponse,
+  RenewSlotsRequest,
+  RenewSlotsResponse,
   ReserveBatchRequest,
   ReserveBatchResponse,
 } from '@tollgate/schemas';
@@ -57,6 +59,11 @@ export interface BillingEngine {
   capCalls(accountId: string, since: number): Promise<CapCall[]>;
   /** Corrects what finishes that did not come from the gateway count (capped accounts' only). */
   countOtherFinishes(finishes: readonly OtherFinish[]): Promise<void>;
+  /**
+   * Renews the concurrency slots of calls a gateway still runs. The hot tier owns those slots
+   * (docs/decisions/one-owner-of-the-slot.md); Postgres alone takes none (the gateway does).
+   */
+  renewSlots(request: RenewSlotsRequest): Promise<RenewSlotsResponse>;
   /** The catalogue changed: drop what the engine caches of it. */
   catalogChanged(): void;
   close(): Promise<void>;

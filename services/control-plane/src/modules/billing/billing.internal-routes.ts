@@ -7,7 +7,6 @@ import {
 import { defineInternalRoute, type InternalRoute } from '../../http/internal-route.ts';
 import { readGatewayCatalog } from '../catalog/catalog.service.ts';
 import { finish, reserve } from './billing.service.ts';
-import { renewSlots } from './hot/hot-slots.ts';
 import { readReceipt } from './receipts.service.ts';
 
 /** The internal billing API the gateway calls (paths under /internal/v1). */
@@ -36,8 +35,8 @@ export function billingInternalRoutes(): InternalRoute[] {
       method: 'POST',
       path: '/reservations/slots',
       input: RenewSlotsRequest,
-      // Only the hot tier takes slots; without it the gateway holds its own.
-      handle: async (deps, input) => (deps.hot ? renewSlots(deps.hot.store, input) : { renewed: 0 }),
+      // Only the hot tier takes slots; without it the gateway holds its own (renews none here).
+      handle: (deps, input) => deps.billing.renewSlots(input),
     }),
   ];
 }

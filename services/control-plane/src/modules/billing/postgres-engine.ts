@@ -91,6 +91,7 @@ export function createPostgresEngine(
     reconcile: async () => ({ held: [] }),
     capCalls: (accountId, since) => readCountedCalls(db, accountId, since),
     countOtherFinishes: (capped) => countOtherFinishesInPostgres(db, capped),
+    renewSlots: async () => ({ renewed: 0 }),
     catalogChanged: () => {},
     close: async () => {},
   };

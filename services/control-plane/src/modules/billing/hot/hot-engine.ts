@@ -4,6 +4,7 @@ import { type BillingEngine, cappedAccounts, type EngineParts, type LeaseSplit }
 import { lockAccountRow, recordRoutes } from '../engine.repository.ts';
 import { countFinishedHot, countOtherFinishesHot, reserveCappedHot } from './hot-capped.ts';
 import { changeEntries } from './hot-entries.ts';
+import { renewSlots } from './hot-slots.ts';
 import type { HotTier } from './hot-tier.ts';
 
 /**
@@ -79,6 +80,7 @@ export function createHotEngine(hot: HotTier, parts: EngineParts): HotEngine {
     },
     capCalls: (accountId, since) => hot.caps.calls(accountId, since),
     countOtherFinishes: (capped) => countOtherFinishesHot(hot, capped),
+    renewSlots: (request) => renewSlots(hot.store, request),
     catalogChanged: () => hot.catalogChanged(),
     close: () => hot.close(),
   };

@@ -135,6 +135,7 @@ const ANY_PROTOCOL_PROVIDERS = (mockUrl: string) => `
  */
 function catalogue(mockUrl: string, anyProtocol = false): string {
   return `
+credit: { currency: USD, value: "0.000001", top_up: { min: "5.00", max: "500.00" } }
 providers:
   - { id: mock-anthropic, kind: anthropic, base_url: "${mockUrl}", credential: TOLLGATE_PROVIDER_MOCK_KEY }
   - { id: mock-openai, kind: openai, base_url: "${mockUrl}/v1", credential: TOLLGATE_PROVIDER_MOCK_KEY }${

@@ -1,6 +1,6 @@
 /**
  * A small local stand-in for the Stripe API (the part Tollgate uses: Checkout Sessions, their
- * expiry, and refunds), for tests. The official `stripe` client talks to it through host/port/protocol.
+ * expiry, refunds, and PaymentIntents charged to a card kept by a Checkout payment), for tests. The official `stripe` client talks to it through host/port/protocol.
  * Tests drive it: `pay` marks a session paid (optionally with another amount or currency, to
  * test mismatches), `expire` ends one, `eventFor` builds the event Stripe would send.
  */
@@ -20,8 +20,25 @@ export interface FakeCheckoutSession {
   client_reference_id: string | null;
   metadata: Record<string, string>;
   payment_intent: string | null;
+  /** Set when the session keeps the card (setup_future_usage): the customer the card is kept on. */
+  customer: string | null;
+  setup_future_usage: string | null;
   success_url: string | null;
   cancel_url: string | null;
+  created: number;
+}
+
+/** A PaymentIntent: a Checkout payment's, or one charged to a saved card (off_session). */
+export interface FakePaymentIntent {
+  id: string;
+  object: 'payment_intent';
+  amount: number;
+  currency: string;
+  customer: string | null;
+  payment_method: string | null;
+  off_session: boolean;
+  status: 'succeeded' | 'requires_payment_method' | 'processing';
+  metadata: Record<string, string>;
   created: number;
 }
 
@@ -38,6 +55,12 @@ export interface StripeFake {
   secretKey: string;
   sessions: Map<string, FakeCheckoutSession>;
   refunds: FakeRefund[];
+  /** Every PaymentIntent, by id: Checkout payments' and those created by the API (charges). */
+  paymentIntents: Map<string, FakePaymentIntent>;
+  /** PaymentIntents created through POST /v1/payment_intents (charges of a saved card), in order. */
+  charges: FakePaymentIntent[];
+  /** While true, charging a saved card is declined (status requires_payment_method). */
+  declineCharges: boolean;
   /** Requests received, by "METHOD path". */
   calls: string[];
   /** While true, expiring a session answers 500 (Stripe unreachable or failing). */
@@ -46,6 +69,8 @@ export interface StripeFake {
   expire(sessionId: string): FakeCheckoutSession;
   /** The event object Stripe would deliver for this session (serialise it and sign it). */
   eventFor(type: string, session: FakeCheckoutSession, createdSeconds?: number): Record<string, unknown>;
+  /** A payment_intent.* event about a PaymentIntent (a charge of a saved card). */
+  paymentIntentEventFor(type: string, intent: FakePaymentIntent): Record<string, unknown>;
   /** A charge.* event about the paid session's charge: a refund (full or partial) or a dispute. */
   chargeEventFor(
     type: 'charge.refunded' | 'charge.dispute.created' | 'charge.dispute.closed',
@@ -72,9 +97,11 @@ export async function startStripeFake(): Promise<StripeFake> {
   const secretKey = `sk_test_${randomBytes(16).toString('hex')}`;
   const sessions = new Map<string, FakeCheckoutSession>();
   const refunds: FakeRefund[] = [];
+  const paymentIntents = new Map<string, FakePaymentIntent>();
+  const charges: FakePaymentIntent[] = [];
   const calls: string[] = [];
   // The object handed to the test; the server reads its switches (failExpire) per request.
-  const fake = { failExpire: false } as StripeFake;
+  const fake = { failExpire: false, declineCharges: false } as StripeFake;
   // Stripe replays the first answer for a repeated Idempotency-Key.
   const idempotent = new Map<string, unknown>();
 
@@ -115,6 +142,8 @@ export async function startStripeFake(): Promise<StripeFake> {
         client_reference_id: form.get('client_reference_id'),
         metadata,
         payment_intent: null,
+        customer: null,
+        setup_future_usage: form.get('payment_intent_data[setup_future_usage]'),
         success_url: form.get('success_url'),
         cancel_url: form.get('cancel_url'),
         created: Math.floor(Date.now() / 1000),
@@ -154,12 +183,80 @@ export async function startStripeFake(): Promise<StripeFake> {
           error: { type: 'invalid_request_error', message: 'No such checkout.session' },
         });
       }
+      // The official client sends expand[0]=payment_intent.
+      const expand = [...new URL(request.url ?? '', 'http://fake').searchParams]
+        .filter(([name]) => name.startsWith('expand'))
+        .map(([, value]) => value);
+      if (expand.includes('payment_intent') && session.payment_intent) {
+        return send(response, 200, {
+          ...session,
+          payment_intent: paymentIntents.get(session.payment_intent),
+        });
+      }
       return send(response, 200, session);
+    }
+    if (request.method === 'POST' && path === '/v1/payment_intents') {
+      const form = await formOf(request);
+      const metadata: Record<string, string> = {};
+      for (const [name, value] of form) {
+        const match = /^metadata\[(.+)\]$/.exec(name);
+        if (match?.[1]) metadata[match[1]] = value;
+      }
+      const known = [...paymentIntents.values()].some(
+        (candidate) =>
+          candidate.payment_method === form.get('payment_method') &&
+          candidate.customer === form.get('customer'),
+      );
+      if (!known) {
+        return send(response, 400, {
+          error: { type: 'invalid_request_error', message: 'No such PaymentMethod for this customer' },
+        });
+      }
+      const intent: FakePaymentIntent = {
+        id: id('pi'),
+        object: 'payment_intent',
+        amount: Number(form.get('amount') ?? 0),
+        currency: form.get('currency') ?? '',
+        customer: form.get('customer'),
+        payment_method: form.get('payment_method'),
+        off_session: form.get('off_session') === 'true',
+        status: fake.declineCharges ? 'requires_payment_method' : 'succeeded',
+        metadata,
+        created: Math.floor(Date.now() / 1000),
+      };
+      paymentIntents.set(intent.id, intent);
+      charges.push(intent);
+      if (fake.declineCharges) {
+        // Stripe answers a declined off-session confirmation with a card error naming the intent.
+        const body = {
+          error: {
+            type: 'card_error',
+            code: 'card_declined',
+            message: 'Your card was declined.',
+            payment_intent: intent,
+          },
+        };
+        if (typeof key === 'string') idempotent.set(`${path} ${key}`, body);
+        return send(response, 402, body);
+      }
+      return remember(intent);
+    }
+    const intentMatch = /^\/v1\/payment_intents\/([^/]+)$/.exec(path);
+    if (request.method === 'GET' && intentMatch?.[1]) {
+      const intent = paymentIntents.get(intentMatch[1]);
+      if (!intent) {
+        return send(response, 404, {
+          error: { type: 'invalid_request_error', message: 'No such payment_intent' },
+        });
+      }
+      return send(response, 200, intent);
     }
     if (request.method === 'POST' && path === '/v1/refunds') {
       const form = await formOf(request);
       const intent = form.get('payment_intent') ?? '';
-      const session = [...sessions.values()].find((candidate) => candidate.payment_intent === intent);
+      const session =
+        [...sessions.values()].find((candidate) => candidate.payment_intent === intent) ??
+        paymentIntents.get(intent);
       if (!session) {
         return send(response, 400, {
           error: { type: 'invalid_request_error', message: 'No such payment_intent' },
@@ -169,7 +266,7 @@ export async function startStripeFake(): Promise<StripeFake> {
         id: id('re'),
         object: 'refund',
         payment_intent: intent,
-        amount: session.amount_total,
+        amount: 'amount_total' in session ? session.amount_total : session.amount,
         status: 'succeeded',
       };
       refunds.push(refund);
@@ -191,12 +288,28 @@ export async function startStripeFake(): Promise<StripeFake> {
     secretKey,
     sessions,
     refunds,
+    paymentIntents,
+    charges,
     calls,
     pay(sessionId, override = {}) {
       const paid = session(sessionId);
       paid.status = 'complete';
       paid.payment_status = 'paid';
       paid.payment_intent = id('pi');
+      const saved = paid.setup_future_usage !== null;
+      if (saved) paid.customer = id('cus');
+      paymentIntents.set(paid.payment_intent, {
+        id: paid.payment_intent,
+        object: 'payment_intent',
+        amount: override.amount ?? paid.amount_total,
+        currency: override.currency ?? paid.currency,
+        customer: paid.customer,
+        payment_method: id('pm'),
+        off_session: false,
+        status: 'succeeded',
+        metadata: {},
+        created: Math.floor(Date.now() / 1000),
+      });
       if (override.amount !== undefined) paid.amount_total = override.amount;
       if (override.currency !== undefined) paid.currency = override.currency;
       return paid;
@@ -215,6 +328,17 @@ export async function startStripeFake(): Promise<StripeFake> {
         livemode: false,
         type,
         data: { object: { ...eventSession } },
+      };
+    },
+    paymentIntentEventFor(type, intent) {
+      return {
+        id: id('evt'),
+        object: 'event',
+        api_version: '2025-01-01',
+        created: Math.floor(Date.now() / 1000),
+        livemode: false,
+        type,
+        data: { object: { ...intent } },
       };
     },
     chargeEventFor(type, paidSession, options = {}) {
@@ -256,6 +380,6 @@ export async function startStripeFake(): Promise<StripeFake> {
         server.closeAllConnections();
         server.close((error) => (error ? reject(error) : resolve()));
       }),
-  } satisfies Omit<StripeFake, 'failExpire'>);
+  } satisfies Omit<StripeFake, 'failExpire' | 'declineCharges'>);
   return fake;
 }

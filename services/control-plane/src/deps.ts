@@ -6,6 +6,7 @@ import type { DatabaseHandle, PreparedQueries } from './db/database.ts';
 import type { Database } from './db/schema.ts';
 import { type EventPublisher, withCatalogHook } from './events.ts';
 import { type BillingEngine, openBillingEngine } from './modules/billing/engines.ts';
+import { createSettlementWatch, type SettlementWatch } from './modules/billing/settlement-watch.ts';
 import { createSpendCapCache, type SpendCapCache } from './modules/spend-caps/spend-caps.cache.ts';
 
 export { type Clock, systemClock } from './clock.ts';
@@ -27,6 +28,8 @@ export interface Dependencies {
   billing: BillingEngine;
   /** Which accounts have spend caps (docs/billing/spend-caps.md), cached briefly. */
   caps: SpendCapCache;
+  /** Told which accounts' calls were settled (automatic top-ups listen: docs/payments.md). */
+  settled: SettlementWatch;
 }
 
 /** The one way dependencies are assembled (server and operator CLI alike). */
@@ -52,5 +55,6 @@ export function assembleDependencies(parts: {
     events: withCatalogHook(parts.events, billing),
     billing,
     caps,
+    settled: createSettlementWatch(),
   };
 }

@@ -24,6 +24,7 @@ import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
 import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
 import { startStatusSampler } from './modules/status/status.service.ts';
+import { watchAutoTopUps } from './modules/top-ups/auto-top-up.service.ts';
 
 export interface RunningControlPlane {
   deps: Dependencies;
@@ -60,6 +61,7 @@ export async function startControlPlane(
   const deps = assembleDependencies({ config, logger, database, events });
   if (deps.billing.kind === 'hot')
     logger.info('reservations answered from the hot tier (Redis), finished calls written to Postgres');
+  watchAutoTopUps(deps);
 
   if (config.catalogFile) {
     await syncCatalog(

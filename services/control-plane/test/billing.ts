@@ -27,6 +27,7 @@ import type { TestContext } from './context.ts';
 import { balancesOf as balancesOfAccount } from './kit.ts';
 
 export const TEST_CATALOG = `
+credit: { currency: USD, value: "0.000001", top_up: { min: "5.00", max: "500.00" } }
 providers:
   - { id: up-anthropic, kind: anthropic, base_url: "http://127.0.0.1:9/anthropic", credential: TOLLGATE_PROVIDER_UPSTREAM_KEY }
   - { id: up-openai, kind: openai, base_url: "http://127.0.0.1:9/v1" }

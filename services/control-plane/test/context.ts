@@ -20,6 +20,7 @@ import { assembleDependencies, type Clock, type Dependencies } from '../src/deps
 import { createMemoryPublisher } from '../src/events.ts';
 import { createPublicApp } from '../src/http/app.ts';
 import { createInternalApi } from '../src/http/internal-api.ts';
+import { watchAutoTopUps } from '../src/modules/top-ups/auto-top-up.service.ts';
 
 export interface TestClock extends Clock {
   /** Moves time forward (ms; back with a negative amount). Real time keeps running underneath. */
@@ -106,6 +107,7 @@ export async function createTestContext(
   if (handle.pool) followClock(handle.pool, clock);
   const events = createMemoryPublisher();
   const deps = assembleDependencies({ config, logger, database: handle, events, clock });
+  watchAutoTopUps(deps);
   return {
     deps,
     clock,

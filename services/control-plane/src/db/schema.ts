@@ -15,6 +15,7 @@ import type {
 } from '../modules/billing/billing.table.ts';
 import type {
   AliasUpstreamsTable,
+  CatalogSettingsTable,
   ModelAliasesTable,
   PackagesTable,
   ProvidersTable,
@@ -40,6 +41,7 @@ import type {
   StatusSamplesTable,
 } from '../modules/status/status.table.ts';
 import type { ThrottleBucketsTable } from '../modules/throttle/throttle.table.ts';
+import type { AutoTopUpsTable } from '../modules/top-ups/top-ups.table.ts';
 
 /** Every table, as Kysely sees it. Each table's type lives in the module that owns it. */
 export interface Database {
@@ -79,4 +81,6 @@ export interface Database {
   spend_cap_accounts: SpendCapAccountsTable;
   spend_caps: SpendCapsTable;
   spend_cap_usage: SpendCapUsageTable;
+  catalog_settings: CatalogSettingsTable;
+  auto_top_ups: AutoTopUpsTable;
 }

@@ -23,6 +23,7 @@ import { resellerKeyRoutes } from '../modules/resellers/reseller-keys.routes.ts'
 import { resellerManagementRoutes } from '../modules/resellers/reseller-management.routes.ts';
 import { spendCapManagementRoutes, spendCapRoutes } from '../modules/spend-caps/spend-caps.routes.ts';
 import { routingAdminRoutes, statusRoutes } from '../modules/status/status.routes.ts';
+import { autoTopUpRoutes } from '../modules/top-ups/top-ups.routes.ts';
 import { auditAdminWrites } from './audit-writes.ts';
 import { limitBodySize } from './body-limit.ts';
 import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
@@ -92,6 +93,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', statusRoutes());
   api.route('/', routingAdminRoutes());
   api.route('/', orderRoutes());
+  api.route('/', autoTopUpRoutes());
   api.route('/', adminOrderRoutes());
   api.route('/', promotionRoutes());
   api.route('/', paymentWebhookRoutes());

@@ -35,6 +35,7 @@ export function describePublicApi() {
     events: unused,
     billing: unused,
     caps: unused,
+    settled: unused,
   };
   return openApiDocumentOf(createPublicApp(deps));
 }

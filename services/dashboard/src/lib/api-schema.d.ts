@@ -719,6 +719,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/catalog/credit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What a credit is worth in money, and the bounds of a top-up */
+        get: operations["getCatalogCredit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/catalog/models": {
         parameters: {
             query?: never;
@@ -930,6 +947,44 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/auto-top-up": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Automatic top-up: threshold, amount, whether a card is kept */
+        get: operations["getMeAutoTopUp"];
+        /**
+         * Turn automatic top-up on or off (a kept Stripe card is charged when the balance falls below the threshold)
+         * @description After a settlement leaves the account holding fewer credits than threshold, the kept card is charged amount once for that crossing; it arms again when the balance is back at or above the threshold. The amount must be within the top-up bounds (GET /catalog/credit). Turning it on needs a kept card: top up through Stripe with savePaymentMethod.
+         */
+        put: operations["putMeAutoTopUp"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/me/auto-top-up/card": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Forget the kept card (automatic top-up turns off) */
+        delete: operations["deleteMeAutoTopUpCard"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1589,6 +1644,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/top-ups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Top up credit: any amount within the catalogue bounds, paid like a package order
+         * @description Creates a pending order of kind top_up that grants credits (amount / the credit value, rounded down to a whole credit); pay it with POST /orders/{id}/payment and verify as any order. The bounds and the credit value are in GET /catalog/credit; outside them, or with no top-up offered: validation_failed. With Idempotency-Key the same request answers the same order (a form sent twice orders once).
+         */
+        post: operations["postTopUps"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1780,6 +1855,26 @@ export interface components {
             };
             userAgent: string | null;
         };
+        AutoTopUp: {
+            /** @description What each automatic top-up charges (minor units); null before a card is kept */
+            amount: {
+                amount: string;
+                currency: string;
+                exponent: number;
+            } | null;
+            /** @description false after a top-up was charged, until the balance is back at or above the threshold */
+            armed: boolean;
+            /** @description A card kept by a Stripe top-up (savePaymentMethod) */
+            cardSaved: boolean;
+            enabled: boolean;
+            /** @description Why the last automatic top-up was not paid */
+            lastFailure: string | null;
+            /**
+             * @description Credits: a balance below it charges one top-up
+             * @example 500000
+             */
+            threshold: string;
+        };
         Balance: {
             remaining: components["schemas"]["Amounts"];
             reserved: components["schemas"]["Amounts"] & unknown;
@@ -1877,6 +1972,20 @@ export interface components {
             startsAt?: string;
             totalLimit?: number;
         };
+        CreateTopUpRequest: {
+            /**
+             * @description Minor units of the catalogue currency (GET /catalog/credit)
+             * @example 1000
+             */
+            amount: string;
+            /**
+             * @description Payment provider; default the first of PAYMENT_PROVIDERS
+             * @enum {string}
+             */
+            provider?: "stripe" | "manual" | "development";
+            /** @description Stripe only: keep the card for automatic top-ups (PUT /me/auto-top-up) */
+            savePaymentMethod?: boolean;
+        };
         CreditAdjustment: {
             adjusted: string;
             replay: boolean;
@@ -1884,6 +1993,28 @@ export interface components {
         CreditAdjustmentRequest: {
             amount: string;
             note: string;
+        };
+        CreditValue: {
+            /** @description The bounds of a top-up (POST /top-ups); null: top-ups are not offered. */
+            topUp: {
+                max: components["schemas"]["Money"];
+                min: components["schemas"]["Money"];
+            } | null;
+            /** @description null: the catalogue sets no money value; figures are in credits only. */
+            value: {
+                /** @example USD */
+                currency: string;
+                /**
+                 * @description The currency's ISO 4217 minor-unit digits
+                 * @example 2
+                 */
+                exponent: number;
+                /**
+                 * @description What one credit is worth in the currency, an exact decimal: money = credits × perCredit (docs/payments.md#money says how the dashboard rounds it for display).
+                 * @example 0.000001
+                 */
+                perCredit: string;
+            } | null;
         };
         CustomerUsage: {
             balance: {
@@ -2116,6 +2247,8 @@ export interface components {
         Order: {
             /** Format: uuid */
             accountId: string;
+            /** @description An automatic top-up, charged to the saved card */
+            automatic: boolean;
             /** Format: date-time */
             closedAt: string | null;
             /** Format: date-time */
@@ -2128,13 +2261,21 @@ export interface components {
             grants: {
                 bonusCredits: string;
                 bonusTokens: string;
+                /** @description Credits a top-up buys (0 for a package) */
+                credits: string;
                 /** @description The package's tokens plus bonus tokens */
                 tokens: string;
             };
             /** Format: uuid */
             id: string;
+            /**
+             * @description package: buys packageId; top_up: buys credit
+             * @enum {string}
+             */
+            kind: "package" | "top_up";
             listPrice: components["schemas"]["Money"];
-            packageId: string;
+            /** @description null for a top-up */
+            packageId: string | null;
             /** Format: date-time */
             paidAt: string | null;
             payment: components["schemas"]["Payment"];
@@ -2303,6 +2444,11 @@ export interface components {
                 /** @description Share of the calls among the upstreams of one priority. */
                 weight?: number;
             }[];
+        };
+        PutAutoTopUpRequest: {
+            amount: string;
+            enabled: boolean;
+            threshold: string;
         };
         PutPackageRequest: {
             aliases: string[] | null;
@@ -5107,6 +5253,28 @@ export interface operations {
             };
         };
     };
+    getCatalogCredit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The credit value. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CreditValue"];
+                    };
+                };
+            };
+        };
+    };
     getCatalogModels: {
         parameters: {
             query?: never;
@@ -5764,6 +5932,148 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["KeyMaxima"];
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMeAutoTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AutoTopUp"];
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putMeAutoTopUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutAutoTopUpRequest"];
+            };
+        };
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AutoTopUp"];
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): the request body is larger than the limit (request_too_large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteMeAutoTopUpCard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AutoTopUp"];
                     };
                 };
             };
@@ -8537,6 +8847,70 @@ export interface operations {
                     "application/json": {
                         data: components["schemas"]["ServiceStatus"];
                     };
+                };
+            };
+        };
+    };
+    postTopUps: {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTopUpRequest"];
+            };
+        };
+        responses: {
+            /** @description The top-up order. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Order"];
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): the request body is larger than the limit (request_too_large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

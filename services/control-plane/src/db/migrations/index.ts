@@ -23,6 +23,7 @@ import * as upstreamCosts from './0021_upstream_costs.ts';
 import * as spendCaps from './0022_spend_caps.ts';
 import * as upstreamCapacity from './0023_upstream_capacity.ts';
 import * as upstreamBreakers from './0024_upstream_breakers.ts';
+import * as moneyTopUp from './0025_money_top_up.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '0022_spend_caps': spendCaps,
   '0023_upstream_capacity': upstreamCapacity,
   '0024_upstream_breakers': upstreamBreakers,
+  '0025_money_top_up': moneyTopUp,
 };

@@ -26,8 +26,15 @@ export function reserve(deps: Dependencies, request: ReserveBatchRequest): Promi
  * money and is written once per reservation; written first, it is there by the time anyone
  * reads the finished call.
  */
-export function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
-  return deps.billing.finish(request);
+export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
+  const finished = await deps.billing.finish(request);
+  deps.settled.notify(settledAccounts(request.items));
+  return finished;
+}
+
+/** The accounts of the calls a batch settled (automatic top-ups look at their balance). */
+function* settledAccounts(items: FinishBatchRequest['items']): Iterable<string> {
+  for (const item of items) if (item.action === 'settle') yield item.accountId;
 }
 
 export interface GrantPackageInput {

@@ -5,13 +5,17 @@ import * as repository from './ledger.repository.ts';
 
 type PackageRow = Awaited<ReturnType<typeof findPackage>>;
 
-/** What a paid order grants: one entitlement of the package (bonus tokens included) and credit. */
+/**
+ * What a paid order grants: one entitlement of the package (bonus tokens included) and credit;
+ * a top-up (no package) grants its credits alone.
+ */
 export interface OrderGrant {
   orderId: string;
   accountId: string;
-  /** The package as the catalogue has it now (validity, aliases, ceilings). */
-  pack: PackageRow;
+  /** The package as the catalogue has it now (validity, aliases, ceilings); null for a top-up. */
+  pack: PackageRow | null;
   tokens: bigint;
+  /** Credits: a top-up's, plus a promotion's bonus. */
   bonusCredits: bigint;
   now: Date;
 }
@@ -24,24 +28,26 @@ export interface OrderGrant {
 export async function grantOrderInTransaction(
   balances: BalanceChange,
   grant: OrderGrant,
-): Promise<{ entitlementId: string }> {
+): Promise<{ entitlementId: string | null }> {
   const { pack } = grant;
   const { trx } = balances;
   await balances.lock(grant.accountId);
   const cause = `order ${grant.orderId}`;
-  const entitlementId = await repository.insertEntitlement(trx, {
-    account_id: grant.accountId,
-    package_id: pack.id,
-    aliases: pack.aliases,
-    granted: grant.tokens,
-    expires_at:
-      pack.validity_days === null ? null : new Date(grant.now.getTime() + pack.validity_days * 86_400_000),
-    max_output_tokens: pack.max_output_tokens,
-    requests_per_minute: pack.requests_per_minute,
-    concurrency: pack.concurrency,
-    cause,
-    idempotency_key: `order:${grant.orderId}`,
-  });
+  const entitlementId =
+    pack &&
+    (await repository.insertEntitlement(trx, {
+      account_id: grant.accountId,
+      package_id: pack.id,
+      aliases: pack.aliases,
+      granted: grant.tokens,
+      expires_at:
+        pack.validity_days === null ? null : new Date(grant.now.getTime() + pack.validity_days * 86_400_000),
+      max_output_tokens: pack.max_output_tokens,
+      requests_per_minute: pack.requests_per_minute,
+      concurrency: pack.concurrency,
+      cause,
+      idempotency_key: `order:${grant.orderId}`,
+    }));
   if (grant.bonusCredits > 0n) {
     await repository.changeCredit(trx, grant.accountId, grant.bonusCredits, 'grant', cause);
   }

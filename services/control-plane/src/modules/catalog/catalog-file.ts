@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import {
   checkMoney,
+  currencyExponent,
   DEFAULT_PROVIDER_SECRET_PREFIX,
   fitsStoredQuantity,
   INTEGER_STRING,
@@ -14,6 +15,7 @@ import {
 } from '@tollgate/schemas';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { DECIMAL, decimalToMinor, parseDecimal } from './credit-value.ts';
 
 /**
  * The catalogue file operators keep in git (YAML): providers, model aliases and packages.
@@ -50,8 +52,53 @@ const PartPrices = z
   .strict();
 export type FilePartPrices = z.infer<typeof PartPrices>;
 
+/**
+ * What one credit is worth in the catalogue currency, and the bounds of a top-up, as decimals of
+ * that currency (docs/payments.md#money). Without it, figures show credits only and no top-up is
+ * offered.
+ */
+const CreditSection = z
+  .object({
+    currency: z.string().refine((code) => currencyExponent(code) !== null, 'not an ISO 4217 currency'),
+    value: z
+      .string()
+      .regex(DECIMAL, 'a decimal such as "0.000001"')
+      .refine((text) => parseDecimal(text).units > 0n, 'must be above zero'),
+    top_up: z
+      .object({
+        min: z.string().regex(DECIMAL, 'a decimal such as "5.00"'),
+        max: z.string().regex(DECIMAL, 'a decimal such as "500.00"'),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .superRefine((credit, context) => {
+    const exponent = currencyExponent(credit.currency);
+    if (exponent === null || !credit.top_up) return;
+    const min = decimalToMinor(credit.top_up.min, exponent);
+    const max = decimalToMinor(credit.top_up.max, exponent);
+    for (const [side, value] of [
+      ['min', min],
+      ['max', max],
+    ] as const) {
+      if (value === null)
+        context.addIssue({
+          code: 'custom',
+          path: ['top_up', side],
+          message: `more decimals than ${credit.currency} has`,
+        });
+      else if (value <= 0n || !fitsStoredQuantity(String(value)))
+        context.addIssue({ code: 'custom', path: ['top_up', side], message: 'out of range' });
+    }
+    if (min !== null && max !== null && min > max)
+      context.addIssue({ code: 'custom', path: ['top_up', 'min'], message: 'above max' });
+  });
+export type CreditSection = z.infer<typeof CreditSection>;
+
 export const CatalogFile = z
   .object({
+    credit: CreditSection.optional(),
     providers: z
       .array(
         z

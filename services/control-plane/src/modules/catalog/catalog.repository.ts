@@ -2,6 +2,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {
   AliasUpstreamsTable,
+  CatalogSettingsTable,
   ModelAliasesTable,
   PackagesTable,
   ProvidersTable,
@@ -122,4 +123,23 @@ export async function replaceUpstreamCosts(
 
 export function listUpstreamCosts(db: Db): Promise<UpstreamCostRow[]> {
   return db.selectFrom('upstream_costs').selectAll().execute();
+}
+
+export type CatalogSettingsValues = Omit<Selectable<CatalogSettingsTable>, 'id' | 'updated_at'>;
+
+export function findCatalogSettings(db: Db) {
+  return db.selectFrom('catalog_settings').selectAll().executeTakeFirst();
+}
+
+export async function putCatalogSettings(db: Db, values: CatalogSettingsValues): Promise<void> {
+  const row = { ...values, updated_at: new Date() };
+  await db
+    .insertInto('catalog_settings')
+    .values({ id: true, ...row })
+    .onConflict((conflict) => conflict.column('id').doUpdateSet(row))
+    .execute();
+}
+
+export async function deleteCatalogSettings(db: Db): Promise<void> {
+  await db.deleteFrom('catalog_settings').execute();
 }

@@ -6,6 +6,7 @@ import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
 import {
   AdminCatalogView,
+  CreditValueView,
   PublicModelView,
   PublicPackageView,
   PutAliasRequest,
@@ -18,6 +19,7 @@ import {
   putAlias,
   putPackage,
   putProvider,
+  readCreditValue,
   readFullCatalog,
 } from './catalog.service.ts';
 import { readFileManaged, refuseFileManaged } from './file-managed.ts';
@@ -38,9 +40,18 @@ const packagesRoute = createRoute({
   responses: { 200: jsonContent(dataOf(z.array(PublicPackageView)), 'Published packages.') },
 });
 
-/** GET /catalog/models and /catalog/packages: no credential, published entries only. */
+const creditRoute = createRoute({
+  method: 'get',
+  path: '/catalog/credit',
+  tags: ['public'],
+  summary: 'What a credit is worth in money, and the bounds of a top-up',
+  responses: { 200: jsonContent(dataOf(CreditValueView), 'The credit value.') },
+});
+
+/** GET /catalog/models, /catalog/packages and /catalog/credit: no credential, published entries only. */
 export function publicCatalogRoutes() {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.openapi(creditRoute, async (c) => c.json({ data: await readCreditValue(c.get('deps')) }, 200));
   app.openapi(modelsRoute, async (c) => c.json({ data: await listPublishedModels(c.get('deps')) }, 200));
   app.openapi(packagesRoute, async (c) => c.json({ data: await listPublishedPackages(c.get('deps')) }, 200));
   return app;

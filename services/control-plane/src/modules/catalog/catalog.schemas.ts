@@ -207,3 +207,31 @@ export const PutPackageRequest = z
     published: z.boolean(),
   })
   .openapi('PutPackageRequest');
+
+export const CreditValueView = z
+  .object({
+    value: z
+      .object({
+        currency: z.string().openapi({ example: 'USD' }),
+        exponent: z
+          .number()
+          .int()
+          .openapi({ description: "The currency's ISO 4217 minor-unit digits", example: 2 }),
+        perCredit: z.string().openapi({
+          description:
+            'What one credit is worth in the currency, an exact decimal: money = credits × perCredit ' +
+            '(docs/payments.md#money says how the dashboard rounds it for display).',
+          example: '0.000001',
+        }),
+      })
+      .nullable()
+      .openapi({ description: 'null: the catalogue sets no money value; figures are in credits only.' }),
+    topUp: z
+      .object({
+        min: MoneyView,
+        max: MoneyView,
+      })
+      .nullable()
+      .openapi({ description: 'The bounds of a top-up (POST /top-ups); null: top-ups are not offered.' }),
+  })
+  .openapi('CreditValue');

@@ -3,6 +3,7 @@ import {
   type AliasPrice,
   type AliasPriceInput,
   completePrice,
+  currencyExponent,
   type GatewayCatalog,
   type GatewayProvider,
   type GatewayUpstream,
@@ -11,9 +12,18 @@ import {
   type ProviderKind,
   providerCredentialProblem,
 } from '@tollgate/schemas';
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import * as repository from './catalog.repository.ts';
-import { type CatalogFile, credentialNames, type FilePartPrices, fileUpstreams } from './catalog-file.ts';
+import {
+  type CatalogFile,
+  type CreditSection,
+  credentialNames,
+  type FilePartPrices,
+  fileUpstreams,
+} from './catalog-file.ts';
+import { decimalToMinor } from './credit-value.ts';
 
 /** A published model as customers see it: never an upstream id, provider name or URL. */
 export interface PublicModel {
@@ -110,8 +120,48 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         published: pack.published,
       });
     }
+    await writeCreditSettings(trx, catalog.credit);
   });
   await deps.events.publish({ type: 'catalog.changed' });
+}
+
+/** The file's credit section, or none: the file manages what a credit is worth. */
+async function writeCreditSettings(trx: Transaction<Database>, credit: CreditSection | undefined) {
+  if (!credit) {
+    await repository.deleteCatalogSettings(trx);
+    return;
+  }
+  const exponent = currencyExponent(credit.currency)!;
+  await repository.putCatalogSettings(trx, {
+    credit_currency: credit.currency,
+    credit_exponent: exponent,
+    credit_value: credit.value,
+    top_up_min: credit.top_up ? decimalToMinor(credit.top_up.min, exponent) : null,
+    top_up_max: credit.top_up ? decimalToMinor(credit.top_up.max, exponent) : null,
+  });
+}
+
+export interface CreditSettings {
+  currency: string;
+  exponent: number;
+  /** One credit in the currency, an exact decimal. */
+  value: string;
+  topUp: { min: bigint; max: bigint } | null;
+}
+
+/** What a credit is worth and the top-up bounds; null when the catalogue sets no value. */
+export async function readCreditSettings(deps: { db: Kysely<Database> }): Promise<CreditSettings | null> {
+  const row = await repository.findCatalogSettings(deps.db);
+  if (!row) return null;
+  return {
+    currency: row.credit_currency,
+    exponent: row.credit_exponent,
+    value: row.credit_value,
+    topUp:
+      row.top_up_min !== null && row.top_up_max !== null
+        ? { min: row.top_up_min, max: row.top_up_max }
+        : null,
+  };
 }
 
 /** The alias row's price columns for a price as written (the parts not given filled in). */
@@ -483,4 +533,19 @@ export async function putPackage(
   values: repository.PackageValues,
 ): Promise<void> {
   await repository.upsertPackage(deps.db, { ...values, id });
+}
+
+/** The credit value as the public catalogue shows it (GET /catalog/credit). */
+export async function readCreditValue(deps: { db: Kysely<Database> }) {
+  const settings = await readCreditSettings(deps);
+  if (!settings) return { value: null, topUp: null };
+  const money = (amount: bigint) => ({
+    amount: String(amount),
+    currency: settings.currency,
+    exponent: settings.exponent,
+  });
+  return {
+    value: { currency: settings.currency, exponent: settings.exponent, perCredit: settings.value },
+    topUp: settings.topUp ? { min: money(settings.topUp.min), max: money(settings.topUp.max) } : null,
+  };
 }

@@ -74,3 +74,16 @@ export interface UpstreamCostsTable {
   cache_write_1h_cost: bigint;
   request_cost: bigint;
 }
+
+/** One row: what a credit is worth and the bounds of a top-up (docs/payments.md#money). */
+export interface CatalogSettingsTable {
+  id: ColumnType<boolean, boolean | undefined, never>;
+  credit_currency: string;
+  credit_exponent: number;
+  /** One credit in the currency, an exact decimal string ("0.000001"). */
+  credit_value: string;
+  /** Minor units; null: no bound on that side (and no top-up at all when both are null). */
+  top_up_min: bigint | null;
+  top_up_max: bigint | null;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}

@@ -96,7 +96,7 @@ export async function refundOrder(
       orderId: id,
       accountId: order.account_id,
       entitlementId: order.entitlement_id,
-      bonusCredits: order.bonus_credits,
+      bonusCredits: order.credits + order.bonus_credits,
       now,
     });
     await repository.updateOrder(trx, id, {

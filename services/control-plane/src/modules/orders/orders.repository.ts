@@ -34,6 +34,15 @@ export async function countPendingOrdersLocked(trx: Transaction<Database>, accou
   return Number(row.count);
 }
 
+export function findOrderByIdempotencyKey(db: Db, accountId: string, key: string) {
+  return db
+    .selectFrom('orders')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst();
+}
+
 export function findOrder(db: Db, id: string) {
   return db.selectFrom('orders').selectAll().where('id', '=', id).executeTakeFirst();
 }

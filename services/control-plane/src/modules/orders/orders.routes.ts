@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono } from '@hono/zod-openapi';
+import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
@@ -7,13 +7,14 @@ import { cancelOrder, readPayment, startPayment, verifyPayment } from '../paymen
 import { codeCallerOf } from './admin-orders.routes.ts';
 import {
   CreateOrderRequest,
+  CreateTopUpRequest,
   OrderIdParam,
   OrderPage,
   OrdersQuery,
   OrderView,
   toOrderView,
 } from './orders.schemas.ts';
-import { createOrder, listOrders, readOwnOrder } from './orders.service.ts';
+import { createOrder, createTopUp, listOrders, readOwnOrder } from './orders.service.ts';
 
 const base = { tags: ['orders'], middleware: [requireSession()] };
 const orderBody = (description: string) => jsonContent(dataOf(OrderView), description);
@@ -39,6 +40,31 @@ const createOrderRoute = createRoute({
     'redemption until the order is paid (consumed) or ends unpaid (returned). An order priced at zero is paid at once.',
   request: { body: { required: true, content: { 'application/json': { schema: CreateOrderRequest } } } },
   responses: { 201: orderBody('The order.'), ...errorResponses(401, 403, 404, 422, 429) },
+});
+
+const createTopUpRoute = createRoute({
+  ...base,
+  security: SESSION_AND_CSRF,
+  method: 'post',
+  path: '/top-ups',
+  summary: 'Top up credit: any amount within the catalogue bounds, paid like a package order',
+  description:
+    'Creates a pending order of kind top_up that grants credits (amount / the credit value, rounded down ' +
+    'to a whole credit); pay it with POST /orders/{id}/payment and verify as any order. The bounds and ' +
+    'the credit value are in GET /catalog/credit; outside them, or with no top-up offered: validation_failed. ' +
+    'With Idempotency-Key the same request answers the same order (a form sent twice orders once).',
+  request: {
+    headers: z.object({
+      'idempotency-key': z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .openapi({ param: { name: 'idempotency-key', in: 'header' } }),
+    }),
+    body: { required: true, content: { 'application/json': { schema: CreateTopUpRequest } } },
+  },
+  responses: { 201: orderBody('The top-up order.'), ...errorResponses(401, 403, 422) },
 });
 
 const readRoute = createRoute({
@@ -118,6 +144,17 @@ export function orderRoutes() {
   app.openapi(createOrderRoute, async (c) => {
     const deps = c.get('deps');
     const order = await createOrder(deps, codeCallerOf(c), c.req.valid('json'));
+    return c.json({ data: toOrderView(deps, order) }, 201);
+  });
+  app.openapi(createTopUpRoute, async (c) => {
+    const deps = c.get('deps');
+    const body = c.req.valid('json');
+    const order = await createTopUp(deps, c.get('auth').account.id, {
+      amount: BigInt(body.amount),
+      provider: body.provider,
+      savePaymentMethod: body.savePaymentMethod,
+      idempotencyKey: c.req.valid('header')['idempotency-key'] ?? null,
+    });
     return c.json({ data: toOrderView(deps, order) }, 201);
   });
   app.openapi(readRoute, async (c) => {

@@ -41,7 +41,10 @@ export const OrderView = z
   .object({
     id: z.string().uuid(),
     status: z.enum(ORDER_STATUSES),
-    packageId: z.string(),
+    kind: z
+      .enum(['package', 'top_up'])
+      .openapi({ description: 'package: buys packageId; top_up: buys credit' }),
+    packageId: z.string().nullable().openapi({ description: 'null for a top-up' }),
     provider: z.enum(PROVIDERS),
     reference: z.string().openapi({ description: 'Quote it on a bank transfer (manual payments)' }),
     listPrice: MoneyView,
@@ -51,7 +54,9 @@ export const OrderView = z
       tokens: z.string().regex(INTEGER).openapi({ description: "The package's tokens plus bonus tokens" }),
       bonusTokens: z.string().regex(INTEGER),
       bonusCredits: z.string().regex(INTEGER),
+      credits: z.string().regex(INTEGER).openapi({ description: 'Credits a top-up buys (0 for a package)' }),
     }),
+    automatic: z.boolean().openapi({ description: 'An automatic top-up, charged to the saved card' }),
     promotionCode: z.string().nullable(),
     entitlementId: z.string().uuid().nullable(),
     refunded: z
@@ -89,6 +94,25 @@ export const CreateOrderRequest = z
     }),
   })
   .openapi('CreateOrderRequest');
+
+export const CreateTopUpRequest = z
+  .object({
+    amount: z
+      .string('Say how much to top up.')
+      .regex(INTEGER, 'Integer minor units of the catalogue currency, as a string (500 is 5.00 USD).')
+      .max(19, 'Too large.')
+      .openapi({
+        description: 'Minor units of the catalogue currency (GET /catalog/credit)',
+        example: '1000',
+      }),
+    provider: z.enum(PROVIDERS, 'Use stripe, manual or development.').optional().openapi({
+      description: 'Payment provider; default the first of PAYMENT_PROVIDERS',
+    }),
+    savePaymentMethod: z.boolean().optional().openapi({
+      description: 'Stripe only: keep the card for automatic top-ups (PUT /me/auto-top-up)',
+    }),
+  })
+  .openapi('CreateTopUpRequest');
 
 export const OrdersQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -156,6 +180,7 @@ export function toOrderView(
   return {
     id: order.id,
     status: order.status,
+    kind: order.kind,
     packageId: order.package_id,
     provider: order.provider as (typeof PROVIDERS)[number],
     reference: order.reference,
@@ -166,7 +191,9 @@ export function toOrderView(
       tokens: (order.tokens + order.bonus_tokens).toString(),
       bonusTokens: order.bonus_tokens.toString(),
       bonusCredits: order.bonus_credits.toString(),
+      credits: order.credits.toString(),
     },
+    automatic: order.auto_top_up_generation !== null,
     promotionCode: order.promotion_code,
     entitlementId: order.entitlement_id,
     refunded:

@@ -7,6 +7,8 @@ import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { readBalance } from '../billing/reports.service.ts';
+import { type CreditSettings, readCreditSettings } from '../catalog/catalog.service.ts';
+import { creditsForMinor } from '../catalog/credit-value.ts';
 import { findPaymentOfOrder, findPaymentsOfOrders } from '../payments/payments.service.ts';
 import type { PaymentsTable } from '../payments/payments.table.ts';
 import { priceOf } from '../promotions/pricing.ts';
@@ -101,6 +103,128 @@ export async function createOrder(
     return readAnyOrder(deps, order.id);
   }
   return { order, payment: null };
+}
+
+/**
+ * A top-up: credit of any amount within the catalogue's bounds, bought through the same providers
+ * and the same settlement as a package (docs/payments.md#top-ups). The credits are fixed now from
+ * the credit value, rounded down to a whole credit.
+ */
+export async function createTopUp(
+  deps: Dependencies,
+  accountId: string,
+  input: {
+    amount: bigint;
+    provider?: PaymentProviderId | undefined;
+    savePaymentMethod?: boolean | undefined;
+    idempotencyKey?: string | null | undefined;
+  },
+): Promise<OrderWithPayment> {
+  const key = input.idempotencyKey ?? null;
+  // The same form sent twice: the first order again, so a double submit never buys twice.
+  if (key) {
+    const first = await repository.findOrderByIdempotencyKey(deps.db, accountId, key);
+    if (first) return sameTopUpOrConflict(deps, first, input.amount);
+  }
+  const providers = deps.config.commerce.providers;
+  const provider = input.provider ?? providers[0]!;
+  if (!providers.includes(provider))
+    throw AppError.validation({ provider: [`Use one of: ${providers.join(', ')}.`] });
+  if (input.savePaymentMethod && provider !== 'stripe')
+    throw AppError.validation({ savePaymentMethod: ['Only a card paid through Stripe can be kept.'] });
+  const settings = await readCreditSettings(deps);
+  const credits = topUpCredits(settings, input.amount);
+  const held = await creditsHeld(deps, accountId);
+  if (held + credits > QUANTITY_MAX)
+    throw AppError.validation({ amount: ['This top-up is more credit than this account can hold.'] });
+  const order = await deps.db.transaction().execute(async (trx) => {
+    const pendingLimit = deps.config.commerce.pendingOrdersPerAccount;
+    if ((await repository.countPendingOrdersLocked(trx, accountId)) >= pendingLimit)
+      throw AppError.validation({
+        body: [`An account can hold at most ${pendingLimit} unpaid orders: pay or cancel one first.`],
+      });
+    if (key) {
+      const first = await repository.findOrderByIdempotencyKey(trx, accountId, key);
+      if (first) return first;
+    }
+    return insertTopUpOrder(deps, trx, {
+      idempotencyKey: key,
+      accountId,
+      provider,
+      amount: input.amount,
+      credits,
+      settings: settings!,
+      savePaymentMethod: input.savePaymentMethod ?? false,
+      autoTopUpGeneration: null,
+    });
+  });
+  if (order.amount !== input.amount) return sameTopUpOrConflict(deps, order, input.amount);
+  return { order, payment: (await findPaymentOfOrder(deps.db, order.id)) ?? null };
+}
+
+async function sameTopUpOrConflict(deps: Dependencies, order: OrderRow, amount: bigint) {
+  if (order.kind !== 'top_up' || order.amount !== amount)
+    throw AppError.validation({ 'Idempotency-Key': ['This key was already used with a different request.'] });
+  return { order, payment: (await findPaymentOfOrder(deps.db, order.id)) ?? null };
+}
+
+/** The credits `amount` minor units buy, or validation_failed naming the bounds. */
+export function topUpCredits(settings: CreditSettings | null, amount: bigint): bigint {
+  if (!settings?.topUp) throw AppError.validation({ amount: ['Top-ups are not offered.'] });
+  const { min, max } = settings.topUp;
+  if (amount < min || amount > max) {
+    const show = (value: bigint) => formatMinor(value, settings.exponent);
+    throw AppError.validation({
+      amount: [`Top up between ${show(min)} and ${show(max)} ${settings.currency}.`],
+    });
+  }
+  return creditsForMinor(amount, settings.exponent, settings.value);
+}
+
+function formatMinor(value: bigint, exponent: number): string {
+  if (exponent === 0) return String(value);
+  const text = String(value).padStart(exponent + 1, '0');
+  return `${text.slice(0, -exponent)}.${text.slice(-exponent)}`;
+}
+
+/** Inserts a pending top-up order inside the caller's transaction (auto top-up disarms in it). */
+export function insertTopUpOrder(
+  deps: Dependencies,
+  trx: Transaction<Database>,
+  input: {
+    accountId: string;
+    provider: PaymentProviderId;
+    amount: bigint;
+    credits: bigint;
+    settings: CreditSettings;
+    savePaymentMethod: boolean;
+    autoTopUpGeneration: bigint | null;
+    idempotencyKey?: string | null;
+  },
+): Promise<OrderRow> {
+  const { amount, settings } = input;
+  return repository.insertOrder(trx, {
+    id: randomUUID(),
+    account_id: input.accountId,
+    package_id: null,
+    kind: 'top_up',
+    status: 'pending',
+    provider: input.provider,
+    list_amount: amount,
+    discount_amount: 0n,
+    amount,
+    currency: settings.currency,
+    exponent: settings.exponent,
+    tokens: 0n,
+    credits: input.credits,
+    save_payment_method: input.savePaymentMethod,
+    auto_top_up_generation: input.autoTopUpGeneration,
+    idempotency_key: input.idempotencyKey ?? null,
+    promotion_id: null,
+    promotion_code: null,
+    reference: newReference(),
+    expires_at: new Date(deps.clock.now().getTime() + deps.config.commerce.orderTtlMs),
+  });
 }
 
 /** Credit the account holds, spendable or reserved. */

@@ -43,7 +43,7 @@ export async function reverseOrder(
         orderId,
         accountId: order.account_id,
         entitlementId: order.entitlement_id,
-        bonusCredits: order.bonus_credits,
+        bonusCredits: order.credits + order.bonus_credits,
         now,
       });
       await repository.updateOrder(trx, orderId, {

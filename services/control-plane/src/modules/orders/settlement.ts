@@ -8,7 +8,7 @@ import { findPaymentOfOrder, markPayment } from '../payments/payments.service.ts
 import { consumePromotion, returnPromotion } from '../promotions/promotions.service.ts';
 import * as repository from './orders.repository.ts';
 
-export type SettleSource = 'verify' | 'webhook' | 'reconciler' | 'admin';
+export type SettleSource = 'verify' | 'webhook' | 'reconciler' | 'admin' | 'auto_top_up';
 
 export type SettleOutcome =
   | { outcome: 'paid'; replay: boolean }
@@ -40,7 +40,7 @@ export async function settleSucceeded(
   // Read before the transaction: the embedded database has one connection, held by the transaction.
   const unlocked = await repository.findOrder(deps.db, orderId);
   if (!unlocked) return { outcome: 'not_payable', status: 'missing', replay: false };
-  const pack = await findPackage(deps, unlocked.package_id);
+  const pack = unlocked.package_id === null ? null : await findPackage(deps, unlocked.package_id);
   const result = await deps.db
     .transaction()
     .execute(async (trx): Promise<SettleOutcome & { accountId?: string }> => {
@@ -81,7 +81,7 @@ export async function settleSucceeded(
         accountId: order.account_id,
         pack,
         tokens: order.tokens + order.bonus_tokens,
-        bonusCredits: order.bonus_credits,
+        bonusCredits: order.credits + order.bonus_credits,
         now,
       });
       await repository.updateOrder(trx, orderId, {

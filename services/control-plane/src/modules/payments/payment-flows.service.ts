@@ -4,10 +4,16 @@ import type { PaymentProviderId } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
-import { lockOrder, type OrderWithPayment, readOwnOrder } from '../orders/orders.service.ts';
+import { lockOrder, type OrderWithPayment, readAnyOrder, readOwnOrder } from '../orders/orders.service.ts';
 import { reverseOrder } from '../orders/reversals.ts';
 import { closeUnpaid, type SettleSource, settleSucceeded } from '../orders/settlement.ts';
-import { createPaymentProviders, type PaymentCheck, type PaymentProvider } from './payment-provider.ts';
+import { saveCard } from '../top-ups/top-ups.repository.ts';
+import {
+  createPaymentProviders,
+  type PaymentCheck,
+  type PaymentProvider,
+  type SavedPaymentMethod,
+} from './payment-provider.ts';
 import * as repository from './payments.repository.ts';
 
 /** How long a client waits before asking again about a pending payment. */
@@ -43,7 +49,7 @@ export async function startPayment(
   if (order.amount > BigInt(Number.MAX_SAFE_INTEGER) && provider.id === 'stripe')
     throw AppError.validation({ amount: ['This amount is too large for the payment provider.'] });
   // Read before the transaction: the embedded database has one connection, held by the transaction.
-  const pack = await findPackage(deps, order.package_id).catch(() => null);
+  const pack = order.package_id === null ? null : await findPackage(deps, order.package_id).catch(() => null);
   await deps.db.transaction().execute(async (trx) => {
     const locked = await lockOrder(trx, orderId);
     if (locked?.status !== 'pending') return;
@@ -51,7 +57,8 @@ export async function startPayment(
     const started = await provider.start({
       orderId,
       reference: locked.reference,
-      description: pack?.name ?? locked.package_id,
+      description: pack?.name ?? locked.package_id ?? 'Credit top-up',
+      savePaymentMethod: locked.save_payment_method,
       amount: locked.amount,
       currency: locked.currency,
       exponent: locked.exponent,
@@ -163,6 +170,7 @@ export async function applyCheck(
     const settled = await settleSucceeded(deps, orderId, check, source, {
       refundLate: (trx) => refundAtProvider(deps, trx, orderId),
     });
+    if (settled.outcome === 'paid' && !settled.replay) await keepCard(deps, orderId);
     return settled.outcome === 'paid' && settled.replay ? 'already_paid' : settled.outcome;
   }
   // A failure reported for an order that is no longer pending (paid, or closed before) changes
@@ -170,6 +178,71 @@ export async function applyCheck(
   if (check.state === 'failed')
     return (await closeUnpaid(deps, orderId, 'failed', check.reason)) ? 'failed' : 'unchanged';
   return 'pending';
+}
+
+/**
+ * A paid top-up that asked to keep its card (savePaymentMethod): the card is saved for automatic
+ * top-ups. The order is paid either way; a card Stripe did not keep is logged.
+ */
+async function keepCard(deps: Dependencies, orderId: string): Promise<void> {
+  const { order, payment } = await readAnyOrder(deps, orderId);
+  if (!order.save_payment_method || !payment) return;
+  try {
+    const method = await providerOf(deps, payment.provider).savedMethod?.({
+      orderId,
+      providerPaymentId: payment.provider_payment_id,
+      amount: payment.amount,
+      currency: payment.currency,
+    });
+    if (!method) throw new Error('the provider kept no card');
+    await saveCard(deps.db, {
+      accountId: order.account_id,
+      customer: method.customer,
+      paymentMethod: method.paymentMethod,
+      amount: order.amount,
+      currency: order.currency,
+      exponent: order.exponent,
+    });
+  } catch (error) {
+    deps.logger.warn({ err: error, orderId }, 'top-up paid, but its card was not kept for automatic top-ups');
+  }
+}
+
+/**
+ * Charges an automatic top-up order to the saved card, once: the provider's idempotency key is
+ * the order's, the payment row is written with the provider's id, and what the provider answered
+ * goes through the one settlement path (a webhook or the reconciler may confirm it later).
+ */
+export async function chargeSavedCard(
+  deps: Dependencies,
+  orderId: string,
+  method: SavedPaymentMethod,
+): Promise<string> {
+  const { order } = await readAnyOrder(deps, orderId);
+  const provider = providerOf(deps, order.provider);
+  if (!provider.chargeSaved) throw new Error(`${provider.id} cannot charge a saved card`);
+  const charged = await provider.chargeSaved({
+    orderId,
+    method,
+    amount: order.amount,
+    currency: order.currency,
+    description: 'Automatic credit top-up',
+  });
+  await deps.db.transaction().execute(async (trx) => {
+    const locked = await lockOrder(trx, orderId);
+    if (!locked || (await repository.findPayment(trx, orderId))) return;
+    await repository.insertPayment(trx, {
+      order_id: orderId,
+      provider: provider.id,
+      status: 'pending',
+      provider_payment_id: charged.providerPaymentId,
+      redirect_url: null,
+      amount: order.amount,
+      currency: order.currency,
+      exponent: order.exponent,
+    });
+  });
+  return applyCheck(deps, orderId, charged.check, 'auto_top_up');
 }
 
 /** Pays an order's payment back at its provider, inside the caller's order lock. */

@@ -13,6 +13,23 @@ export interface PaymentSubject {
   exponent: number;
   /** Where the provider sends the customer back (Stripe Checkout). */
   returnUrl: string;
+  /** Keep the card for automatic top-ups (Stripe Checkout: setup_future_usage off_session). */
+  savePaymentMethod?: boolean;
+}
+
+/** A card kept at the provider for charges without the customer (automatic top-ups). */
+export interface SavedPaymentMethod {
+  customer: string;
+  paymentMethod: string;
+}
+
+/** A charge of a saved card for one order (an automatic top-up). */
+export interface CardCharge {
+  orderId: string;
+  method: SavedPaymentMethod;
+  amount: bigint;
+  currency: string;
+  description: string;
 }
 
 export interface StartedPayment {
@@ -71,6 +88,13 @@ export interface PaymentProvider {
    * could not be asked. Providers without it have nothing the customer could still pay.
    */
   expire?(payment: RecordedPayment): Promise<PaymentCheck>;
+  /** The card a paid payment kept (savePaymentMethod), or null. Stripe only. */
+  savedMethod?(payment: RecordedPayment): Promise<SavedPaymentMethod | null>;
+  /**
+   * Charges a saved card once per order (the provider's idempotency key is the order's), without
+   * the customer present. Throws when the provider could not be asked.
+   */
+  chargeSaved?(charge: CardCharge): Promise<{ providerPaymentId: string | null; check: PaymentCheck }>;
   /** Verifies and reads a webhook; throws when the signature does not hold. */
   readNotification?(rawBody: string, signature: string | undefined): Promise<PaymentNotification>;
 }

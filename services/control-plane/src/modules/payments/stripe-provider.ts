@@ -16,6 +16,13 @@ export interface StripeSettings {
 /** Charge events that take a paid order's money back (or close a dispute about it). */
 const CHARGE_EVENTS = new Set(['charge.refunded', 'charge.dispute.created', 'charge.dispute.closed']);
 
+/** PaymentIntent events: how a charge of a saved card (an automatic top-up) is confirmed. */
+const INTENT_EVENTS = new Set(['payment_intent.succeeded', 'payment_intent.payment_failed']);
+/** The metadata kind of a PaymentIntent charged for an automatic top-up. */
+const AUTO_TOP_UP = 'tollgate_auto_top_up';
+
+const isIntent = (id: string) => id.startsWith('pi_');
+
 /** Signed events older than this are refused as replays (Stripe's own default tolerance). */
 const WEBHOOK_TOLERANCE_SECONDS = 300;
 
@@ -90,6 +97,12 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
               },
             },
           ],
+          ...(subject.savePaymentMethod
+            ? {
+                customer_creation: 'always' as const,
+                payment_intent_data: { setup_future_usage: 'off_session' as const },
+              }
+            : {}),
           success_url: `${subject.returnUrl}?payment=done`,
           cancel_url: `${subject.returnUrl}?payment=cancelled`,
         },
@@ -100,7 +113,49 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
     },
     async check(payment) {
       if (!payment.providerPaymentId) return { state: 'pending' };
+      if (isIntent(payment.providerPaymentId))
+        return intentCheckOf(await stripe.paymentIntents.retrieve(payment.providerPaymentId));
       return checkOf(await stripe.checkout.sessions.retrieve(payment.providerPaymentId));
+    },
+    async savedMethod(payment) {
+      if (!payment.providerPaymentId || isIntent(payment.providerPaymentId)) return null;
+      const session = await stripe.checkout.sessions.retrieve(payment.providerPaymentId, {
+        expand: ['payment_intent'],
+      });
+      const intent = session.payment_intent;
+      const customer = typeof session.customer === 'string' ? session.customer : session.customer?.id;
+      if (!intent || typeof intent === 'string' || !customer) return null;
+      const method =
+        typeof intent.payment_method === 'string' ? intent.payment_method : intent.payment_method?.id;
+      return method ? { customer, paymentMethod: method } : null;
+    },
+    async chargeSaved(charge) {
+      try {
+        const intent = await stripe.paymentIntents.create(
+          {
+            amount: Number(charge.amount),
+            currency: charge.currency.toLowerCase(),
+            customer: charge.method.customer,
+            payment_method: charge.method.paymentMethod,
+            off_session: true,
+            confirm: true,
+            description: charge.description,
+            metadata: { order_id: charge.orderId, kind: AUTO_TOP_UP },
+          },
+          // One crossing, one order, one charge: a retried charge is the same PaymentIntent.
+          { idempotencyKey: `charge-${charge.orderId}` },
+        );
+        return { providerPaymentId: intent.id, check: intentCheckOf(intent) };
+      } catch (error) {
+        // A declined card (authentication required, insufficient funds): the intent is named in
+        // the error; the order fails. Anything else (Stripe unreachable) is thrown.
+        if (!(error instanceof Stripe.errors.StripeCardError)) throw error;
+        const intent = (error.raw as { payment_intent?: { id?: string } }).payment_intent;
+        return {
+          providerPaymentId: intent?.id ?? null,
+          check: { state: 'failed', reason: error.code ?? 'card_declined' },
+        };
+      }
     },
     async expire(payment) {
       if (!payment.providerPaymentId) return { state: 'failed', reason: 'expired' };
@@ -114,6 +169,13 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
     },
     async refund(payment) {
       if (!payment.providerPaymentId) throw new Error('no Stripe session to refund');
+      if (isIntent(payment.providerPaymentId)) {
+        const refund = await stripe.refunds.create(
+          { payment_intent: payment.providerPaymentId },
+          { idempotencyKey: `refund-${payment.orderId}` },
+        );
+        return { reference: refund.id };
+      }
       const session = await stripe.checkout.sessions.retrieve(payment.providerPaymentId);
       const intent =
         typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
@@ -132,6 +194,19 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
         WEBHOOK_TOLERANCE_SECONDS,
       );
       if (CHARGE_EVENTS.has(event.type)) return readChargeEvent(event);
+      if (INTENT_EVENTS.has(event.type)) {
+        const intent = event.data.object as Stripe.PaymentIntent;
+        // Only the charges of saved cards are ours; a Checkout payment's intent is read by its session.
+        if (intent.metadata?.kind !== AUTO_TOP_UP)
+          return { eventId: event.id, type: event.type, orderId: null, providerPaymentId: null, check: null };
+        return {
+          eventId: event.id,
+          type: event.type,
+          orderId: intent.metadata.order_id ?? null,
+          providerPaymentId: intent.id,
+          check: intentCheckOf(intent),
+        };
+      }
       if (!event.type.startsWith('checkout.session.')) {
         return { eventId: event.id, type: event.type, orderId: null, providerPaymentId: null, check: null };
       }
@@ -151,6 +226,14 @@ export function createStripeProvider(settings: StripeSettings): PaymentProvider 
       };
     },
   };
+}
+
+function intentCheckOf(intent: Stripe.PaymentIntent): PaymentCheck {
+  if (intent.status === 'succeeded')
+    return { state: 'succeeded', amount: BigInt(intent.amount), currency: intent.currency.toUpperCase() };
+  if (intent.status === 'canceled' || intent.status === 'requires_payment_method')
+    return { state: 'failed', reason: 'payment_failed' };
+  return { state: 'pending' };
 }
 
 function checkOf(session: Stripe.Checkout.Session): PaymentCheck {

@@ -192,7 +192,10 @@ export const ControlPlaneEnv = z.object({
     'A held reservation nobody resolved is released after this long.',
   ),
   RECONCILE_INTERVAL_SECONDS: withDefault(positiveInt, 60).describe(
-    'How often the reconcilers run (reservations, hot-tier leases, pending payments, overdue orders).',
+    'How often the reconcilers run (reservations, hot-tier leases, pending payments, overdue orders) and the billing emails are sent.',
+  ),
+  LOW_BALANCE_EMAIL_CREDITS: withDefault(z.coerce.bigint().min(0n), '1000000').describe(
+    'A customer whose credit falls below this many credits gets one low-balance email (until it is at or above it again); `0`: none is sent. Customers can turn it off in their profile.',
   ),
   USAGE_ROLLUP_INTERVAL_SECONDS: withDefault(positiveInt, 60).describe(
     'How often the daily usage rollup behind `/me/usage/summary` is advanced; calls settled since are added live.',
@@ -365,6 +368,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rate: { limit: parsed.MANAGEMENT_KEY_REQUESTS_PER_MINUTE, windowMs: MINUTE },
       perResellerLimit: parsed.MANAGEMENT_KEYS_PER_RESELLER_LIMIT,
     },
+    lowBalanceEmailCredits: parsed.LOW_BALANCE_EMAIL_CREDITS,
     billing: {
       reservationTimeoutMs: parsed.RESERVATION_TIMEOUT_MINUTES * MINUTE,
       holdTimeoutMs: parsed.HOLD_TIMEOUT_HOURS * 60 * MINUTE,

@@ -22,6 +22,7 @@ import { startReconciler } from './modules/billing/reconciler.ts';
 import { startUsageRollup } from './modules/billing/usage-rollup.ts';
 import { syncCatalog } from './modules/catalog/catalog.service.ts';
 import { loadCatalogFile } from './modules/catalog/catalog-file.ts';
+import { startBillingNotices } from './modules/notifications/notifications.service.ts';
 import { startPaymentReconciler } from './modules/payments/payment-reconciler.ts';
 import { startStatusSampler } from './modules/status/status.service.ts';
 import { watchAutoTopUps } from './modules/top-ups/auto-top-up.service.ts';
@@ -76,6 +77,7 @@ export async function startControlPlane(
   const paymentReconciler = startPaymentReconciler(deps);
 
   const publicApp = createPublicApp(deps);
+  const billingNotices = startBillingNotices(deps, publicApp.mailer);
   const internalApi = createInternalApi(deps);
   const publicServer = await listen(
     createAdaptorServer({ fetch: publicApp.fetch, serverOptions: serverOptions(config.http) }) as never,
@@ -115,6 +117,7 @@ export async function startControlPlane(
       usageRollup.stop();
       sampler.stop();
       paymentReconciler.stop();
+      billingNotices.stop();
       await Promise.all([publicServer.close(), internalServer.close(), metricsServer?.close()]);
       // Emails accepted before the stop still go out (they stay in the outbox either way).
       await publicApp.mailer.drain();

@@ -13,6 +13,7 @@ import {
 import { createKey } from '../modules/api-keys/api-keys.service.ts';
 import { setAccountKeyLimits } from '../modules/api-keys/key-limits.service.ts';
 import { hashPassword } from '../modules/auth/passwords.ts';
+import { resetTwoFactor } from '../modules/auth/two-factor.service.ts';
 import { changeCredit, grantPackage } from '../modules/billing/billing.service.ts';
 import { listHeld } from '../modules/billing/holds.service.ts';
 import { verifyLedger } from '../modules/billing/ledger-check.ts';
@@ -112,6 +113,15 @@ export const COMMANDS: Record<string, { usage: string; run: Command }> = {
         cause: `cli: ${text(input, 'note') ?? `grant of ${packageId}`}`,
         ...(key ? { idempotencyKey: key } : {}),
       });
+    },
+  },
+  'reset-two-factor': {
+    usage: 'reset-two-factor <email> --note <why>   (turns two-factor sign-in off; the note is audited)',
+    run: async (deps, input) => {
+      const account = await accountByEmail(deps, arg(input, 0, 'email'));
+      const reason = text(input, 'note');
+      if (!reason) throw new UsageError('reset-two-factor needs --note (why; it is kept in the audit log)');
+      return { email: account.email, ...(await resetTwoFactor(deps, account.id, reason)) };
     },
   },
   'grant-credit': {

@@ -2,7 +2,12 @@ import type { AccountsTable } from '../modules/accounts/accounts.table.ts';
 import type { ApiKeysTable, KeyRevealAuditTable } from '../modules/api-keys/api-keys.table.ts';
 import type { AccountKeyLimitsTable } from '../modules/api-keys/key-limits.table.ts';
 import type { AuditLogTable } from '../modules/audit/audit.table.ts';
-import type { EmailCodesTable, SessionsTable } from '../modules/auth/auth.table.ts';
+import type {
+  EmailCodesTable,
+  SessionsTable,
+  TwoFactorRecoveryCodesTable,
+  TwoFactorSecretsTable,
+} from '../modules/auth/auth.table.ts';
 import type {
   CreditBalancesTable,
   CreditGrantKeysTable,
@@ -26,6 +31,11 @@ import type {
   ManagementKeysTable,
   ResellerGrantsTable,
 } from '../modules/management-keys/management-keys.table.ts';
+import type {
+  EmailNoticesTable,
+  EmailSettingsTable,
+  LowBalanceArmedTable,
+} from '../modules/notifications/notifications.table.ts';
 import type { OrdersTable } from '../modules/orders/orders.table.ts';
 import type { PaymentEventsTable, PaymentsTable } from '../modules/payments/payments.table.ts';
 import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/promotions/promotions.table.ts';
@@ -48,6 +58,11 @@ export interface Database {
   accounts: AccountsTable;
   sessions: SessionsTable;
   email_codes: EmailCodesTable;
+  two_factor_secrets: TwoFactorSecretsTable;
+  two_factor_recovery_codes: TwoFactorRecoveryCodesTable;
+  email_settings: EmailSettingsTable;
+  email_notices: EmailNoticesTable;
+  low_balance_armed: LowBalanceArmedTable;
   outbox_emails: OutboxEmailsTable;
   throttle_buckets: ThrottleBucketsTable;
   api_keys: ApiKeysTable;

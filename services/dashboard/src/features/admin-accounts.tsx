@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi, useFormKey } from '../lib/query.ts';
+import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
 import {
@@ -12,6 +12,7 @@ import {
   ErrorMessage,
   Field,
   Loading,
+  MoreButton,
   Page,
   StateBadge,
   TableWrap,
@@ -21,8 +22,8 @@ import { ActivityTable } from './activity.tsx';
 export function AdminAccountsScreen() {
   const [email, setEmail] = useState('');
   const [query, setQuery] = useState('');
-  const accounts = useApi<{ items: Account[] }>(
-    `/admin/accounts?limit=100${query ? `&email=${encodeURIComponent(query)}` : ''}`,
+  const accounts = usePagedApi<Account>(
+    `/admin/accounts?limit=50${query ? `&email=${encodeURIComponent(query)}` : ''}`,
   );
   const items = accounts.data?.items ?? [];
   return (
@@ -81,6 +82,7 @@ export function AdminAccountsScreen() {
               </tbody>
             </table>
           </TableWrap>
+          <MoreButton list={accounts} />
         </Card>
       ) : null}
     </Page>

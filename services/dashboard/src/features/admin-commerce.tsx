@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
 import { formatDate, formatMoney } from '../lib/format.ts';
-import { useAction, useApi, useFormKey } from '../lib/query.ts';
+import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
 import {
   Button,
   Card,
@@ -10,6 +10,7 @@ import {
   ErrorMessage,
   Field,
   Loading,
+  MoreButton,
   Page,
   StateBadge,
   TableWrap,
@@ -37,7 +38,7 @@ const ACTION_WORDS: Record<OrderAction, { title: string; confirm: string; done: 
  * audit log) and carries one idempotency key per dialog, so sending it twice refunds once.
  */
 export function AdminOrdersScreen() {
-  const orders = useApi<{ items: Order[] }>('/admin/orders?limit=100');
+  const orders = usePagedApi<Order>('/admin/orders?limit=50');
   const packageName = usePackageNames({ admin: true });
   const [acting, setActing] = useState<{ order: Order; action: OrderAction } | null>(null);
   const [reason, setReason] = useState('');
@@ -137,6 +138,7 @@ export function AdminOrdersScreen() {
               </tbody>
             </table>
           </TableWrap>
+          <MoreButton list={orders} />
         </Card>
       ) : null}
       {acting ? (
@@ -203,7 +205,7 @@ interface Promotion {
 }
 
 export function AdminPromotionsScreen() {
-  const promotions = useApi<{ items: Promotion[] }>('/admin/promotions?limit=100');
+  const promotions = usePagedApi<Promotion>('/admin/promotions?limit=50');
   const [form, setForm] = useState({ code: '', kind: 'percent_off', value: '', packageIds: '' });
   const create = useAction(async () => {
     const value = form.value.trim();
@@ -306,6 +308,7 @@ export function AdminPromotionsScreen() {
             </li>
           ))}
         </ul>
+        <MoreButton list={promotions} />
       </Card>
     </Page>
   );

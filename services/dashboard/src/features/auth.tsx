@@ -25,13 +25,22 @@ export function LoginScreen() {
     return remembered;
   });
   const [password, setPassword] = useState('');
+  const [twoFactorCode, setTwoFactorCode] = useState('');
   const login = useAction(async () => {
-    const result = await api<{ account: Account }>('POST', '/auth/login', { email, password });
+    const result = await api<{ account: Account }>('POST', '/auth/login', {
+      email,
+      password,
+      ...(askCode ? { twoFactorCode } : {}),
+    });
     setAccount(result.account);
     navigate(safeNext(search.get('next')));
   });
+  // Asked for once the service says the account has two-factor sign-in on.
+  const [codeAsked, setCodeAsked] = useState(false);
+  const askCode = codeAsked || Boolean(login.error?.fieldErrors.twoFactorCode);
   function submit(event: FormEvent) {
     event.preventDefault();
+    setCodeAsked(askCode);
     void login.execute();
   }
   return (
@@ -53,7 +62,7 @@ export function LoginScreen() {
             Your password is changed and every session was ended. Log in with the new password.
           </p>
         ) : null}
-        <ErrorMessage error={login.error} fields={['email', 'password']} />
+        <ErrorMessage error={login.error} fields={['email', 'password', 'twoFactorCode']} />
         <Field
           label="Email"
           name="email"
@@ -74,6 +83,17 @@ export function LoginScreen() {
           error={login.error}
           required
         />
+        {askCode ? (
+          <Field
+            label="Authentication code"
+            name="twoFactorCode"
+            autoComplete="one-time-code"
+            value={twoFactorCode}
+            onChange={setTwoFactorCode}
+            error={login.error}
+            hint="The 6-digit code of your authenticator app, or a recovery code."
+          />
+        ) : null}
         <Button type="submit" kind="primary" pending={login.pending}>
           Log in
         </Button>

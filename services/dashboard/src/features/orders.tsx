@@ -1,15 +1,25 @@
 import { useEffect, useRef } from 'react';
 import { api } from '../lib/api.ts';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useApi, usePagedApi } from '../lib/query.ts';
 import { Link, useLocation } from '../lib/router.tsx';
 import { useSession } from '../lib/session.tsx';
-import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
+import {
+  Button,
+  Card,
+  Empty,
+  ErrorMessage,
+  Loading,
+  MoreButton,
+  Page,
+  StateBadge,
+  TableWrap,
+} from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
 import { usePackageNames } from './package-names.ts';
 
 export function OrdersScreen() {
-  const orders = useApi<{ items: Order[] }>('/orders?limit=100');
+  const orders = usePagedApi<Order>('/orders?limit=50');
   const packageName = usePackageNames();
   const items = orders.data?.items ?? [];
   return (
@@ -56,6 +66,7 @@ export function OrdersScreen() {
               </tbody>
             </table>
           </TableWrap>
+          <MoreButton list={orders} />
         </Card>
       ) : null}
     </Page>

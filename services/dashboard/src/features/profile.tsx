@@ -3,6 +3,8 @@ import { api } from '../lib/api.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { type Account, useSession } from '../lib/session.tsx';
 import { Button, Card, Confirm, ErrorMessage, Field, Page } from '../lib/ui.tsx';
+import { EmailSettingsCard } from './email-settings.tsx';
+import { TwoFactorCard } from './two-factor.tsx';
 
 export function ProfileScreen() {
   const { account, setAccount } = useSession();
@@ -85,6 +87,8 @@ export function ProfileScreen() {
           </Button>
         </form>
       </Card>
+      <TwoFactorCard />
+      <EmailSettingsCard />
       <ProviderCard />
     </Page>
   );

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { api } from '../lib/api.ts';
 import type { Schemas } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi, useFormKey } from '../lib/query.ts';
+import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
 import {
@@ -13,6 +13,7 @@ import {
   ErrorMessage,
   Field,
   Loading,
+  MoreButton,
   Page,
   SecretBox,
   StateBadge,
@@ -27,7 +28,7 @@ interface Usage {
 }
 
 export function ResellerCustomersScreen() {
-  const customers = useApi<{ items: Account[] }>('/reseller/customers?limit=200');
+  const customers = usePagedApi<Account>('/reseller/customers?limit=50');
   const holdings = useApi<{ remaining: { tokens: string; credits: string } }>('/me/balance');
   const [email, setEmail] = useState('');
   const [created, setCreated] = useState<string | null>(null);
@@ -109,6 +110,7 @@ export function ResellerCustomersScreen() {
               </tbody>
             </table>
           </TableWrap>
+          <MoreButton list={customers} />
         </Card>
       ) : null}
     </Page>

@@ -1,4 +1,4 @@
-import { useQuery } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useCallback, useState } from 'react';
 import { ApiError, api } from './api.ts';
 
@@ -25,8 +25,59 @@ export function useApi<T>(path: string | null): {
   return { data: query.data, error: query.error, loading: query.isFetching, reload };
 }
 
-/** A state-changing call with its pending flag and the last error (shown next to the form). */
+/** A list of the API read page by page through its cursor, as `usePagedApi` gives it. */
+export interface PagedList<T> {
+  /** Every page loaded so far, as one list. */
+  data: { items: T[] } | undefined;
+  error: ApiError | null;
+  loading: boolean;
+  reload: () => Promise<void>;
+  hasMore: boolean;
+  loadingMore: boolean;
+  loadMore: () => void;
+}
+
+/**
+ * A list route (`{items, nextCursor}`) read through the cache one page at a time: the first page
+ * on mount, the next (`after=`, or `cursor=` for the routes that name it so) on `loadMore`.
+ * Reloading or invalidating its path refetches the pages loaded.
+ */
+export function usePagedApi<T>(path: string, cursorParam: 'after' | 'cursor' = 'after'): PagedList<T> {
+  const [pathname = '', search = ''] = path.split('?');
+  const query = useInfiniteQuery({
+    queryKey: [`/api/v1${pathname}`, search, 'pages'],
+    queryFn: ({ pageParam }) =>
+      api<{ items: T[]; nextCursor: string | null }>(
+        'GET',
+        pageParam
+          ? `${path}${path.includes('?') ? '&' : '?'}${cursorParam}=${encodeURIComponent(pageParam)}`
+          : path,
+      ),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.nextCursor,
+  });
+  const { refetch, fetchNextPage } = query;
+  const reload = useCallback(async () => {
+    await refetch();
+  }, [refetch]);
+  return {
+    data: query.data ? { items: query.data.pages.flatMap((page) => page.items) } : undefined,
+    error: query.error,
+    loading: query.isFetching,
+    reload,
+    hasMore: query.hasNextPage,
+    loadingMore: query.isFetchingNextPage,
+    loadMore: () => void fetchNextPage(),
+  };
+}
+
+/**
+ * A state-changing call with its pending flag and the last error (shown next to the form). After
+ * it succeeded every cached read is invalidated: the screens shown refetch, the others on their
+ * next visit, so no screen shows what the change made stale (typed mutations name what they change).
+ */
 export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R>) {
+  const queryClient = useQueryClient();
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const execute = useCallback(
@@ -34,7 +85,9 @@ export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R
       setPending(true);
       setError(null);
       try {
-        return await run(...args);
+        const result = await run(...args);
+        void queryClient.invalidateQueries();
+        return result;
       } catch (caught) {
         setError(caught instanceof ApiError ? caught : toApiError(caught));
         return undefined;
@@ -42,7 +95,7 @@ export function useAction<A extends unknown[], R>(run: (...args: A) => Promise<R
         setPending(false);
       }
     },
-    [run],
+    [run, queryClient],
   );
   return { execute, pending, error, clearError: () => setError(null) };
 }

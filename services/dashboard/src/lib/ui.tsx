@@ -252,3 +252,17 @@ export function TableWrap(props: { label: string; children: ReactNode }) {
     </div>
   );
 }
+
+/** "Show more" under a list read page by page; nothing once every page is loaded. */
+export function MoreButton(props: {
+  list: { hasMore: boolean; loadingMore: boolean; loadMore: () => void };
+}) {
+  if (!props.list.hasMore) return null;
+  return (
+    <p className="more">
+      <Button onClick={props.list.loadMore} pending={props.list.loadingMore}>
+        Show more
+      </Button>
+    </p>
+  );
+}

@@ -24,6 +24,8 @@ import * as spendCaps from './0022_spend_caps.ts';
 import * as upstreamCapacity from './0023_upstream_capacity.ts';
 import * as upstreamBreakers from './0024_upstream_breakers.ts';
 import * as moneyTopUp from './0025_money_top_up.ts';
+import * as twoFactor from './0026_two_factor.ts';
+import * as emailNotices from './0027_email_notices.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -52,4 +54,6 @@ export const migrations: Record<string, Migration> = {
   '0023_upstream_capacity': upstreamCapacity,
   '0024_upstream_breakers': upstreamBreakers,
   '0025_money_top_up': moneyTopUp,
+  '0026_two_factor': twoFactor,
+  '0027_email_notices': emailNotices,
 };

@@ -12,6 +12,7 @@ import {
 } from '../../http/session.ts';
 import { AccountView, toAccountView } from '../accounts/accounts.schemas.ts';
 import type { Mailer } from '../mail/mail.service.ts';
+import { sendSecurityEmail } from '../notifications/notifications.service.ts';
 import {
   Done,
   ForgotPasswordRequest,
@@ -157,7 +158,12 @@ export function authRoutes(mailer: Mailer) {
 
   app.openapi(resetRoute, async (c) => {
     const deps = c.get('deps');
-    await resetPassword(deps, c.req.valid('json'), clientAddressOf(c, deps.config.trustProxy));
+    const { email } = await resetPassword(
+      deps,
+      c.req.valid('json'),
+      clientAddressOf(c, deps.config.trustProxy),
+    );
+    await sendSecurityEmail(deps, mailer, email, 'password_changed');
     return c.json({ data: { ok: true as const } }, 200);
   });
 

@@ -30,7 +30,20 @@ export const RegisterRequest = z
   })
   .openapi('RegisterRequest');
 
-export const LoginRequest = z.object({ email: Email, password: PresentedPassword }).openapi('LoginRequest');
+const TwoFactorCode = z
+  .string()
+  .max(64)
+  .describe('A 6-digit code of the authenticator app, or one of the recovery codes (each works once).');
+
+export const LoginRequest = z
+  .object({
+    email: Email,
+    password: PresentedPassword,
+    twoFactorCode: TwoFactorCode.optional().describe(
+      'Needed when the account has two-factor sign-in on: without it (or with a wrong one) the answer is validation_failed on this field.',
+    ),
+  })
+  .openapi('LoginRequest');
 
 export const SessionView = z
   .object({
@@ -62,6 +75,38 @@ export const ChangePasswordRequest = z
   .openapi('ChangePasswordRequest');
 
 export const Done = z.object({ ok: z.literal(true) }).openapi('Done');
+
+export const TwoFactorStatus = z
+  .object({
+    enabled: z.boolean(),
+    enabledAt: z.string().datetime().nullable(),
+    recoveryCodesLeft: z.number().int(),
+  })
+  .openapi('TwoFactorStatus');
+
+export const TwoFactorEnrolRequest = z
+  .object({ password: PresentedPassword })
+  .openapi('TwoFactorEnrolRequest');
+
+export const TwoFactorEnrolment = z
+  .object({
+    secret: z.string().describe('The shared secret in base32, for typing into the app. Returned only here.'),
+    otpauthUri: z.string().describe('otpauth://totp/... for the app; the QR code encodes it.'),
+    qrCode: z.string().describe('The QR code of otpauthUri, as a data: URL of an SVG image.'),
+  })
+  .openapi('TwoFactorEnrolment');
+
+export const TwoFactorConfirmRequest = z
+  .object({ code: z.string().regex(/^\s*\d{6}\s*$/, 'Enter the 6-digit code from your authenticator app.') })
+  .openapi('TwoFactorConfirmRequest');
+
+export const TwoFactorRecoveryCodes = z
+  .object({ recoveryCodes: z.array(z.string()).describe('Single-use codes, shown once: keep them safe.') })
+  .openapi('TwoFactorRecoveryCodes');
+
+export const TwoFactorDisableRequest = z
+  .object({ password: PresentedPassword, code: TwoFactorCode.min(1, 'Enter a code or a recovery code.') })
+  .openapi('TwoFactorDisableRequest');
 
 export function toSessionView(session: SessionInfo, currentId: string): z.infer<typeof SessionView> {
   return {

@@ -24,3 +24,21 @@ export interface EmailCodesTable {
   consumed_at: Date | null;
   created_at: ColumnType<Date, never, never>;
 }
+
+export interface TwoFactorSecretsTable {
+  account_id: string;
+  secret_ciphertext: Buffer;
+  /** null while the enrolment waits for its first code. */
+  confirmed_at: Date | null;
+  /** The TOTP time step of the last code accepted: a code is good once. */
+  last_used_step: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  created_at: ColumnType<Date, never, never>;
+}
+
+export interface TwoFactorRecoveryCodesTable {
+  id: Generated<string>;
+  account_id: string;
+  code_hash: Buffer;
+  used_at: Date | null;
+  created_at: ColumnType<Date, never, never>;
+}

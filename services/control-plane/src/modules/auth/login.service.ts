@@ -22,6 +22,7 @@ import {
   type StartedSession,
   startSession,
 } from './sessions.service.ts';
+import { requireSecondFactor } from './two-factor.service.ts';
 
 export interface ClientMeta {
   /** Client address (from a trusted proxy's header only when configured). */
@@ -42,7 +43,7 @@ const WRONG_CREDENTIALS = 'Email or password is incorrect.';
  */
 export async function logIn(
   deps: LoginDeps,
-  input: { email: string; password: string },
+  input: { email: string; password: string; twoFactorCode?: string | undefined },
   client: ClientMeta,
 ): Promise<{ account: Account; started: StartedSession }> {
   const { db, clock, config } = deps;
@@ -76,6 +77,8 @@ export async function logIn(
   if (byAccount.allowed) await refundThrottle(db, accountKey, byAccount);
   await resetThrottle(db, pairKey);
   if (credentials.account.status === 'suspended') throw new AppError('account_suspended');
+  const actor = { accountId: credentials.account.id, ip: client.ip, userAgent: client.userAgent };
+  await requireSecondFactor(deps, actor, input.twoFactorCode);
   const started = await startSession(deps, credentials.account.id, client);
   return { account: credentials.account, started };
 }

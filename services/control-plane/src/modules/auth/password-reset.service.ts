@@ -101,17 +101,20 @@ export async function replacePassword(
   await voidEmailCodes(deps.db, 'password_reset', account.email, deps.clock.now());
 }
 
-/** Sets a new password from a reset token, and ends every session of the account. */
+/**
+ * Sets a new password from a reset token, and ends every session of the account. Returns the
+ * account's address (for the security email).
+ */
 export async function resetPassword(
   deps: ResetDeps,
   input: { token: string; password: string },
   ip: string,
-): Promise<void> {
+): Promise<{ email: string }> {
   const { db, clock, config } = deps;
   await enforceThrottle(db, throttleKey('code-check', ip), config.throttles.codeCheckPerAddress, clock.now());
   if (!TOKEN_PATTERN.test(input.token)) throw AppError.validation({ token: [WRONG_TOKEN] });
   const passwordHash = await hashPassword(input.password);
-  const accountId = await db.transaction().execute(async (trx) => {
+  const email = await db.transaction().execute(async (trx) => {
     const now = clock.now();
     const row = await selectUsableCodeByHashForUpdate(
       trx,
@@ -125,7 +128,8 @@ export async function resetPassword(
     if (!account) return null;
     await replacePassword({ db: trx, clock }, account, passwordHash);
     await endAccountSessions({ db: trx, clock, config }, account.id, 'password_reset');
-    return account.id;
+    return account.email;
   });
-  if (!accountId) throw AppError.validation({ token: [WRONG_TOKEN] });
+  if (!email) throw AppError.validation({ token: [WRONG_TOKEN] });
+  return { email };
 }

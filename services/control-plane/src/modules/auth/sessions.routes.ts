@@ -4,6 +4,8 @@ import { validationHook } from '../../http/errors.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireSession, type SessionEnv } from '../../http/session.ts';
+import type { Mailer } from '../mail/mail.service.ts';
+import { sendSecurityEmail } from '../notifications/notifications.service.ts';
 import { ChangePasswordRequest, SessionView, toSessionView } from './auth.schemas.ts';
 import { changePassword } from './login.service.ts';
 import { endOwnSession, listOpenSessions } from './sessions.service.ts';
@@ -53,13 +55,14 @@ const endSessionRoute = createRoute({
   },
 });
 
-export function sessionRoutes() {
+export function sessionRoutes(mailer: Mailer) {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
 
   app.openapi(changePasswordRoute, async (c) => {
     const deps = c.get('deps');
     const client = { ip: clientAddressOf(c, deps.config.trustProxy), userAgent: userAgentOf(c) };
     const result = await changePassword(deps, c.get('auth'), c.req.valid('json'), client);
+    await sendSecurityEmail(deps, mailer, c.get('auth').account.email, 'password_changed');
     return c.json({ data: result }, 200);
   });
 

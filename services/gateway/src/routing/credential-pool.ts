@@ -70,6 +70,9 @@ export function createCredentialPools(options: { recheckMs: number; now?: () => 
   return {
     /** The credential name the next call to this provider sends; null when it needs none. */
     pick(provider: GatewayProvider): string | null {
+      // Every call asks: a provider with one credential (the common case) allocates nothing.
+      if (!provider.credentialRefs || provider.credentialRefs.length <= 1)
+        return provider.credentialRefs?.[0] ?? provider.credentialRef;
       const names = credentialNamesOf(provider);
       if (names.length <= 1) return names[0] ?? null;
       const turn = turns.get(provider.id) ?? 0;

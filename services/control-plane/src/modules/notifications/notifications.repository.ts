@@ -31,6 +31,8 @@ export async function selectUnannouncedPurchases(db: Kysely<Database>, since: Da
     .leftJoin('email_settings as s', 's.account_id', 'o.account_id')
     .select([
       'o.id',
+      'o.kind',
+      'o.credits',
       'o.account_id',
       'a.email',
       'o.package_id',

@@ -77,16 +77,21 @@ export async function sendBillingNotices(deps: NoticeDeps, mailer: Mailer) {
   for (const order of await selectUnannouncedPurchases(deps.db, since, BATCH)) {
     if (!(await claimNotice(deps.db, { kind: 'purchase', subjectId: order.id, accountId: order.account_id })))
       continue;
-    const name = order.package_name ?? order.package_id;
+    // A top-up buys credits, a package tokens (and maybe bonus credits).
+    const name =
+      order.kind === 'top_up' ? 'a credit top-up' : (order.package_name ?? order.package_id ?? 'a package');
     const tokens = order.tokens + order.bonus_tokens;
+    const credits = order.credits + order.bonus_credits;
+    const bought = [
+      ...(tokens > 0n ? [`${grouped(tokens)} tokens`] : []),
+      ...(credits > 0n ? [`${grouped(credits)} credits`] : []),
+    ].join(' and ');
     await mailer.send({
       to: order.email,
       kind: 'purchase',
       subject: `Your purchase of ${name}`,
       text: [
-        `Thank you for your purchase of ${name}: ${grouped(tokens)} tokens${
-          order.bonus_credits > 0n ? ` and ${grouped(order.bonus_credits)} credits` : ''
-        } for ${money(order.amount, order.exponent, order.currency)}.`,
+        `Thank you for your purchase of ${name}: ${bought} for ${money(order.amount, order.exponent, order.currency)}.`,
         '',
         `The receipt: ${dashboardLink(deps.config, `/orders/${order.id}`)}`,
         '',

@@ -34,14 +34,17 @@ async function runPasses(): Promise<void> {
   await sendBillingNotices(context.deps, mailer);
 }
 
-async function buy(buyer: Shopper): Promise<string> {
-  const created = await buyer.client.request('POST', '/orders', { body: { packageId: 'usd' } });
-  expect(created.status).toBe(201);
-  const id: string = created.body.data.id;
+async function pay(buyer: Shopper, id: string): Promise<void> {
   expect((await buyer.client.request('POST', `/orders/${id}/payment`)).status).toBe(200);
   const paid = await buyer.client.request('POST', `/orders/${id}/payment/verify`);
   expect(paid.body.data.status).toBe('paid');
-  return id;
+}
+
+async function buy(buyer: Shopper): Promise<string> {
+  const created = await buyer.client.request('POST', '/orders', { body: { packageId: 'usd' } });
+  expect(created.status).toBe(201);
+  await pay(buyer, created.body.data.id);
+  return created.body.data.id;
 }
 
 async function setCredit(accountId: string, amount: bigint): Promise<void> {
@@ -58,6 +61,18 @@ describe('billing emails', () => {
     expect(text).toContain('USD pack: 1,000 tokens for USD 19.99');
     expect(text).toContain(`http://127.0.0.1:${context.deps.config.port}/orders/${orderId}`);
 
+    // A top-up buys credits.
+    const topUp = await buyer.client.request('POST', '/top-ups', {
+      body: { amount: '1234', provider: 'development' },
+    });
+    expect(topUp.status).toBe(201);
+    await pay(buyer, topUp.body.data.id);
+    await runPasses();
+    expect(await emailsTo(buyer.email, 'purchase')).toBe(2);
+    expect(await latestEmailText(context, buyer.email, 'purchase')).toMatch(
+      /^Thank you for your purchase of a credit top-up: [\d,]+ credits for USD 12\.34\./,
+    );
+
     const settings = await buyer.client.request('PATCH', '/me/email-settings', {
       body: { purchaseEmails: false },
     });
@@ -69,7 +84,7 @@ describe('billing emails', () => {
     });
     await buy(buyer);
     await runPasses();
-    expect(await emailsTo(buyer.email, 'purchase')).toBe(1);
+    expect(await emailsTo(buyer.email, 'purchase')).toBe(2);
   });
 
   it('mails a low balance once per fall below the threshold; again only after it was back above', async () => {

@@ -1,5 +1,5 @@
 import type { AccountsTable } from '../modules/accounts/accounts.table.ts';
-import type { ApiKeysTable, KeyRevealAuditTable } from '../modules/api-keys/api-keys.table.ts';
+import type { ApiKeysTable } from '../modules/api-keys/api-keys.table.ts';
 import type { AccountKeyLimitsTable } from '../modules/api-keys/key-limits.table.ts';
 import type { AuditLogTable } from '../modules/audit/audit.table.ts';
 import type {
@@ -66,7 +66,6 @@ export interface Database {
   outbox_emails: OutboxEmailsTable;
   throttle_buckets: ThrottleBucketsTable;
   api_keys: ApiKeysTable;
-  key_reveal_audit: KeyRevealAuditTable;
   account_key_limits: AccountKeyLimitsTable;
   providers: ProvidersTable;
   model_aliases: ModelAliasesTable;

@@ -26,7 +26,6 @@ import { resellerManagementRoutes } from '../modules/resellers/reseller-manageme
 import { spendCapManagementRoutes, spendCapRoutes } from '../modules/spend-caps/spend-caps.routes.ts';
 import { routingAdminRoutes, statusRoutes } from '../modules/status/status.routes.ts';
 import { autoTopUpRoutes } from '../modules/top-ups/top-ups.routes.ts';
-import { auditAdminWrites } from './audit-writes.ts';
 import { limitBodySize } from './body-limit.ts';
 import { dashboardAssets, securityHeaders } from './dashboard-assets.ts';
 import type { AppEnv } from './env.ts';
@@ -72,8 +71,6 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
 
   const api = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   api.use('*', refuseInferenceKeys());
-  api.use('/admin/catalog/*', auditAdminWrites('admin.catalog.change'));
-  api.use('/admin/reservations/*', auditAdminWrites('admin.reservation.resolve'));
   api.route('/', healthRoutes());
   api.route('/', authRoutes(mailer));
   api.route('/', meRoutes());

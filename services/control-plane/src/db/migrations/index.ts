@@ -26,6 +26,7 @@ import * as upstreamBreakers from './0024_upstream_breakers.ts';
 import * as moneyTopUp from './0025_money_top_up.ts';
 import * as twoFactor from './0026_two_factor.ts';
 import * as emailNotices from './0027_email_notices.ts';
+import * as oneAuditLog from './0028_one_audit_log.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '0025_money_top_up': moneyTopUp,
   '0026_two_factor': twoFactor,
   '0027_email_notices': emailNotices,
+  '0028_one_audit_log': oneAuditLog,
 };

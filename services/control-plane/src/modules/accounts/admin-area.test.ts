@@ -188,21 +188,6 @@ describe('admin area', () => {
     expect(emailActions).toEqual(
       expect.arrayContaining(['admin.account.suspend', 'reseller.api_key.create']),
     );
-    // A commerce action written to the key-reveal table before it moved to the audit log reads as
-    // itself, not as a key reveal.
-    await sql`
-      insert into key_reveal_audit (key_id, account_id, session_id, outcome, ip, user_agent, target_type, target_id, details)
-      values (null, ${admin.id}::uuid, null, 'promotion.create', '127.0.0.1', null, 'promotion', 'old-promotion',
-              '{"code":"OLD10"}'::jsonb)
-    `.execute(context.deps.db);
-    const old = await admin.request('GET', '/admin/audit?targetId=old-promotion');
-    expect(old.body.data.items).toHaveLength(1);
-    expect(old.body.data.items[0]).toMatchObject({
-      action: 'promotion.create',
-      target: { type: 'promotion', id: 'old-promotion' },
-      detail: { code: 'OLD10' },
-    });
-
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -229,10 +214,11 @@ describe('admin area', () => {
     });
     expect(alias.status).toBeLessThan(300);
     const catalogue = await admin.request('GET', '/admin/audit?action=admin.catalog.change');
+    // Written in the transaction that changed the alias, with what changed.
     expect(catalogue.body.data.items[0]).toMatchObject({
       actor: { accountId: admin.id },
-      target: { type: 'route', id: 'aliases/audited-alias' },
-      detail: { method: 'PUT', path: '/api/v1/admin/catalog/aliases/audited-alias' },
+      target: { type: 'alias', id: 'audited-alias' },
+      detail: { providerId: 'up-openai', upstreamModel: 'm', published: false },
     });
     await expect(sql`delete from audit_log`.execute(context.deps.db)).rejects.toThrow(/append-only/);
     await expect(sql`update audit_log set action = 'x'`.execute(context.deps.db)).rejects.toThrow(

@@ -45,14 +45,17 @@ export async function changeAccountRoles(
     throw new AppError('forbidden', { message: 'You cannot remove your own admin permission.' });
   }
   await readAccount(deps, accountId);
-  const account = await setAccountRoles(deps.db, accountId, roles);
-  await deps.events.publish({ type: 'account.changed', accountId: account.id });
-  await recordAudit(deps.db, actor, {
-    action: 'admin.account.roles',
-    targetType: 'account',
-    targetId: account.id,
-    detail: roles,
+  const account = await deps.db.transaction().execute(async (trx) => {
+    const changed = await setAccountRoles(trx, accountId, roles);
+    await recordAudit(trx, actor, {
+      action: 'admin.account.roles',
+      targetType: 'account',
+      targetId: changed.id,
+      detail: roles,
+    });
+    return changed;
   });
+  await deps.events.publish({ type: 'account.changed', accountId: account.id });
   return account;
 }
 
@@ -63,14 +66,16 @@ export async function changeAccountReseller(
   accountId: string,
   resellerId: string | null,
 ): Promise<Account> {
-  const account = await setResellerLink(deps, accountId, resellerId);
-  await recordAudit(deps.db, actor, {
-    action: resellerId ? 'admin.account.attach_reseller' : 'admin.account.detach_reseller',
-    targetType: 'account',
-    targetId: account.id,
-    detail: { resellerId },
+  return deps.db.transaction().execute(async (trx) => {
+    const account = await setResellerLink({ db: trx, clock: deps.clock }, accountId, resellerId);
+    await recordAudit(trx, actor, {
+      action: resellerId ? 'admin.account.attach_reseller' : 'admin.account.detach_reseller',
+      targetType: 'account',
+      targetId: account.id,
+      detail: { resellerId },
+    });
+    return account;
   });
-  return account;
 }
 
 export type AdminGrant = { packageId: string } | { credits: bigint };

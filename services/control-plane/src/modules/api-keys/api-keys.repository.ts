@@ -7,7 +7,7 @@ import {
   type Updateable,
 } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { ApiKeysTable, KeyRevealAuditTable } from './api-keys.table.ts';
+import type { ApiKeysTable } from './api-keys.table.ts';
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 
@@ -86,11 +86,4 @@ export async function selectKeyByLookupHash(
     .select('accounts.status as account_status')
     .where('api_keys.lookup_hash', '=', lookupHash)
     .executeTakeFirst();
-}
-
-export async function insertRevealAudit(
-  db: Kysely<Database>,
-  values: Insertable<KeyRevealAuditTable>,
-): Promise<void> {
-  await db.insertInto('key_reveal_audit').values(values).execute();
 }

@@ -28,14 +28,3 @@ export interface ApiKeysTable {
   /** Set by a trigger whenever state, secret, expiry or scope change (migration 0012). */
   state_version: ColumnType<bigint, never, never>;
 }
-
-export interface KeyRevealAuditTable {
-  id: Generated<bigint>;
-  key_id: string | null;
-  account_id: string;
-  session_id: string | null;
-  outcome: string;
-  ip: string | null;
-  user_agent: string | null;
-  created_at: ColumnType<Date, never, never>;
-}

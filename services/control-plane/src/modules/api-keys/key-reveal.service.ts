@@ -1,8 +1,9 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
+import { recordAudit } from '../audit/audit.service.ts';
 import { hitThrottle, throttledError, throttleKey } from '../throttle/throttle.service.ts';
-import { insertRevealAudit, selectKeyOfAccount } from './api-keys.repository.ts';
+import { selectKeyOfAccount } from './api-keys.repository.ts';
 import { decryptSecret } from './key-crypto.ts';
 
 export interface RevealCaller {
@@ -25,14 +26,16 @@ export async function revealKey(
 ): Promise<{ keyId: string; secret: string }> {
   const { db, clock, config } = deps;
   const audit = (outcome: RevealOutcome) =>
-    insertRevealAudit(db, {
-      key_id: isUuid(keyId) ? keyId : null,
-      account_id: caller.accountId,
-      session_id: caller.sessionId,
-      outcome,
-      ip: caller.ip,
-      user_agent: caller.userAgent,
-    });
+    recordAudit(
+      db,
+      { accountId: caller.accountId, ip: caller.ip, userAgent: caller.userAgent },
+      {
+        action: 'api_key.reveal',
+        targetType: 'api_key',
+        ...(isUuid(keyId) ? { targetId: keyId } : {}),
+        detail: { outcome, sessionId: caller.sessionId },
+      },
+    );
 
   const verdict = await hitThrottle(
     db,

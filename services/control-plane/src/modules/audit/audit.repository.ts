@@ -21,12 +21,16 @@ export async function insertAuditRow(
 ): Promise<void> {
   await db
     .insertInto('audit_log')
-    .values({ ...values, detail: JSON.stringify(values.detail) })
+    .values({
+      ...values,
+      detail: JSON.stringify(values.detail, (_key, value) =>
+        typeof value === 'bigint' ? String(value) : value,
+      ),
+    })
     .execute();
 }
 
 export type AuditReadRow = AuditRow & {
-  source: 'a' | 'r';
   micros: string;
   actor_email: string | null;
   actor_management_key_name: string | null;
@@ -41,44 +45,24 @@ export interface AuditFilter {
   action?: string;
   since?: Date;
   until?: Date;
-  /** Rows older than this position (`a<id>` of audit_log, `r<id>` of key reveals). */
-  before?: { source: 'a' | 'r'; id: bigint; micros: bigint };
+  /** Rows older than this position. */
+  before?: { id: bigint; micros: bigint };
   limit: number;
 }
 
-/**
- * Newest first over the audit log and the key-reveal audit (kept by the api-keys module), one
- * stream ordered by (created_at in microseconds, source, id) so a cursor resumes exactly.
- */
+/** Newest first, ordered by (created_at in microseconds, id) so a cursor resumes exactly. */
 export async function selectAuditRows(
   db: Kysely<Database>,
   filter: AuditFilter,
 ): Promise<Array<AuditReadRow>> {
   const before = filter.before ?? null;
   const email = filter.email ? `%${filter.email.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-  // Rows of key_reveal_audit with no key are the commerce admin actions written there before they
-  // moved to audit_log: their action is in outcome (order.refund, promotion.create, ...).
   const result = await sql<AuditReadRow>`
-    with events as (
-      select 'a' as source, id, actor_account_id, actor_management_key_id, action, target_type, target_id,
-             detail, ip, user_agent, created_at
-      from audit_log
-      union all
-      select 'r', id, account_id, null,
-             case when key_id is null and target_type is not null then outcome else 'api_key.reveal' end,
-             case when key_id is null and target_type is not null then target_type else 'api_key' end,
-             coalesce(key_id::text, target_id),
-             case when key_id is null and target_type is not null
-                  then coalesce(details, '{}'::jsonb) || jsonb_build_object('sessionId', session_id)
-                  else jsonb_build_object('outcome', outcome, 'sessionId', session_id) end,
-             ip, user_agent, created_at
-      from key_reveal_audit
-    )
-    select source, timed.id::text as id, actor_account_id, actor_management_key_id, action, target_type, target_id,
+    select timed.id::text as id, actor_account_id, actor_management_key_id, action, target_type, target_id,
            detail, ip, user_agent, timed.created_at, micros::text as micros,
            actor.email as actor_email, management_key.name as actor_management_key_name,
            target_account.email as target_email
-    from (select *, (extract(epoch from created_at) * 1000000)::bigint as micros from events) as timed
+    from (select *, (extract(epoch from created_at) * 1000000)::bigint as micros from audit_log) as timed
     left join accounts actor on actor.id = timed.actor_account_id
     left join management_keys management_key on management_key.id = timed.actor_management_key_id
     left join accounts target_account
@@ -90,8 +74,8 @@ export async function selectAuditRows(
       and (${filter.since ?? null}::timestamptz is null or timed.created_at >= ${filter.since ?? null}::timestamptz)
       and (${filter.until ?? null}::timestamptz is null or timed.created_at < ${filter.until ?? null}::timestamptz)
       and (${before?.micros ?? null}::bigint is null
-           or (micros, source, timed.id) < (${before?.micros ?? null}::bigint, ${before?.source ?? null}::text, ${before?.id ?? null}::bigint))
-    order by micros desc, source desc, timed.id desc
+           or (micros, timed.id) < (${before?.micros ?? null}::bigint, ${before?.id ?? null}::bigint))
+    order by micros desc, timed.id desc
     limit ${filter.limit}
   `.execute(db);
   return result.rows;

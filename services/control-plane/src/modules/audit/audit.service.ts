@@ -19,7 +19,10 @@ export interface AuditEntry {
   detail?: Record<string, unknown>;
 }
 
-/** Appends one row. Called by services inside or right after the change it records. */
+/**
+ * Appends one row to the audit log (the one table of audit rows, this module's). Pass the
+ * transaction that makes the change, so that the change and its row commit together.
+ */
 export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: AuditEntry): Promise<void> {
   await insertAuditRow(db, {
     actor_account_id: actor.accountId,
@@ -77,15 +80,15 @@ export interface AuditEvent {
 }
 
 // Microseconds, not a JS Date: rows written within one millisecond must not be skipped.
-function encodeCursor(source: 'a' | 'r', id: string, micros: string): string {
-  return Buffer.from(`${micros}|${source}|${id}`).toString('base64url');
+function encodeCursor(id: string, micros: string): string {
+  return Buffer.from(`${micros}|${id}`).toString('base64url');
 }
 
 function decodeCursor(cursor: string): AuditFilter['before'] {
-  const [micros, source, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if ((source !== 'a' && source !== 'r') || !/^\d{1,18}$/.test(id ?? '') || !/^\d{1,18}$/.test(micros ?? ''))
+  const [micros, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!/^\d{1,18}$/.test(id ?? '') || !/^\d{1,18}$/.test(micros ?? ''))
     throw AppError.validation({ cursor: ['Use nextCursor of the previous page.'] });
-  return { source, id: BigInt(id as string), micros: BigInt(micros as string) };
+  return { id: BigInt(id as string), micros: BigInt(micros as string) };
 }
 
 /** Admin: the audit trail, newest first, filtered, cursor-paged. */
@@ -108,7 +111,7 @@ export async function listAudit(
   const last = page.at(-1);
   return {
     items: page.map((row) => ({
-      id: `${row.source}${row.id}`,
+      id: row.id,
       action: row.action,
       actor: {
         accountId: row.actor_account_id,
@@ -122,6 +125,6 @@ export async function listAudit(
       userAgent: row.user_agent,
       createdAt: row.created_at.toISOString(),
     })),
-    nextCursor: rows.length > query.limit && last ? encodeCursor(last.source, last.id, last.micros) : null,
+    nextCursor: rows.length > query.limit && last ? encodeCursor(last.id, last.micros) : null,
   };
 }

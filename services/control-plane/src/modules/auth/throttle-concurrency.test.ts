@@ -107,9 +107,10 @@ describe('throttles under concurrency', () => {
     );
     expect(statusCounts(answers.map((answer) => answer.status))).toEqual({ 200: 3, 429: 17 });
     const audited = await context.deps.db
-      .selectFrom('key_reveal_audit')
-      .select('outcome')
-      .where('key_id', '=', keyId)
+      .selectFrom('audit_log')
+      .select('id')
+      .where('action', '=', 'api_key.reveal')
+      .where('target_id', '=', keyId)
       .execute();
     expect(audited).toHaveLength(20);
   }, 60_000);

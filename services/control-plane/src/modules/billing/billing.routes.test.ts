@@ -422,6 +422,16 @@ describe('held reservations (admin)', () => {
       body: { action: 'release' },
     });
     expect(again).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    // Audited once, in the resolution's own transaction, with what the admin gave.
+    const audit = await client.request('GET', `/admin/audit?targetId=${item.reservationId}`);
+    expect(audit.body.data.items).toMatchObject([
+      {
+        action: 'admin.reservation.resolve',
+        actor: { accountId: key.accountId },
+        target: { type: 'reservation', id: item.reservationId },
+        detail: { action: 'settle', inputTokens: '5', outputTokens: '4' },
+      },
+    ]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { INTEGER_STRING } from '@tollgate/schemas';
 import { validationHook } from '../../http/errors.ts';
+import { sessionActor } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
@@ -181,7 +182,10 @@ export function holdsRoutes() {
             cacheWrite1hTokens: BigInt(body.cacheWrite1hTokens ?? '0'),
           }
         : { action: 'release' as const };
-    return c.json({ data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution) }, 200);
+    return c.json(
+      { data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution, sessionActor(c)) },
+      200,
+    );
   });
   app.openapi(marginRoute, async (c) => {
     const { from, to } = c.req.valid('query');

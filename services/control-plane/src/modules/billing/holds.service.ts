@@ -1,5 +1,6 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
+import { type Actor, recordAudit, recordServiceAudit } from '../audit/audit.service.ts';
 import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
 import type { ReservationStatus } from './billing.table.ts';
 import * as repository from './engine.repository.ts';
@@ -47,12 +48,14 @@ export type Resolution =
 
 /**
  * An admin resolves a hold: settle the usage learned elsewhere (e.g. the provider's usage report)
- * or release the reservation. Same idempotent path as the gateway's settle and release.
+ * or release the reservation. Same idempotent path as the gateway's settle and release; audited
+ * in the same transaction (without an admin, as the service's).
  */
 export async function resolveHold(
   deps: Dependencies,
   reservationId: string,
   resolution: Resolution,
+  actor?: Actor,
 ): Promise<{ status: ReservationStatus; charged: { tokens: string; credits: string } }> {
   const row = await repository.findReservation(deps.db, reservationId);
   if (row?.status !== 'held')
@@ -62,6 +65,13 @@ export async function resolveHold(
   // by the next call (the recall marks the lease to top up).
   const [result] = await changeBalances(deps, async ({ trx, lock }) => {
     await lock(row.account_id);
+    const audit = {
+      action: 'admin.reservation.resolve',
+      targetType: 'reservation',
+      targetId: reservationId,
+      detail: { ...resolution },
+    };
+    await (actor ? recordAudit(trx, actor, audit) : recordServiceAudit(trx, audit));
     return repository.finishBatchIn(trx, [
       {
         ...repository.finishRowOf(

@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from '../../http/env.ts';
 import { validationHook } from '../../http/errors.ts';
+import { sessionActor } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
@@ -128,7 +129,7 @@ export function adminCatalogRoutes() {
   app.openapi(aliasRoute, async (c) => {
     await refuseFileManaged(c.get('deps'), 'aliases', c.req.valid('param').alias);
     const body = c.req.valid('json');
-    await putAlias(c.get('deps'), c.req.valid('param').alias, {
+    await putAlias(c.get('deps'), sessionActor(c), c.req.valid('param').alias, {
       ...body,
       upstreams: body.upstreams?.map((upstream) => ({
         ...upstream,
@@ -141,13 +142,13 @@ export function adminCatalogRoutes() {
   });
   app.openapi(providerRoute, async (c) => {
     await refuseFileManaged(c.get('deps'), 'providers', c.req.valid('param').id);
-    await putProvider(c.get('deps'), c.req.valid('param').id, c.req.valid('json'));
+    await putProvider(c.get('deps'), sessionActor(c), c.req.valid('param').id, c.req.valid('json'));
     return c.json({ data: { updated: true as const } }, 200);
   });
   app.openapi(packageRoute, async (c) => {
     await refuseFileManaged(c.get('deps'), 'packages', c.req.valid('param').id);
     const body = c.req.valid('json');
-    await putPackage(c.get('deps'), c.req.valid('param').id, {
+    await putPackage(c.get('deps'), sessionActor(c), c.req.valid('param').id, {
       id: c.req.valid('param').id,
       name: body.name,
       tokens: BigInt(body.tokens),

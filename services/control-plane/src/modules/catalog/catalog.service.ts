@@ -15,6 +15,7 @@ import {
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
+import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import * as repository from './catalog.repository.ts';
 import {
   type CatalogFile,
@@ -432,8 +433,32 @@ export interface AliasChange {
   maxOutputTokens: number;
 }
 
-/** Creates or re-points an alias. Callers keep using the alias; nothing else changes for them. */
-export async function putAlias(deps: Dependencies, alias: string, change: AliasChange): Promise<void> {
+/** The audit row of an admin's catalogue change, written in the change's transaction. */
+function auditCatalog(
+  trx: Transaction<Database>,
+  actor: Actor,
+  targetType: string,
+  targetId: string,
+  detail: object,
+) {
+  return recordAudit(trx, actor, {
+    action: 'admin.catalog.change',
+    targetType,
+    targetId,
+    detail: { ...detail },
+  });
+}
+
+/**
+ * Creates or re-points an alias, audited as the admin's. Callers keep using the alias; nothing else
+ * changes for them.
+ */
+export async function putAlias(
+  deps: Dependencies,
+  actor: Actor,
+  alias: string,
+  change: AliasChange,
+): Promise<void> {
   const upstreams = await checkUpstreams(deps, change);
   // Any provider kind serves every protocol: the gateway translates (docs/translation.md).
   if (change.defaultMaxOutputTokens > change.maxOutputTokens) {
@@ -457,6 +482,7 @@ export async function putAlias(deps: Dependencies, alias: string, change: AliasC
       alias,
       costRowsOf(change.upstreams ?? upstreams.map((upstream) => ({ ...upstream, cost: change.cost }))),
     );
+    await auditCatalog(trx, actor, 'alias', alias, change);
   });
   await deps.events.publish({ type: 'catalog.changed' });
 }
@@ -503,6 +529,7 @@ async function checkUpstreams(deps: Dependencies, change: AliasChange): Promise<
 
 export async function putProvider(
   deps: Dependencies,
+  actor: Actor,
   id: string,
   change: { kind: ProviderKind; baseUrl: string; credentialRef: string | null; credentialRefs?: string[] },
 ): Promise<void> {
@@ -518,21 +545,33 @@ export async function putProvider(
   }
   if (new Set(names).size !== names.length) problems.credentialRefs = ['A credential is named twice.'];
   if (Object.keys(problems).length > 0) throw AppError.validation(problems);
-  await repository.upsertProvider(deps.db, {
-    id,
-    kind: change.kind,
-    base_url: change.baseUrl,
-    ...credentialColumns(names),
+  await deps.db.transaction().execute(async (trx) => {
+    await repository.upsertProvider(trx, {
+      id,
+      kind: change.kind,
+      base_url: change.baseUrl,
+      ...credentialColumns(names),
+    });
+    // Credential names only: never a secret.
+    await auditCatalog(trx, actor, 'provider', id, {
+      kind: change.kind,
+      baseUrl: change.baseUrl,
+      credentials: names,
+    });
   });
   await deps.events.publish({ type: 'catalog.changed' });
 }
 
 export async function putPackage(
   deps: Dependencies,
+  actor: Actor,
   id: string,
   values: repository.PackageValues,
 ): Promise<void> {
-  await repository.upsertPackage(deps.db, { ...values, id });
+  await deps.db.transaction().execute(async (trx) => {
+    await repository.upsertPackage(trx, { ...values, id });
+    await auditCatalog(trx, actor, 'package', id, values);
+  });
 }
 
 /** The credit value as the public catalogue shows it (GET /catalog/credit). */

@@ -77,7 +77,7 @@ export async function createManagementKey(
     if ((await countLiveKeysOfResellerLocked(trx, actor.accountId)) >= limit) {
       throw AppError.validation({ body: [`A reseller can hold at most ${limit} live management keys.`] });
     }
-    return insertManagementKey(trx, {
+    const created = await insertManagementKey(trx, {
       reseller_id: actor.accountId,
       name: input.name,
       lookup_hash: lookupHashOf(deps.config.keyPepper, apiKeyDigest(secret)),
@@ -85,12 +85,13 @@ export async function createManagementKey(
       scopes: [...new Set(input.scopes)],
       expires_at: expiresAt,
     });
-  });
-  await recordAudit(deps.db, actor, {
-    action: 'management_key.create',
-    targetType: 'management_key',
-    targetId: row.id,
-    detail: { scopes: row.scopes },
+    await recordAudit(trx, actor, {
+      action: 'management_key.create',
+      targetType: 'management_key',
+      targetId: created.id,
+      detail: { scopes: created.scopes },
+    });
+    return created;
   });
   return { key: toManagementKey(row, now), secret };
 }
@@ -106,14 +107,16 @@ export async function revokeManagementKey(
   actor: Actor,
   keyId: string,
 ): Promise<ManagementKey> {
-  const row = isUuid(keyId)
-    ? await revokeKeyOfReseller(deps.db, actor.accountId, keyId, deps.clock.now())
-    : undefined;
-  if (!row) throw new AppError('not_found');
-  await recordAudit(deps.db, actor, {
-    action: 'management_key.revoke',
-    targetType: 'management_key',
-    targetId: row.id,
+  if (!isUuid(keyId)) throw new AppError('not_found');
+  const row = await deps.db.transaction().execute(async (trx) => {
+    const revoked = await revokeKeyOfReseller(trx, actor.accountId, keyId, deps.clock.now());
+    if (!revoked) throw new AppError('not_found');
+    await recordAudit(trx, actor, {
+      action: 'management_key.revoke',
+      targetType: 'management_key',
+      targetId: revoked.id,
+    });
+    return revoked;
   });
   return toManagementKey(row, deps.clock.now());
 }

@@ -89,7 +89,7 @@ export async function inviteCustomer(
       .where((eb) => eb(eb.fn('lower', ['email']), '=', email))
       .where('status', '=', 'pending')
       .execute();
-    return trx
+    const invitation = await trx
       .insertInto('reseller_invitations')
       .values({
         reseller_id: actor.accountId,
@@ -100,11 +100,12 @@ export async function inviteCustomer(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-  });
-  await recordAudit(db, actor, {
-    action: 'reseller.customer.invite',
-    targetType: 'reseller_invitation',
-    targetId: row.id,
+    await recordAudit(trx, actor, {
+      action: 'reseller.customer.invite',
+      targetType: 'reseller_invitation',
+      targetId: invitation.id,
+    });
+    return invitation;
   });
   const inviter = reseller?.displayName ?? reseller?.email ?? 'Your provider';
   const link = dashboardLink(config, `/accept-invitation#token=${token}${registered ? '' : '&new=1'}`);

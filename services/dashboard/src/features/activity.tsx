@@ -1,4 +1,5 @@
 import { Fragment, useState } from 'react';
+import { CreditMoney, PricePerMillion } from '../lib/credit.tsx';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
@@ -27,7 +28,12 @@ interface Receipt {
   prices: Record<string, string> | null;
   charged: { tokens: string; credits: string };
   writtenOff: { tokens: string; credits: string };
-  drawn: Array<{ source: 'entitlement' | 'credit'; packageId: string | null; amount: string }>;
+  drawn: Array<{
+    source: 'entitlement' | 'credit';
+    entitlementId?: string | null;
+    packageId: string | null;
+    amount: string;
+  }>;
 }
 
 /** `inputTokens` -> `input`, `cacheWrite1hTokens` -> `cache write 1h`. */
@@ -66,7 +72,12 @@ function ReceiptDetails(props: { id: string }) {
               <dt>{partName(part)}</dt>
               <dd>
                 {groupDigits(tokens)} tokens
-                {priceOf(data, part) ? ` at ${groupDigits(priceOf(data, part)!)} credits each` : ''}
+                {priceOf(data, part) ? (
+                  <>
+                    {` at ${groupDigits(priceOf(data, part)!)} credits each `}
+                    <PricePerMillion creditsPerToken={priceOf(data, part)!} />
+                  </>
+                ) : null}
               </dd>
             </Fragment>
           ))
@@ -75,13 +86,19 @@ function ReceiptDetails(props: { id: string }) {
       <dd>
         {data.drawn.length === 0
           ? 'nothing'
-          : data.drawn
-              .map((draw) =>
-                draw.source === 'credit'
-                  ? `${groupDigits(draw.amount)} credits from the balance`
-                  : `${groupDigits(draw.amount)} tokens from ${draw.packageId ? `package ${draw.packageId}` : 'a grant'}`,
-              )
-              .join('; ')}
+          : data.drawn.map((draw, index) => (
+              <Fragment key={`${draw.source}-${draw.entitlementId ?? index}`}>
+                {index > 0 ? '; ' : ''}
+                {draw.source === 'credit' ? (
+                  <>
+                    {groupDigits(draw.amount)} credits from the balance{' '}
+                    <CreditMoney credits={draw.amount} precision="exact" testId="receipt-money" />
+                  </>
+                ) : (
+                  `${groupDigits(draw.amount)} tokens from ${draw.packageId ? `package ${draw.packageId}` : 'a grant'}`
+                )}
+              </Fragment>
+            ))}
       </dd>
       {data.writtenOff.tokens !== '0' || data.writtenOff.credits !== '0' ? (
         <>
@@ -150,7 +167,12 @@ export function ActivityTable(props: { keyId?: string; limit?: number; caption: 
                 <td>
                   {item.charged.tokens !== '0' ? `${groupDigits(item.charged.tokens)} tokens` : ''}
                   {item.charged.tokens !== '0' && item.charged.credits !== '0' ? ' + ' : ''}
-                  {item.charged.credits !== '0' ? `${groupDigits(item.charged.credits)} credits` : ''}
+                  {item.charged.credits !== '0' ? (
+                    <>
+                      {groupDigits(item.charged.credits)} credits{' '}
+                      <CreditMoney credits={item.charged.credits} precision="exact" />
+                    </>
+                  ) : null}
                   {item.charged.tokens === '0' && item.charged.credits === '0' ? 'nothing' : ''}
                 </td>
                 {receipts ? (

@@ -100,7 +100,7 @@ export function AdminOrdersScreen() {
                   <tr key={order.id}>
                     <td>{formatDate(order.createdAt)}</td>
                     <td>{order.reference}</td>
-                    <td>{packageName(order.packageId)}</td>
+                    <td>{order.kind === 'top_up' ? 'Credit top-up' : packageName(order.packageId)}</td>
                     <td>{formatMoney(order.price)}</td>
                     <td>{order.provider}</td>
                     <td>

@@ -6,6 +6,7 @@ import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { Button, Card, Empty, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
 import type { CatalogPackage } from './catalog.tsx';
 import type { Money, Order } from './orders-types.ts';
+import { AutoTopUpCard, TopUpCard } from './top-up.tsx';
 
 interface Preview {
   code: string;
@@ -41,7 +42,7 @@ export function BuyScreen() {
   const chosen = packages.data?.find((pack) => pack.id === selected);
 
   return (
-    <Page title="Buy tokens" actions={<Link to="/orders">Order history</Link>}>
+    <Page title="Buy tokens or credit" actions={<Link to="/orders">Order history</Link>}>
       <ErrorMessage error={packages.error} />
       {packages.loading && !packages.data ? <Loading /> : null}
       {packages.data && packages.data.length === 0 ? (
@@ -143,6 +144,8 @@ export function BuyScreen() {
           </Card>
         </form>
       ) : null}
+      <TopUpCard />
+      <AutoTopUpCard />
     </Page>
   );
 }

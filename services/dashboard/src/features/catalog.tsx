@@ -1,3 +1,4 @@
+import { CreditMoney, PricePerMillion, useCreditCatalog } from '../lib/credit.tsx';
 import { formatMoney, groupDigits } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
@@ -61,15 +62,29 @@ export function CatalogScreen() {
                       <code>{model.alias}</code>
                     </th>
                     <td>{model.protocols.join(', ')}</td>
-                    <td>{model.price ? groupDigits(model.price.input) : 'packages only'}</td>
-                    <td>{model.price ? groupDigits(model.price.output) : 'packages only'}</td>
-                    <td>{model.price ? groupDigits(model.price.cacheRead) : '–'}</td>
+                    <td>
+                      {model.price ? groupDigits(model.price.input) : 'packages only'}
+                      {model.price ? <PricePerMillion creditsPerToken={model.price.input} /> : null}
+                    </td>
+                    <td>
+                      {model.price ? groupDigits(model.price.output) : 'packages only'}
+                      {model.price ? <PricePerMillion creditsPerToken={model.price.output} /> : null}
+                    </td>
+                    <td>
+                      {model.price ? groupDigits(model.price.cacheRead) : '–'}
+                      {model.price ? <PricePerMillion creditsPerToken={model.price.cacheRead} /> : null}
+                    </td>
                     <td>
                       {model.price
                         ? `${groupDigits(model.price.cacheWrite)} / ${groupDigits(model.price.cacheWrite1h)}`
                         : '–'}
                     </td>
-                    <td>{model.price ? groupDigits(model.price.request) : '–'}</td>
+                    <td>
+                      {model.price ? groupDigits(model.price.request) : '–'}
+                      {model.price && model.price.request !== '0' ? (
+                        <CreditMoney credits={model.price.request} precision="exact" />
+                      ) : null}
+                    </td>
                     <td>{groupDigits(model.maxOutputTokens)}</td>
                   </tr>
                 ))}
@@ -84,6 +99,7 @@ export function CatalogScreen() {
           tokens (reasoning included), tokens read from the provider's prompt cache, tokens written to it,
           plus the price per call.
         </p>
+        <CreditWorth />
       </Card>
       <Card title="Token packages">
         <ErrorMessage error={packages.error} />
@@ -111,5 +127,17 @@ export function CatalogScreen() {
         </ul>
       </Card>
     </Page>
+  );
+}
+
+/** What one credit is worth, said once on the page (prices show money per million tokens). */
+function CreditWorth() {
+  const value = useCreditCatalog()?.value;
+  if (!value) return null;
+  return (
+    <p data-testid="credit-worth">
+      One credit is worth {value.currency} {value.perCredit}: prices show credits per token and, beneath,
+      money per million tokens.
+    </p>
   );
 }

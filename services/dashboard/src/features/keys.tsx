@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
 import type { Schemas } from '../lib/client.ts';
+import { CreditMoney } from '../lib/credit.tsx';
 import { formatBytes, formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
@@ -176,8 +177,8 @@ function KeyItem(props: {
       {status && status.state === 'active' ? (
         <p className="alert success" role="status" data-testid="key-status">
           Valid: active; {groupDigits(status.remaining.tokens)} tokens and{' '}
-          {groupDigits(status.remaining.credits)} credits usable; models:{' '}
-          {status.scope ? status.scope.join(', ') : 'all'}.
+          {groupDigits(status.remaining.credits)} credits <CreditMoney credits={status.remaining.credits} />{' '}
+          usable; models: {status.scope ? status.scope.join(', ') : 'all'}.
         </p>
       ) : null}
       {status && status.state !== 'active' ? (

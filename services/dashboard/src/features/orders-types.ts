@@ -18,13 +18,17 @@ export interface Payment {
 export interface Order {
   id: string;
   status: 'pending' | 'paid' | 'expired' | 'cancelled' | 'failed' | 'refunded';
-  packageId: string;
+  /** package: buys packageId; top_up: buys credit (packageId null). */
+  kind?: 'package' | 'top_up';
+  packageId: string | null;
   provider: 'stripe' | 'manual' | 'development';
   reference: string;
   listPrice: Money;
   discount: Money;
   price: Money;
-  grants: { tokens: string; bonusTokens: string; bonusCredits: string };
+  grants: { tokens: string; bonusTokens: string; bonusCredits: string; credits?: string };
+  /** An automatic top-up, charged to the kept card. */
+  automatic?: boolean;
   promotionCode: string | null;
   refunded: { tokens: string; credits: string } | null;
   accountId: string;

@@ -1,5 +1,6 @@
 import { useEffect, useRef } from 'react';
 import { api } from '../lib/api.ts';
+import { CreditMoney } from '../lib/credit.tsx';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
 import { useAction, useApi, usePagedApi } from '../lib/query.ts';
 import { Link, useLocation } from '../lib/router.tsx';
@@ -39,7 +40,7 @@ export function OrdersScreen() {
               <thead>
                 <tr>
                   <th scope="col">Date</th>
-                  <th scope="col">Package</th>
+                  <th scope="col">Bought</th>
                   <th scope="col">Price</th>
                   <th scope="col">Status</th>
                   <th scope="col">Reference</th>
@@ -49,7 +50,7 @@ export function OrdersScreen() {
                 {items.map((order) => (
                   <tr key={order.id}>
                     <td>{formatDate(order.createdAt)}</td>
-                    <td>{packageName(order.packageId)}</td>
+                    <td>{orderLabel(order, packageName)}</td>
                     <td>{formatMoney(order.price)}</td>
                     <td>
                       <StateBadge state={order.status} />
@@ -125,7 +126,7 @@ export function OrderScreen(props: { id: string }) {
         <Card className="receipt">
           <div className="key-head">
             <h2>
-              {packageName(data.packageId)} <span className="muted">· {data.reference}</span>
+              {orderLabel(data, packageName)} <span className="muted">· {data.reference}</span>
             </h2>
             <StateBadge state={data.status} />
           </div>
@@ -169,7 +170,16 @@ export function OrderScreen(props: { id: string }) {
               <dt>Price</dt>
               <dd data-testid="order-price">{formatMoney(data.price)}</dd>
             </div>
-            <div>
+            {data.kind === 'top_up' ? (
+              <div>
+                <dt>Credits</dt>
+                <dd data-testid="order-credits">
+                  {groupDigits(data.grants.credits ?? '0')}{' '}
+                  <CreditMoney credits={data.grants.credits ?? '0'} precision="exact" />
+                </dd>
+              </div>
+            ) : null}
+            <div hidden={data.kind === 'top_up'}>
               <dt>Tokens</dt>
               <dd>
                 {groupDigits(data.grants.tokens)}
@@ -257,4 +267,10 @@ export function OrderScreen(props: { id: string }) {
       ) : null}
     </Page>
   );
+}
+
+/** What an order buys, in words: the package's name, or a (automatic) credit top-up. */
+function orderLabel(order: Order, packageName: (id: string | null) => string | null | undefined): string {
+  if (order.kind === 'top_up') return order.automatic ? 'Automatic credit top-up' : 'Credit top-up';
+  return packageName(order.packageId) ?? order.packageId ?? '';
 }

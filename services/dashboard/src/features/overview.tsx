@@ -1,4 +1,5 @@
 import { daysBetween, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { CreditMoney } from '../lib/credit.tsx';
 import { formatDate, groupDigits, utcDay } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
@@ -46,12 +47,17 @@ export function OverviewScreen() {
               <div>
                 <dt>Credit</dt>
                 <dd data-testid="credits-left">{groupDigits(balance.data.remaining.credits)}</dd>
+                <dd>
+                  <CreditMoney credits={balance.data.remaining.credits} testId="credit-money" />{' '}
+                  <Link to="/buy#top-up">Top up</Link>
+                </dd>
               </div>
               <div>
                 <dt>Held by calls in flight</dt>
                 <dd>
                   {groupDigits(balance.data.reserved.tokens)} tokens,{' '}
-                  {groupDigits(balance.data.reserved.credits)} credits
+                  {groupDigits(balance.data.reserved.credits)} credits{' '}
+                  <CreditMoney credits={balance.data.reserved.credits} />
                 </dd>
               </div>
             </dl>

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { daysBetween, rowLabel, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { CreditMoney } from '../lib/credit.tsx';
 import { groupDigits, utcDay } from '../lib/format.ts';
 import { useApi } from '../lib/query.ts';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
@@ -112,7 +113,7 @@ export function UsageScreen() {
                   <th scope="col">Cache reads</th>
                   <th scope="col">Cache writes (5 min / 1 h)</th>
                   <th scope="col">Charged tokens</th>
-                  <th scope="col">Charged credits</th>
+                  <th scope="col">Charged credits (money)</th>
                 </tr>
               </thead>
               <tbody>
@@ -131,7 +132,10 @@ export function UsageScreen() {
                       {groupDigits(row.cacheWrite1hTokens ?? '0')}
                     </td>
                     <td>{groupDigits(row.charged.tokens)}</td>
-                    <td>{groupDigits(row.charged.credits)}</td>
+                    <td>
+                      {groupDigits(row.charged.credits)}{' '}
+                      <CreditMoney credits={row.charged.credits} precision="exact" />
+                    </td>
                   </tr>
                 ))}
               </tbody>

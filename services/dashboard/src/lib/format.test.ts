@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, formatMoney, groupDigits } from './format.ts';
+import {
+  creditsForMinor,
+  creditsToMoney,
+  decimalToMinor,
+  formatBytes,
+  formatMoney,
+  groupDigits,
+  perMillionTokens,
+} from './format.ts';
 
 describe('money and quantity formatting', () => {
   it('formats integer minor units with the exponent, never through a float', () => {
@@ -23,5 +31,34 @@ describe('money and quantity formatting', () => {
     expect(formatBytes(33_554_432)).toBe('32 MB');
     expect(formatBytes(1536)).toBe('1.5 KB');
     expect(formatBytes(512)).toBe('512 bytes');
+  });
+
+  it('shows credits in money from the exact rate, rounded toward zero', () => {
+    const usd = { currency: 'USD', exponent: 2, perCredit: '0.000001' };
+    expect(creditsToMoney('12345678', usd)).toBe('USD 12.34');
+    expect(creditsToMoney('12345678', usd, 'exact')).toBe('USD 12.345678');
+    expect(creditsToMoney('700', usd, 'exact')).toBe('USD 0.0007');
+    expect(creditsToMoney('700', usd)).toBe('USD 0.00');
+    expect(creditsToMoney('5000000', usd, 'exact')).toBe('USD 5.00');
+    expect(creditsToMoney('-1999999', usd)).toBe('-USD 1.99');
+    // Beyond 2^53 credits, where a float would round.
+    expect(creditsToMoney('9007199254740993000000', usd)).toBe('USD 9,007,199,254,740,993.00');
+    // A rate with more digits than shown: cut, never rounded up.
+    expect(creditsToMoney('1', { currency: 'USD', exponent: 2, perCredit: '0.0000000019' }, 'exact')).toBe(
+      'USD 0.00',
+    );
+    expect(creditsToMoney('3', { currency: 'JPY', exponent: 0, perCredit: '0.5' })).toBe('JPY 1');
+    expect(perMillionTokens('3', usd)).toBe('USD 3.00');
+    expect(perMillionTokens('1', { currency: 'EUR', exponent: 2, perCredit: '0.0000001' })).toBe('EUR 0.10');
+  });
+
+  it('reads a typed amount in minor units and the credits it buys, as the service does', () => {
+    const usd = { currency: 'USD', exponent: 2, perCredit: '0.000001' };
+    expect(decimalToMinor('12.34', 2)).toBe('1234');
+    expect(decimalToMinor('5', 2)).toBe('500');
+    expect(decimalToMinor('12.345', 2)).toBeNull();
+    expect(decimalToMinor('1e3', 2)).toBeNull();
+    expect(creditsForMinor('1234', usd)).toBe('12340000');
+    expect(creditsForMinor('1', { currency: 'USD', exponent: 2, perCredit: '0.03' })).toBe('0');
   });
 });

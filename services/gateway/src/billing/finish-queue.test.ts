@@ -116,4 +116,37 @@ describe('finish queue', () => {
       new Set(items.map((one) => one.reservationId)),
     );
   });
+
+  it('sends what queued behind a batch before telling that batch its receipts', async () => {
+    const sent: FinishItem[][] = [];
+    const answers: Array<() => void> = [];
+    // A control plane that answers each batch when the test says so.
+    const send = (items: FinishItem[]) => {
+      sent.push(items);
+      return new Promise<FinishBatchResponse>((resolve) => answers.push(() => resolve(accepted(items))));
+    };
+    const queue = createFinishQueue(send, {
+      flushIntervalMs: 60_000,
+      maxBatch: 100,
+      maxInFlight: 4,
+      maxQueued: 1000,
+      logger,
+    });
+    const first = item('a');
+    const sentWhenTold: number[] = [];
+    queue.enqueue(first, () => sentWhenTold.push(sent.length));
+    while (sent.length < 1) await new Promise((resolve) => setImmediate(resolve));
+    // Two more arrive while the first batch is under way: they wait for it, then leave together.
+    const behind = [item('a'), item('b')];
+    const results = behind.map((one) => new Promise((resolve) => queue.enqueue(one, resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toHaveLength(1);
+    answers.shift()!();
+    while (sentWhenTold.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    expect(sentWhenTold).toEqual([2]);
+    expect(sent[1]).toEqual(behind);
+    answers.shift()!();
+    expect(await Promise.all(results)).toMatchObject(behind.map(({ reservationId }) => ({ reservationId })));
+    queue.stop();
+  });
 });

@@ -99,6 +99,21 @@ export function createFinishQueue(
     }
   }
 
+  function sent(batch: FinishItem[]): void {
+    inFlight -= 1;
+    sending.delete(batch);
+  }
+
+  /**
+   * After a batch returns: someone waits for an account's items (settledFor) or for a receipt, so
+   * the rest leave at once; else after the flush interval (or the retry's backoff).
+   */
+  function next(): void {
+    if (queue.length === 0 || stopped) return;
+    if (resultWaiters.size > 0 && retryDelay === 0) flush();
+    else schedule(retryDelay || (accountWaiters.size > 0 ? 0 : options.flushIntervalMs));
+  }
+
   function flush(): void {
     // Items a receipt waits for leave one batch at a time: what queues while a batch is under way
     // leaves together when it returns (a group commit), so waiting adds one round trip, and the
@@ -109,34 +124,38 @@ export function createFinishQueue(
       queue = queue.slice(batch.length);
       inFlight += 1;
       sending.add(batch);
-      send(batch)
-        .then(
-          (response) => {
-            retryDelay = 0;
-            acknowledged(batch);
-            if (resultWaiters.size > 0)
-              for (const result of response.results) tell(result.reservationId, result);
-          },
-          (error: unknown) => {
-            if (stopped) return;
-            queue = [...batch, ...queue];
-            retryDelay = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, retryDelay * 2));
-            options.logger.warn(
-              { err: error, items: batch.length, retryInMs: retryDelay },
-              'finish batch failed; will retry',
-            );
-          },
-        )
-        .finally(() => {
-          inFlight -= 1;
-          sending.delete(batch);
-          // Someone waits for an account's items (settledFor) or for a receipt: the rest leave at once.
-          if (queue.length > 0 && !stopped) {
-            if (resultWaiters.size > 0 && retryDelay === 0) soon();
-            else schedule(retryDelay || (accountWaiters.size > 0 ? 0 : options.flushIntervalMs));
-          }
+      send(batch).then(
+        (response) => {
+          retryDelay = 0;
+          sent(batch);
+          acknowledged(batch);
+          const told = response.results.flatMap((result) => {
+            const waiter = resultWaiters.get(result.reservationId);
+            resultWaiters.delete(result.reservationId);
+            return waiter ? [() => waiter(result)] : [];
+          });
+          // The next batch leaves before these answers are written: what queued meanwhile waits
+          // for one round trip, not also for the writing of these answers.
+          next();
+          for (const wake of told) wake();
           settleWaiters();
-        });
+        },
+        (error: unknown) => {
+          sent(batch);
+          if (stopped) {
+            settleWaiters();
+            return;
+          }
+          queue = [...batch, ...queue];
+          retryDelay = Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, retryDelay * 2));
+          options.logger.warn(
+            { err: error, items: batch.length, retryInMs: retryDelay },
+            'finish batch failed; will retry',
+          );
+          next();
+          settleWaiters();
+        },
+      );
       if (retryDelay > 0) break;
     }
   }

@@ -61,6 +61,15 @@ export function finishRowOfItem(item: FinishItem): FinishRow {
           cache_write_1h_tokens: item.usage.cacheWrite1hTokens ?? '0',
         }
       : {}),
+    ...(item.route
+      ? {
+          route: {
+            provider_id: item.route.providerId,
+            upstream_model: item.route.upstreamModel,
+            attempts: item.route.attempts,
+          },
+        }
+      : {}),
   };
 }
 

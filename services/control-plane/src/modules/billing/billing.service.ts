@@ -21,10 +21,8 @@ export function reserve(deps: Dependencies, request: ReserveBatchRequest): Promi
 }
 
 /**
- * Records which upstream served each call that reached one (admins only; docs/routing.md), then
- * settles, releases or holds every item of the batch, idempotently, durably. The route moves no
- * money and is written once per reservation; written first, it is there by the time anyone
- * reads the finished call.
+ * Settles, releases or holds every item of the batch, idempotently, durably, with which upstream
+ * served each call that reached one (admins only; docs/routing.md) in the same transaction.
  */
 export async function finish(deps: Dependencies, request: FinishBatchRequest): Promise<FinishBatchResponse> {
   const finished = await deps.billing.finish(request);

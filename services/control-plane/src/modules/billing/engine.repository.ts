@@ -4,7 +4,7 @@
  * reservations the reconciler and holds finish.
  */
 import { AppError } from '@tollgate/errors';
-import { type FinishItem, QuantityString, ReserveRefusalCode } from '@tollgate/schemas';
+import { QuantityString, ReserveRefusalCode } from '@tollgate/schemas';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import { z } from 'zod';
 import type { PreparedQueries } from '../../db/database.ts';
@@ -60,6 +60,8 @@ export interface FinishRow {
   cache_read_tokens?: string;
   cache_write_tokens?: string;
   cache_write_1h_tokens?: string;
+  /** The upstream that served the call (routed aliases only): recorded in the same transaction. */
+  route?: { provider_id: string; upstream_model: string; attempts: number };
 }
 
 const FinishRowResult = z.object({
@@ -131,6 +133,31 @@ const FLUSH_SLOTS = 64;
 const FINISH_CHUNK = 16;
 
 /**
+ * Which upstream served each finished call that reached one (routed aliases; docs/routing.md),
+ * inside the transaction that finishes it, so a finish that fails leaves no route behind; a repeat
+ * changes nothing.
+ */
+async function recordRoutesIn(trx: Transaction<Database>, rows: FinishRow[]): Promise<void> {
+  const routes = rows.flatMap((row) =>
+    row.route ? [{ reservation_id: row.reservation_id, ...row.route }] : [],
+  );
+  if (routes.length === 0) return;
+  await trx
+    .insertInto('reservation_routes')
+    .values(routes)
+    .onConflict((conflict) => conflict.column('reservation_id').doNothing())
+    .execute();
+}
+
+/** The same for finishBatch's chunks, in the statement itself (its rows are `$1`). */
+const WITH_ROUTES = `with routes as (
+  insert into reservation_routes (reservation_id, provider_id, upstream_model, attempts)
+  select (i->>'reservation_id')::uuid, i#>>'{route,provider_id}', i#>>'{route,upstream_model}',
+         (i#>>'{route,attempts}')::int
+  from jsonb_array_elements($1::jsonb) i where i ? 'route'
+  on conflict (reservation_id) do nothing)`;
+
+/**
  * Every settle/release/hold of the batch, durable when this resolves. Each chunk commits without
  * waiting for the disk, so the balances it locked are free at once; then a mark commits durably,
  * and since the WAL is flushed in order, that flush covers every chunk (migration 0010). If a
@@ -142,7 +169,7 @@ export async function finishBatch(prepared: PreparedQueries, rows: FinishRow[]):
     const chunk = rows.slice(start, start + FINISH_CHUNK);
     const [row] = await prepared.run<{ results: unknown }>(
       'tollgate_finish_unflushed',
-      'select tollgate_finish_unflushed($1::jsonb) as results',
+      `${WITH_ROUTES} select tollgate_finish_unflushed($1::jsonb) as results`,
       [JSON.stringify(chunk)],
     );
     results.push(...fromSql(z.array(FinishRowResult).length(chunk.length), row?.results, 'tollgate_finish'));
@@ -161,6 +188,7 @@ export async function finishBatchIn(
   trx: Transaction<Database>,
   rows: FinishRow[],
 ): Promise<FinishRowResult[]> {
+  await recordRoutesIn(trx, rows);
   const result = await sql<{
     results: unknown;
   }>`select tollgate_finish(${JSON.stringify(rows)}::jsonb) as results`.execute(trx);
@@ -251,27 +279,5 @@ export function listHeldReservations(db: Db, limit: number) {
     .where('status', '=', 'held')
     .orderBy('created_at')
     .limit(limit)
-    .execute();
-}
-
-/** Which upstream served each finished call that reached one; a repeat changes nothing. */
-export async function recordRoutes(db: Db, items: FinishItem[]): Promise<void> {
-  const rows = items.flatMap((item) =>
-    item.route
-      ? [
-          {
-            reservation_id: item.reservationId,
-            provider_id: item.route.providerId,
-            upstream_model: item.route.upstreamModel,
-            attempts: item.route.attempts,
-          },
-        ]
-      : [],
-  );
-  if (rows.length === 0) return;
-  await db
-    .insertInto('reservation_routes')
-    .values(rows)
-    .onConflict((conflict) => conflict.column('reservation_id').doNothing())
     .execute();
 }

@@ -69,8 +69,8 @@ export function createPostgresEngine(
     return { results };
   }
 
+  /** Routes of routed calls commit with their settlement (engine.repository.ts, finishBatch). */
   async function finish(request: FinishBatchRequest): Promise<FinishBatchResponse> {
-    await repository.recordRoutes(db, request.items);
     const results = await repository.finishBatch(prepared, request.items.map(finishRowOfItem));
     if ((await cappedAccounts(caps, request.items)).length > 0)
       await countFinished(db, request.items, results);

@@ -1,7 +1,7 @@
 import type { FinishBatchRequest, FinishBatchResponse, ReserveBatchRequest } from '@tollgate/schemas';
 import { sql } from 'kysely';
 import { type BillingEngine, cappedAccounts, type EngineParts, type LeaseSplit } from '../billing-engine.ts';
-import { lockAccountRow, recordRoutes } from '../engine.repository.ts';
+import { lockAccountRow } from '../engine.repository.ts';
 import { countFinishedHot, countOtherFinishesHot, reserveCappedHot } from './hot-capped.ts';
 import { changeEntries } from './hot-entries.ts';
 import { renewSlots } from './hot-slots.ts';
@@ -17,8 +17,8 @@ export function createHotEngine(hot: HotTier, parts: EngineParts): HotEngine {
   const capDeps = { caps, clock, hot };
   const now = () => clock.now().getTime();
 
+  /** Routes of routed calls commit with their settlement (hot-finish.ts, persist). */
   async function finish(request: FinishBatchRequest): Promise<FinishBatchResponse> {
-    await recordRoutes(db, request.items);
     const finished = await hot.finish(request);
     const capped = await cappedAccounts(caps, request.items);
     if (capped.length > 0) await countFinishedHot(capDeps, request.items, finished.results, capped);

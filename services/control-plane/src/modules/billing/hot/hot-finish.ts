@@ -7,6 +7,7 @@ import {
   type FinishedRecord,
   PERSIST_SQL,
   type PersistItem,
+  type PersistRoute,
   parseRecord,
   persistColumns,
   persistItemOf,
@@ -21,8 +22,15 @@ import {
 } from './hot-shared.ts';
 
 /**
+ * How long written calls wait before Redis is told to forget them: far below
+ * HOT_WRITE_GRACE_SECONDS, after which the reconciler would write them again (a replay).
+ */
+const FORGET_AFTER_MS = 50;
+
+/**
  * Finishes in the hot tier (docs/billing/hot-tier.md): applied in Redis (lua/finish.lua), then
- * written to Postgres in one durable transaction per batch before the gateway is told.
+ * written to Postgres in one durable transaction per batch before the gateway is told; Redis
+ * forgets the written calls a moment later, off the answer's path.
  */
 export function createHotFinish({ deps, store, leases, aliases }: HotParts) {
   async function finish(request: FinishBatchRequest): Promise<FinishBatchResponse> {
@@ -48,7 +56,7 @@ export function createHotFinish({ deps, store, leases, aliases }: HotParts) {
     // Written durably before anyone is told; a call drawn from a lease closed meanwhile (Redis
     // lost it) is charged again against the open one.
     for (let round = 0; records.size > 0; round += 1) {
-      const stale = await persist([...records.values()], results);
+      const stale = await persist([...records.values()], results, request.items);
       records.clear();
       if (stale.length === 0) break;
       if (round === 2) throw new AppError('billing_unavailable');
@@ -203,41 +211,67 @@ export function createHotFinish({ deps, store, leases, aliases }: HotParts) {
   async function persist(
     entries: Array<{ accountId: string; record: FinishedRecord }>,
     results: Map<string, FinishResult>,
+    routes: readonly PersistRoute[] = [],
   ): Promise<string[]> {
     const items: PersistItem[] = entries.map(({ accountId, record }) => persistItemOf(accountId, record));
     const [row] = await deps.prepared.run<{ results: unknown }>(
       'tollgate_hot_persist',
       PERSIST_SQL,
-      persistColumns(items),
+      persistColumns(items, routes),
     );
     const stale: string[] = [];
     for (const result of repository.parsePersistResults(row?.results, items.length)) {
       if ('stale' in result) stale.push(result.reservation_id);
       else results.set(result.reservation_id, finishResultOf(result));
     }
-    // Redis may forget them now; a repeat finds them in Postgres.
-    const written = groupBy(
-      entries.filter(({ record }) => !stale.includes(record.id)),
-      (entry) => entry.accountId,
-    );
-    await Promise.all(
-      [...written].map(([accountId, group]) =>
-        store
-          .written(
-            accountId,
-            group.map(({ record }) => record.id),
-            TOMBSTONE_TTL_MS,
-          )
-          .catch((error: unknown) => {
-            deps.logger.warn(
-              { err: error, accountId },
-              'hot tier: could not drop written calls (written again later)',
-            );
-          }),
-      ),
-    );
+    // A settled call is final (R14): until Redis forgets it, a repeat is answered from there with
+    // the same result. A released or held one may still be settled, which only Postgres decides
+    // (R11, R13): Redis forgets it before the answer, so a later settle finds it there.
+    const now = new Map<string, string[]>();
+    for (const { accountId, record } of entries) {
+      if (stale.includes(record.id)) continue;
+      add(record.status === 'settled' ? unforgotten : now, accountId, record.id);
+    }
+    if (unforgotten.size > 0) forgetTimer ??= setTimeout(() => void forgetWritten(), FORGET_AFTER_MS).unref();
+    await forget(now);
     return stale;
   }
 
-  return { finish, persist };
+  /**
+   * Settled calls Postgres has and Redis has not been told to forget yet, by account. Forgetting
+   * them need not delay the answer, so it waits a moment, and one Redis call per account forgets
+   * what many batches wrote meanwhile.
+   */
+  const unforgotten = new Map<string, string[]>();
+  let forgetTimer: NodeJS.Timeout | undefined;
+
+  function add(groups: Map<string, string[]>, accountId: string, id: string): void {
+    const ids = groups.get(accountId);
+    if (ids) ids.push(id);
+    else groups.set(accountId, [id]);
+  }
+
+  /** Tells Redis to forget every written call now (the reconciler's pass, shutdown). */
+  async function forgetWritten(): Promise<void> {
+    clearTimeout(forgetTimer);
+    forgetTimer = undefined;
+    const groups = new Map(unforgotten);
+    unforgotten.clear();
+    await forget(groups);
+  }
+
+  async function forget(groups: Map<string, string[]>): Promise<void> {
+    await Promise.all(
+      [...groups].map(([accountId, ids]) =>
+        store.written(accountId, ids, TOMBSTONE_TTL_MS).catch((error: unknown) => {
+          deps.logger.warn(
+            { err: error, accountId },
+            'hot tier: could not drop written calls (written again later)',
+          );
+        }),
+      ),
+    );
+  }
+
+  return { finish, persist, forgetWritten };
 }

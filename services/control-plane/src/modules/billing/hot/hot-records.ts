@@ -243,14 +243,31 @@ export function persistItemOf(accountId: string, record: FinishedRecord): Persis
   };
 }
 
-/** The call of tollgate_hot_persist (db/functions/hot-tier.sql): one array per column. */
-export const PERSIST_SQL = `select tollgate_hot_persist($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[],
+/**
+ * The call of tollgate_hot_persist (db/functions/hot-tier.sql): one array per column. The routes
+ * of routed calls (docs/routing.md) are inserted by the same statement, so they commit with the
+ * calls or not at all; a repeat changes nothing.
+ */
+export const PERSIST_SQL = `with routes as (
+  insert into reservation_routes (reservation_id, provider_id, upstream_model, attempts)
+  select * from unnest($28::uuid[], $29::text[], $30::text[], $31::int[])
+  on conflict (reservation_id) do nothing)
+select tollgate_hot_persist($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[],
   $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[],
   $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[],
   $21::uuid[], $22::int[], $23::uuid[], $24::bigint[], $25::bigint[], $26::bigint[], $27::bigint[]) as results`;
 
-/** The items as PERSIST_SQL's parameters (ids unique: a repeat would be charged twice). */
-export function persistColumns(items: PersistItem[]): unknown[] {
+/** The upstream that served a call, as a finish item names it. */
+export interface PersistRoute {
+  reservationId: string;
+  route?: { providerId: string; upstreamModel: string; attempts: number } | undefined;
+}
+
+/**
+ * The items and routes as PERSIST_SQL's parameters (ids unique: a repeat would be charged twice).
+ */
+export function persistColumns(items: PersistItem[], routed: readonly PersistRoute[] = []): unknown[] {
+  const routes = routed.flatMap(({ reservationId, route }) => (route ? [{ reservationId, ...route }] : []));
   const column = <T>(pick: (item: PersistItem) => T) => items.map(pick);
   const charges = items.flatMap((item, index) =>
     item.charges.map((charge) => ({
@@ -287,5 +304,9 @@ export function persistColumns(items: PersistItem[]): unknown[] {
     column((item) => item.cache_read_tokens),
     column((item) => item.cache_write_tokens),
     column((item) => item.cache_write_1h_tokens),
+    routes.map((route) => route.reservationId),
+    routes.map((route) => route.providerId),
+    routes.map((route) => route.upstreamModel),
+    routes.map((route) => route.attempts),
   ];
 }

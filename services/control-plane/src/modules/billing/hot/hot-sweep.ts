@@ -7,7 +7,7 @@ import type { HotParts } from './hot-shared.ts';
 /** The reconciler's pass over the hot tier's leases (lua/sweep.lua). */
 export function createHotSweep(
   { deps, store }: HotParts,
-  persist: ReturnType<typeof createHotFinish>['persist'],
+  { persist, forgetWritten }: Pick<ReturnType<typeof createHotFinish>, 'persist' | 'forgetWritten'>,
 ) {
   /**
    * The reconciler's pass over every open lease: calls in flight past the reservation timeout are
@@ -15,6 +15,8 @@ export function createHotSweep(
    * idle leases are returned, and leases whose Redis state is gone are closed.
    */
   async function sweep(): Promise<{ held: string[]; written: number; closed: number }> {
+    // What this control plane wrote is forgotten first, so it is not written again as a replay.
+    await forgetWritten();
     const open = await deps.db
       .selectFrom('hot_leases')
       .select(['id', 'account_id'])
@@ -55,6 +57,7 @@ export function createHotSweep(
         written += records.length - stale.length;
       }
     }
+    await forgetWritten();
     return { held, written, closed };
   }
 

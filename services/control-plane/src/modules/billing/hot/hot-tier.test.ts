@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   balancesOf,
   createFundedKey,
@@ -387,5 +387,53 @@ describe('a Postgres engine reservation of the same account', () => {
       reservedTokens: 20n,
     });
     expect((await rowsOf(key.accountId)).map((row) => row.id)).toContain(big.reservationId);
+  });
+});
+
+describe('a finished call once Postgres has it', () => {
+  it('is answered without waiting for Redis to forget it; repeats before and after are charged once', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const item = await reserveOk(key, 'priced', 10n, 10n);
+    const settle = settleItem(key, item.reservationId, 'priced', 4n, 6n);
+    // Redis answers "forget these" slowly: the settlement's answer must not wait for it.
+    const slowForget = 2_000;
+    const store = hot().store;
+    const written = store.written.bind(store);
+    const spy = vi.spyOn(store, 'written').mockImplementation(async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, slowForget)); // the slow Redis, as above
+      return written(...args);
+    });
+    try {
+      const started = performance.now();
+      const first = await api.finish([settle]);
+      expect(performance.now() - started).toBeLessThan(slowForget);
+      expect(first.body.results[0]).toMatchObject({
+        status: 'settled',
+        replay: false,
+        charged: { credits: '38' },
+      });
+      // Still in Redis: answered from there, written once.
+      const repeat = await api.finish([settle]);
+      expect(repeat.body.results[0]).toMatchObject({
+        status: 'settled',
+        replay: true,
+        charged: { credits: '38' },
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    // The reconciler's pass has Redis forget what was written; a repeat then finds it in Postgres.
+    await reconcileOnce(context.deps);
+    expect(await redis.hexists(keysOf(key.accountId).calls, item.reservationId)).toBe(0);
+    const late = await api.finish([settle]);
+    expect(late.body.results[0]).toMatchObject({
+      status: 'settled',
+      replay: true,
+      charged: { credits: '38' },
+    });
+    expect(await balancesOf(context, key.accountId)).toMatchObject({
+      credits: 10_000n - 38n,
+      reservedCredits: 0n,
+    });
   });
 });

@@ -28,8 +28,8 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
   const leases = createLeases({ db: deps.db, logger: deps.logger, now }, store);
   const parts: HotParts = { deps, store, leases, aliases };
   const reserve = createHotReserve(parts);
-  const { finish, persist } = createHotFinish(parts);
-  const sweep = createHotSweep(parts, persist);
+  const finishing = createHotFinish(parts);
+  const sweep = createHotSweep(parts, finishing);
 
   // -------------------------------------------------------------------------------------------
   // Balance changes outside the hot path, reports.
@@ -51,7 +51,7 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
   return {
     store,
     reserve,
-    finish,
+    finish: finishing.finish,
     recallInTransaction: leases.recallInTransaction,
     markMore: leases.markMore,
     resync,
@@ -59,7 +59,10 @@ export function createHotTier(deps: HotTierDependencies, store: HotStore) {
     sweep,
     catalogChanged: () => aliases.drop(),
     caps: createHotCaps(store),
-    close: () => store.close(),
+    close: async () => {
+      await finishing.forgetWritten();
+      await store.close();
+    },
   };
 }
 

@@ -136,6 +136,14 @@ export const GatewayProvider = z.object({
 });
 export type GatewayProvider = z.infer<typeof GatewayProvider>;
 
+/**
+ * How a package counts (docs/billing/rules.md R2b): raw tokens, or weighted units (a token of an
+ * alias costs the alias's package rate). The rate is an integer from 1 to PACKAGE_RATE_MAX.
+ */
+export const PACKAGE_COUNTS = ['tokens', 'weighted'] as const;
+export type PackageCounts = (typeof PACKAGE_COUNTS)[number];
+export const PACKAGE_RATE_MAX = 1_000_000_000;
+
 /** Bounds of an alias's upstream list (docs/routing.md). */
 export const UPSTREAMS_MAX = 16;
 export const UPSTREAM_PRIORITY_MAX = 100;
@@ -171,6 +179,14 @@ export const GatewayAlias = z.object({
   maxOutputTokens: z.number().int().positive(),
   /** Credit prices, shown in /v1/models; null when only packages pay. Absent from older control planes. */
   price: AliasPrice.nullable().optional(),
+  /**
+   * Units of a weighted package one token of this alias costs (docs/billing/rules.md R2b), an
+   * integer string, shown in /v1/models. Absent from older control planes: 1.
+   */
+  packageRate: z
+    .string()
+    .regex(/^[1-9][0-9]{0,9}$/)
+    .optional(),
 });
 export type GatewayAlias = z.infer<typeof GatewayAlias>;
 

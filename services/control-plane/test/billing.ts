@@ -209,7 +209,7 @@ export const ENGINES = [
 export async function grantEntitlement(
   context: TestContext,
   accountId: string,
-  grant: { tokens: bigint; expiresInMs?: number | null; aliases?: string[] | null },
+  grant: { tokens: bigint; expiresInMs?: number | null; aliases?: string[] | null; weighted?: boolean },
 ): Promise<string> {
   return changeBalances(context.deps, async ({ trx, lock }) => {
     await lock(accountId);
@@ -227,8 +227,19 @@ export async function grantEntitlement(
       concurrency: null,
       cause: 'test grant',
       idempotency_key: null,
+      weighted: grant.weighted ?? false,
     });
   });
+}
+
+/** Sets an alias's package rate (R2b) and tells the engines' catalogue caches. */
+export async function setPackageRate(context: TestContext, alias: string, rate: bigint) {
+  await context.deps.db
+    .updateTable('model_aliases')
+    .set({ package_rate: rate })
+    .where('alias', '=', alias)
+    .execute();
+  await context.deps.events.publish({ type: 'catalog.changed' });
 }
 
 /** Ends an entitlement now, by Postgres's clock for expiries (tollgate_now()), as time passing would (R16). */

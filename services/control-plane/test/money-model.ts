@@ -99,10 +99,12 @@ export interface ModelEntitlement {
   seq: number;
   aliases: string[] | null;
   expired: boolean;
+  /** R2b: counts weighted units (a token costs its alias's package rate), not raw tokens. */
+  weighted: boolean;
 }
 
 type Leg =
-  | { source: 'entitlement'; id: string; amount: bigint }
+  | { source: 'entitlement'; id: string; amount: bigint; rate: bigint }
   | { source: 'credit'; amount: bigint; price: FullPrice };
 
 export interface ModelReservation {
@@ -144,11 +146,24 @@ export class MoneyModel {
   readonly coverPercent: bigint;
   readonly prices: Map<string, Price>;
   readonly holdsInCover: boolean;
+  /** R2b: each alias's package rate, units of a weighted entitlement per token (absent: 1). */
+  readonly rates: Map<string, bigint>;
 
-  constructor(coverPercent: bigint, prices: Map<string, Price>, holdsInCover = true) {
+  constructor(
+    coverPercent: bigint,
+    prices: Map<string, Price>,
+    holdsInCover = true,
+    rates = new Map<string, bigint>(),
+  ) {
     this.coverPercent = coverPercent;
     this.prices = prices;
     this.holdsInCover = holdsInCover;
+    this.rates = rates;
+  }
+
+  /** R2b: units of this entitlement one token of the alias costs now. */
+  private unitRate(entitlement: ModelEntitlement, alias: string): bigint {
+    return entitlement.weighted ? (this.rates.get(alias) ?? 1n) : 1n;
   }
 
   /** What held reservations keep aside, in tokens and in credits. */
@@ -166,7 +181,13 @@ export class MoneyModel {
 
   // Balances outside calls (R15-R17).
 
-  grantEntitlement(id: string, tokens: bigint, expiresInDays: number | null, aliases: string[] | null): void {
+  grantEntitlement(
+    id: string,
+    tokens: bigint,
+    expiresInDays: number | null,
+    aliases: string[] | null,
+    weighted = false,
+  ): void {
     const seq = this.entitlements.length;
     this.entitlements.push({
       id,
@@ -176,6 +197,7 @@ export class MoneyModel {
       seq,
       aliases,
       expired: false,
+      weighted,
     });
   }
 
@@ -209,10 +231,15 @@ export class MoneyModel {
     return !entitlement.expired && (entitlement.aliases === null || entitlement.aliases.includes(alias));
   }
 
-  /** R3, R4: usable entitlements in draw order. */
+  /** R3, R4: usable entitlements in draw order (R2b: a weighted one while it has a whole token). */
   drawOrder(alias: string): ModelEntitlement[] {
     return this.entitlements
-      .filter((entitlement) => entitlement.remaining > 0n && this.covers(entitlement, alias))
+      .filter(
+        (entitlement) =>
+          entitlement.remaining > 0n &&
+          entitlement.remaining >= this.unitRate(entitlement, alias) &&
+          this.covers(entitlement, alias),
+      )
       .sort(
         (a, b) =>
           (a.expiresInDays ?? Number.POSITIVE_INFINITY) - (b.expiresInDays ?? Number.POSITIVE_INFINITY) ||
@@ -220,14 +247,19 @@ export class MoneyModel {
       );
   }
 
-  private plan(alias: string, need: bigint): Array<[ModelEntitlement, bigint]> {
-    const takes: Array<[ModelEntitlement, bigint]> = [];
+  /** R4, R2b: per entitlement, the tokens it covers towards `need` and its rate (units per token). */
+  private plan(
+    alias: string,
+    need: bigint,
+  ): Array<{ entitlement: ModelEntitlement; tokens: bigint; rate: bigint }> {
+    const takes: Array<{ entitlement: ModelEntitlement; tokens: bigint; rate: bigint }> = [];
     let left = need;
     for (const entitlement of this.drawOrder(alias)) {
       if (left === 0n) break;
-      const take = min(left, entitlement.remaining);
-      takes.push([entitlement, take]);
-      left -= take;
+      const rate = this.unitRate(entitlement, alias);
+      const tokens = min(left, entitlement.remaining / rate);
+      takes.push({ entitlement, tokens, rate });
+      left -= tokens;
     }
     return takes;
   }
@@ -238,7 +270,8 @@ export class MoneyModel {
     if (existing) return { ok: true, tokens: existing.reservedTokens, credits: existing.reservedCredits };
     const need = input + output;
     const takes = this.plan(alias, need);
-    const tokens = sum(takes.map(([, take]) => take));
+    const tokens = sum(takes.map((take) => take.tokens));
+    const units = sum(takes.map((take) => take.tokens * take.rate));
     const price = this.prices.get(alias) ?? null;
     let credit = 0n;
     if (tokens < need) {
@@ -256,10 +289,11 @@ export class MoneyModel {
     // R7: with calls open in a pool, leave the cover.
     const cover = this.coverPercent;
     const held = this.holdsInCover ? { tokens: 0n, credits: 0n } : this.held();
-    if (cover > 0n && tokens > 0n) {
+    if (cover > 0n && units > 0n) {
+      // In the entitlements' units (R2b).
       const reserved = sum(this.entitlements.map((entitlement) => entitlement.reserved)) - held.tokens;
       const available = sum(this.drawOrder(alias).map((entitlement) => entitlement.remaining));
-      if (reserved > 0n && (available - tokens) * 100n < cover * (reserved + tokens)) {
+      if (reserved > 0n && (available - units) * 100n < cover * (reserved + units)) {
         return { ok: false, code: 'insufficient_tokens' };
       }
     }
@@ -271,10 +305,10 @@ export class MoneyModel {
       }
     }
     const legs: Leg[] = [];
-    for (const [entitlement, take] of takes) {
-      entitlement.remaining -= take;
-      entitlement.reserved += take;
-      legs.push({ source: 'entitlement', id: entitlement.id, amount: take });
+    for (const { entitlement, tokens: covered, rate } of takes) {
+      entitlement.remaining -= covered * rate;
+      entitlement.reserved += covered * rate;
+      legs.push({ source: 'entitlement', id: entitlement.id, amount: covered * rate, rate });
     }
     if (credit > 0n && price) {
       this.credit.available -= credit;
@@ -286,10 +320,10 @@ export class MoneyModel {
       alias,
       legs,
       status: 'reserved',
-      reservedTokens: tokens,
+      reservedTokens: units,
       reservedCredits: credit,
     });
-    return { ok: true, tokens, credits: credit };
+    return { ok: true, tokens: units, credits: credit };
   }
 
   /** R6 */
@@ -355,8 +389,9 @@ export class MoneyModel {
     if (reservation.status === 'reserved' || reservation.status === 'held') {
       for (const leg of reservation.legs) {
         if (leg.source === 'entitlement') {
+          // R2b: whole tokens at the rate of reservation time.
           const entitlement = this.entitlement(leg.id);
-          const take = takeTokens(rest, leg.amount);
+          const take = takeTokens(rest, leg.amount / leg.rate) * leg.rate;
           entitlement.reserved -= leg.amount;
           entitlement.remaining += leg.amount - take;
           this.charge(leg.id, take);
@@ -378,8 +413,9 @@ export class MoneyModel {
     let owed = extra;
     let offTokens = 0n;
     if (totalOf(rest) > 0n) {
-      for (const [entitlement, take] of this.plan(reservation.alias, totalOf(rest))) {
-        takeTokens(rest, take);
+      for (const { entitlement, tokens: covered, rate } of this.plan(reservation.alias, totalOf(rest))) {
+        takeTokens(rest, covered);
+        const take = covered * rate;
         entitlement.remaining -= take;
         this.charge(entitlement.id, take);
         tokens += take;

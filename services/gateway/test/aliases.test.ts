@@ -195,8 +195,11 @@ describe('GET /v1/models', () => {
         cache_write_1h: '3',
         request: '0',
       },
+      // Units of a weighted package per token (docs/pricing.md#weighted-packages).
+      package_rate: '5',
     });
     // Only packages pay for tokens-test.
+    expect(list.data.at(-1)).toMatchObject({ package_rate: '1' });
     expect(list.data.at(-1)).toMatchObject({ id: 'tokens-test', pricing: null });
     t.expectNothingLeaked(reply.text);
     // Listing costs nothing.
@@ -226,6 +229,7 @@ describe('GET /v1/models', () => {
         cache_write_1h: '2',
         request: '0',
       },
+      package_rate: '1',
     });
     t.expectNothingLeaked(reply.text);
     await t.expectUntouched(key, {});

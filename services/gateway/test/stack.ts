@@ -43,7 +43,7 @@ aliases:
       price: { input: 2, output: 8 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
   - { alias: claude-all, provider: mock-anthropic, upstream_model: upstream-claude-x1,
       protocols: [messages, count_tokens, chat_completions, responses],
-      price: { input: 3, output: 15 }, default_max_output_tokens: 256, max_output_tokens: 4096 }
+      price: { input: 3, output: 15 }, package_rate: 5, default_max_output_tokens: 256, max_output_tokens: 4096 }
   - { alias: gpt-all, provider: mock-openai, upstream_model: upstream-gpt-y2,
       protocols: [messages, count_tokens, chat_completions, responses],
       price: { input: 2, output: 8 }, default_max_output_tokens: 256, max_output_tokens: 4096 }

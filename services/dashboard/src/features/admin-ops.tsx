@@ -48,18 +48,32 @@ interface AdminAlias {
   price: AliasPrice | null;
   maxOutputTokens: number;
   defaultMaxOutputTokens: number;
+  /** Units of a weighted package one token costs (docs/pricing.md#weighted-packages). */
+  packageRate: string;
+}
+
+interface AdminPackage {
+  id: string;
+  name: string;
+  tokens: string;
+  validityDays: number | null;
+  aliases: string[] | null;
+  ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
+  price: { amount: string; currency: string; exponent: number };
+  published: boolean;
+  counts: 'tokens' | 'weighted';
 }
 
 interface AdminCatalog {
   providers: { id: string; kind: string }[];
   aliases: AdminAlias[];
-  packages: { id: string; name: string; tokens: string; published: boolean }[];
+  packages: AdminPackage[];
   /** Entries of CATALOG_FILE: edited in the file, refused by the admin routes. */
   managedByFile?: { file: string | null; providers: string[]; aliases: string[]; packages: string[] };
 }
 
-/** The alias as PUT takes it, with new prices (null: only packages pay). */
-function aliasBody(alias: AdminAlias, price: AliasPrice | null) {
+/** The alias as PUT takes it, with new prices (null: only packages pay) and package rate. */
+function aliasBody(alias: AdminAlias, price: AliasPrice | null, packageRate: string) {
   const [only] = alias.upstreams;
   const single = alias.upstreams.length === 1 && only && only.priority === 0 && only.weight === 1;
   return {
@@ -71,7 +85,14 @@ function aliasBody(alias: AdminAlias, price: AliasPrice | null) {
     price,
     defaultMaxOutputTokens: alias.defaultMaxOutputTokens,
     maxOutputTokens: alias.maxOutputTokens,
+    packageRate,
   };
+}
+
+/** The package as PUT takes it, counting raw tokens or weighted units. */
+function packageBody(pack: AdminPackage, counts: AdminPackage['counts']) {
+  const { id: _id, counts: _counts, ...rest } = pack;
+  return { ...rest, counts };
 }
 
 /** Credits per token of each usage part and per call; empty input and output: packages only. */
@@ -86,6 +107,7 @@ function AliasPriceForm(props: { alias: AdminAlias; onSaved: () => Promise<void>
       request: '',
     },
   );
+  const [packageRate, setPackageRate] = useState(props.alias.packageRate);
   const save = useAction(async () => {
     const packagesOnly = price.input === '' && price.output === '';
     // Parts left empty take their defaults (docs/pricing.md): the input price, or 0 per call.
@@ -93,7 +115,7 @@ function AliasPriceForm(props: { alias: AdminAlias; onSaved: () => Promise<void>
     await api(
       'PUT',
       `/admin/catalog/aliases/${encodeURIComponent(props.alias.alias)}`,
-      aliasBody(props.alias, packagesOnly ? null : (given as AliasPrice)),
+      aliasBody(props.alias, packagesOnly ? null : (given as AliasPrice), packageRate),
     );
     await props.onSaved();
   });
@@ -106,7 +128,10 @@ function AliasPriceForm(props: { alias: AdminAlias; onSaved: () => Promise<void>
         void save.execute();
       }}
     >
-      <ErrorMessage error={save.error} fields={PRICE_PARTS.map(([part]) => `price.${part}`)} />
+      <ErrorMessage
+        error={save.error}
+        fields={[...PRICE_PARTS.map(([part]) => `price.${part}`), 'packageRate']}
+      />
       {PRICE_PARTS.map(([part, label]) => (
         <Field
           key={part}
@@ -118,9 +143,19 @@ function AliasPriceForm(props: { alias: AdminAlias; onSaved: () => Promise<void>
           onChange={(value) => setPrice({ ...price, [part]: value.trim() })}
         />
       ))}
+      <Field
+        label="Units of a weighted package per token"
+        name="packageRate"
+        error={save.error}
+        inputMode="numeric"
+        value={packageRate}
+        onChange={(value) => setPackageRate(value.trim())}
+      />
       <p className="hint">
         Leave input and output empty for an alias only packages pay for. Empty cache prices are the input
-        price; an empty one-hour write price is the five-minute one.
+        price; an empty one-hour write price is the five-minute one. Packages counting weighted units draw the
+        package rate per token of this alias (1 for the cheapest alias); packages counting raw tokens draw
+        one.
       </p>
       <Button type="submit" kind="primary" pending={save.pending}>
         Save prices
@@ -182,6 +217,11 @@ export function AdminOperationsScreen() {
   const margin = useApi<{ from: string; to: string; items: MarginRow[] }>('/admin/reports/margin');
   const catalog = useApi<AdminCatalog>('/admin/catalog');
   const [editing, setEditing] = useState<string | null>(null);
+  const countPackage = useAction(async (pack: AdminPackage) => {
+    const counts = pack.counts === 'weighted' ? 'tokens' : 'weighted';
+    await api('PUT', `/admin/catalog/packages/${encodeURIComponent(pack.id)}`, packageBody(pack, counts));
+    await catalog.reload();
+  });
   const [releasing, setReleasing] = useState<Held | null>(null);
   const [released, setReleased] = useState<string | null>(null);
   const release = useAction(async (item: Held) => {
@@ -299,7 +339,7 @@ export function AdminOperationsScreen() {
         <AuditLog />
       </Card>
       <Card title="Catalogue">
-        <ErrorMessage error={catalog.error} />
+        <ErrorMessage error={catalog.error ?? countPackage.error} />
         {catalog.data ? (
           <p className="hint" data-testid="catalog-rule">
             {catalog.data.managedByFile?.file
@@ -316,7 +356,8 @@ export function AdminOperationsScreen() {
               <li key={alias.alias}>
                 <code>{alias.alias}</code> → {alias.providerId}
                 {alias.published ? '' : ' (unpublished)'}
-                {priceSummary(alias.price)}{' '}
+                {priceSummary(alias.price)}
+                {` · package rate ${groupDigits(alias.packageRate)}`}{' '}
                 {catalog.data?.managedByFile?.aliases.includes(alias.alias) ? (
                   <span className="badge">from the file</span>
                 ) : (
@@ -341,14 +382,26 @@ export function AdminOperationsScreen() {
             ))}
             {catalog.data.packages.map((pack) => (
               <li key={pack.id}>
-                package <code>{pack.id}</code>: {pack.name}, {groupDigits(pack.tokens)} tokens
+                package <code>{pack.id}</code>: {pack.name}, {groupDigits(pack.tokens)}{' '}
+                {pack.counts === 'weighted' ? 'weighted units' : 'tokens'}
                 {pack.published ? '' : ' (unpublished)'}
                 {catalog.data?.managedByFile?.packages.includes(pack.id) ? (
                   <>
                     {' '}
                     <span className="badge">from the file</span>
                   </>
-                ) : null}
+                ) : (
+                  <>
+                    {' '}
+                    <Button
+                      label={`${pack.counts === 'weighted' ? 'Count raw tokens' : 'Count weighted units'} in ${pack.id}`}
+                      onClick={() => void countPackage.execute(pack)}
+                      pending={countPackage.pending}
+                    >
+                      {pack.counts === 'weighted' ? 'Count raw tokens' : 'Count weighted units'}
+                    </Button>
+                  </>
+                )}
               </li>
             ))}
           </ul>

@@ -78,7 +78,7 @@ export function BuyScreen() {
                       <strong>{pack.name}</strong>
                       <span className="price">{formatMoney(pack.price)}</span>
                       <span>
-                        {groupDigits(pack.tokens)} tokens
+                        {groupDigits(pack.tokens)} {pack.counts === 'weighted' ? 'weighted units' : 'tokens'}
                         {pack.validityDays ? `, valid ${pack.validityDays} days` : ''}
                       </span>
                       <span className="muted">

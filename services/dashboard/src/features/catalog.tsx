@@ -16,6 +16,8 @@ interface Model {
   } | null;
   maxOutputTokens: number;
   defaultMaxOutputTokens: number;
+  /** Units of a weighted package one token costs. */
+  packageRate: string;
 }
 
 export interface CatalogPackage {
@@ -26,6 +28,8 @@ export interface CatalogPackage {
   aliases: string[] | null;
   ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
   price: { amount: string; currency: string; exponent: number };
+  /** 'weighted': each token counts its model's package rate in units. */
+  counts?: 'tokens' | 'weighted';
 }
 
 export function CatalogScreen() {
@@ -53,6 +57,7 @@ export function CatalogScreen() {
                   <th scope="col">Cache write (5 min / 1 h)</th>
                   <th scope="col">Per call</th>
                   <th scope="col">Max output</th>
+                  <th scope="col">Weighted package units per token</th>
                 </tr>
               </thead>
               <tbody>
@@ -86,6 +91,7 @@ export function CatalogScreen() {
                       ) : null}
                     </td>
                     <td>{groupDigits(model.maxOutputTokens)}</td>
+                    <td>{groupDigits(model.packageRate)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -100,6 +106,10 @@ export function CatalogScreen() {
           plus the price per call.
         </p>
         <CreditWorth />
+        <p>
+          A token package counts tokens, one per token of any model, or weighted units: each token of a model,
+          whatever its part, counts the model's units per token shown above.
+        </p>
       </Card>
       <Card title="Token packages">
         <ErrorMessage error={packages.error} />
@@ -113,7 +123,7 @@ export function CatalogScreen() {
               <h3>{pack.name}</h3>
               <p className="price">{formatMoney(pack.price)}</p>
               <p>
-                {groupDigits(pack.tokens)} tokens
+                {groupDigits(pack.tokens)} {pack.counts === 'weighted' ? 'weighted units' : 'tokens'}
                 {pack.validityDays ? `, valid ${pack.validityDays} days` : ', no expiry'}
               </p>
               <p className="muted">{pack.aliases ? `For ${pack.aliases.join(', ')}` : 'For every model'}</p>

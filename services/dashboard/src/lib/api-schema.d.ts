@@ -1976,6 +1976,8 @@ export interface components {
             alias: string;
             defaultMaxOutputTokens: number;
             maxOutputTokens: number;
+            /** @description Units of a weighted package (counts: weighted) one token of this model costs, whatever its part. */
+            packageRate: string;
             price: components["schemas"]["ModelPrice"];
             protocols: ("messages" | "count_tokens" | "responses" | "chat_completions")[];
         };
@@ -1986,6 +1988,11 @@ export interface components {
                 maxOutputTokens: number | null;
                 requestsPerMinute: number | null;
             };
+            /**
+             * @description How the package's tokens count: `tokens`, one per token of any alias; `weighted`, each token of an alias counts the alias's packageRate.
+             * @enum {string}
+             */
+            counts: "tokens" | "weighted";
             id: string;
             name: string;
             price: components["schemas"]["Money"];
@@ -2508,6 +2515,8 @@ export interface components {
             } | null;
             defaultMaxOutputTokens: number;
             maxOutputTokens: number;
+            /** @description Units of a weighted package one token costs (docs/pricing.md). Default: 1. */
+            packageRate?: string;
             price: {
                 /** @description Default: the input price. */
                 cacheRead?: string;
@@ -2563,6 +2572,11 @@ export interface components {
                 maxOutputTokens: number | null;
                 requestsPerMinute: number | null;
             };
+            /**
+             * @description Default: tokens. Entitlements already granted keep theirs.
+             * @enum {string}
+             */
+            counts?: "tokens" | "weighted";
             name: string;
             price: {
                 amount: string;

@@ -91,6 +91,7 @@ async function modelsOf(
       protocols: alias.protocols,
       max_output_tokens: alias.maxOutputTokens,
       pricing: pricingOf(alias.price),
+      package_rate: alias.packageRate ?? '1',
     }));
     return Response.json({
       data,
@@ -107,6 +108,7 @@ async function modelsOf(
     protocols: alias.protocols,
     max_output_tokens: alias.maxOutputTokens,
     pricing: pricingOf(alias.price),
+    package_rate: alias.packageRate ?? '1',
   }));
   return Response.json({ object: 'list', data });
 }

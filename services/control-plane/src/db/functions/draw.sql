@@ -1,4 +1,4 @@
--- What an account may draw and in which order (R3, R4, R16), and its lock (R18).
+-- What an account may draw and in which order (R2b, R3, R4, R16), and its lock (R18).
 -- The functions in force: see README.md before changing one.
 
 -- R18: the account's lock is its credit_balances row, created on first use.
@@ -34,24 +34,34 @@ select p_remaining > 0 and (p_expires_at is null or p_expires_at > tollgate_now(
   and (p_alias is null or p_aliases is null or p_alias = any(p_aliases))
 $fn$;
 
--- R4: the usable entitlements in draw order (soonest expiry, no expiry last, oldest grant, id).
-create or replace function tollgate_usable_entitlements(p_account uuid, p_alias text)
-  returns table(id uuid, remaining bigint, draw_order bigint) language sql stable as $fn$
-select e.id, e.remaining,
+-- R2b: units of an entitlement one token of an alias costs: the alias's package rate for a weighted
+-- entitlement, 1 for one counting raw tokens.
+create or replace function tollgate_unit_rate(p_weighted boolean, p_rate bigint)
+  returns bigint language sql immutable as $fn$
+select case when p_weighted then p_rate else 1 end
+$fn$;
+
+-- R4: the usable entitlements in draw order (soonest expiry, no expiry last, oldest grant, id), and
+-- what one token costs each (R2b); a weighted one is usable while it has units for a whole token.
+create or replace function tollgate_usable_entitlements(p_account uuid, p_alias text, p_rate bigint)
+  returns table(id uuid, remaining bigint, rate bigint, draw_order bigint) language sql stable as $fn$
+select e.id, e.remaining, tollgate_unit_rate(e.weighted, p_rate),
        row_number() over (order by e.expires_at asc nulls last, e.created_at, e.id)
 from entitlements e
 where e.account_id = p_account and tollgate_entitlement_usable(e.remaining, e.expires_at, e.aliases, p_alias)
+  and e.remaining >= tollgate_unit_rate(e.weighted, p_rate)
 $fn$;
 
--- R4, R10: what each entitlement gives, in draw order, towards p_need tokens.
-create or replace function tollgate_draw_plan(p_account uuid, p_alias text, p_need bigint)
-  returns table(entitlement_id uuid, take bigint) language sql stable as $fn$
-select id, take from (
-  select u.id, u.draw_order,
-         least(u.remaining, p_need - coalesce(sum(u.remaining) over (order by u.draw_order
-           rows between unbounded preceding and 1 preceding), 0)) as take
-  from tollgate_usable_entitlements(p_account, p_alias) u
+-- R2b, R4, R10: what each entitlement gives, in draw order, towards p_need tokens: `tokens` it
+-- covers and the units (`take`) it gives for them, whole tokens only.
+create or replace function tollgate_draw_plan(p_account uuid, p_alias text, p_need bigint, p_rate bigint)
+  returns table(entitlement_id uuid, tokens bigint, take bigint) language sql stable as $fn$
+select id, tokens::bigint, (tokens * rate)::bigint from (
+  select u.id, u.draw_order, u.rate,
+         least(u.remaining / u.rate, p_need - coalesce(sum(u.remaining / u.rate) over (order by u.draw_order
+           rows between unbounded preceding and 1 preceding), 0)) as tokens
+  from tollgate_usable_entitlements(p_account, p_alias, p_rate) u
 ) plan
-where take > 0
+where tokens > 0
 order by draw_order
 $fn$;

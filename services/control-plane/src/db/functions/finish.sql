@@ -172,12 +172,14 @@ select array[(p_leg->>'inputPrice')::bigint,
              coalesce((p_leg->>'requestPrice')::bigint, 0)]
 $fn$;
 
--- R9, R10: usage charged from the legs in draw order; what is left returns to its source.
+-- R9, R10: usage charged from the legs in draw order; what is left returns to its source. A
+-- weighted leg (R2b) covers whole tokens at the rate it recorded.
 create or replace function tollgate_settle_legs(p_res reservations, p_parts bigint[])
   returns jsonb language plpgsql as $fn$
 declare
   v_leg jsonb;
   v_amount bigint;
+  v_rate bigint;
   v_take bigint;
   v_rest bigint[] := p_parts;
   v_cost numeric;
@@ -188,8 +190,10 @@ begin
   for v_leg in select * from jsonb_array_elements(p_res.legs) loop
     v_amount := (v_leg->>'amount')::bigint;
     if v_leg->>'source' = 'entitlement' then
-      v_take := least(v_amount, tollgate_parts_total(v_rest));
+      v_rate := coalesce((v_leg->>'rate')::bigint, 1);
+      v_take := least(v_amount / v_rate, tollgate_parts_total(v_rest));
       v_rest := tollgate_take_parts(v_rest, v_take);
+      v_take := v_take * v_rate;
       update entitlements set reserved = reserved - v_amount, remaining = remaining + (v_amount - v_take)
         where id = (v_leg->>'entitlementId')::uuid;
       insert into ledger_entries (account_id, entitlement_id, kind, available_delta, reserved_delta, amount,
@@ -216,8 +220,8 @@ begin
 end
 $fn$;
 
--- R10, R11: usage beyond the reservation, from usable entitlements then credit at today's prices;
--- the rest written off.
+-- R10, R11: usage beyond the reservation, from usable entitlements (at today's package rate, R2b)
+-- then credit at today's prices; the rest written off.
 create or replace function tollgate_charge_available(p_account uuid, p_alias text, p_reservation uuid, p_parts bigint[], p_extra_credits bigint)
   returns jsonb language plpgsql as $fn$
 declare
@@ -232,8 +236,10 @@ declare
   v_off_credits bigint := 0;
 begin
   if tollgate_parts_total(v_rest) > 0 then
-    for v_draw in select * from tollgate_draw_plan(p_account, p_alias, tollgate_parts_total(v_rest)) loop
-      v_rest := tollgate_take_parts(v_rest, v_draw.take);
+    select * into v_model from model_aliases where alias = p_alias;
+    for v_draw in select * from tollgate_draw_plan(p_account, p_alias, tollgate_parts_total(v_rest),
+                                                   coalesce(v_model.package_rate, 1)) loop
+      v_rest := tollgate_take_parts(v_rest, v_draw.tokens);
       update entitlements set remaining = remaining - v_draw.take where id = v_draw.entitlement_id;
       insert into ledger_entries (account_id, entitlement_id, kind, available_delta, amount, reservation_id, cause)
       values (p_account, v_draw.entitlement_id, 'settle', -v_draw.take, v_draw.take, p_reservation,

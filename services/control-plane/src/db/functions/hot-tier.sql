@@ -72,7 +72,7 @@ begin
 end
 $fn$;
 
--- R4, R21: a lease as Redis is given it, its sources in draw order.
+-- R2b, R4, R21: a lease as Redis is given it, its sources in draw order.
 create or replace function tollgate_hot_state(p_lease uuid, p_more boolean)
   returns jsonb language sql stable as $fn$
 select jsonb_build_object(
@@ -86,7 +86,7 @@ select jsonb_build_object(
                'net', coalesce((select p.leased - p.returned from hot_lease_parts p
                                 where p.lease_id = l.id and p.entitlement_id = e.id), 0)::text,
                'expiresAt', coalesce(floor(extract(epoch from e.expires_at) * 1000)::bigint, 0)::text,
-               'aliases', e.aliases) as source
+               'aliases', e.aliases, 'weighted', e.weighted) as source
       from entitlements e
       where e.account_id = l.account_id and (e.expires_at is null or e.expires_at > tollgate_now())
       union all

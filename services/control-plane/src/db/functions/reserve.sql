@@ -17,7 +17,8 @@ begin
            k.expires_at, k.scope, k.first_used_at, k.last_used_at, a.status as account_status,
            m.alias as model_alias, m.published,
            m.protocols, m.provider_id, m.upstream_model, m.input_price, m.output_price,
-           m.cache_read_price, m.cache_write_price, m.cache_write_1h_price, m.request_price
+           m.cache_read_price, m.cache_write_price, m.cache_write_1h_price, m.request_price,
+           m.package_rate
     from jsonb_array_elements(p_items) with ordinality as item
     left join api_keys k on k.lookup_hash = decode(item.value->>'lookup_hash', 'hex')
     left join accounts a on a.id = k.account_id
@@ -45,7 +46,7 @@ begin
 end
 $fn$;
 
--- R5 (draw), R6 (refusal code), R7 (overrun cover), R8 (idempotent, tombstones).
+-- R5 (draw), R2b (weighted packages), R6 (refusal code), R7 (overrun cover), R8 (idempotent, tombstones).
 create or replace function tollgate_reserve_one(p_item jsonb, p_key record)
   returns jsonb language plpgsql as $fn$
 declare
@@ -58,7 +59,10 @@ declare
   v_existing reservations%rowtype;
   v_model model_aliases%rowtype;
   v_draw record;
+  -- Tokens the entitlements cover, and the units they give for them (R2b: more when weighted).
   v_tokens bigint := 0;
+  v_units bigint := 0;
+  v_rate bigint := coalesce(p_key.package_rate, 1);
   v_cov_in bigint;
   v_cost numeric;
   v_credit bigint := 0;
@@ -99,7 +103,8 @@ begin
   if not (v_surface = any(p_key.protocols)) then return tollgate_refusal(v_id, 'model_unavailable'); end if;
 
   -- Plan the draw first; change nothing until the whole estimate is covered.
-  select coalesce(sum(take), 0) into v_tokens from tollgate_draw_plan(p_key.account_id, v_alias, v_need);
+  select coalesce(sum(tokens), 0), coalesce(sum(take), 0) into v_tokens, v_units
+    from tollgate_draw_plan(p_key.account_id, v_alias, v_need, v_rate);
   if v_tokens < v_need then
     v_covered := false;
     if v_priced then
@@ -123,12 +128,13 @@ begin
     end if;
   end if;
 
-  if v_cover > 0 and v_tokens > 0 then
+  -- R7 counts the entitlements' pool in their units.
+  if v_cover > 0 and v_units > 0 then
     select coalesce(sum(reserved), 0) into v_pool_reserved from entitlements where account_id = p_key.account_id;
     select coalesce(sum(remaining), 0) into v_pool_available
-      from tollgate_usable_entitlements(p_key.account_id, v_alias);
+      from tollgate_usable_entitlements(p_key.account_id, v_alias, v_rate);
     if v_pool_reserved > 0
-       and (v_pool_available - v_tokens)::numeric * 100 < v_cover::numeric * (v_pool_reserved + v_tokens) then
+       and (v_pool_available - v_units)::numeric * 100 < v_cover::numeric * (v_pool_reserved + v_units) then
       return tollgate_refusal(v_id, 'insufficient_tokens');
     end if;
   end if;
@@ -141,11 +147,14 @@ begin
     end if;
   end if;
 
-  for v_draw in select * from tollgate_draw_plan(p_key.account_id, v_alias, v_need) loop
+  for v_draw in select * from tollgate_draw_plan(p_key.account_id, v_alias, v_need, v_rate) loop
     update entitlements set remaining = remaining - v_draw.take, reserved = reserved + v_draw.take
       where id = v_draw.entitlement_id;
-    v_legs := v_legs || jsonb_build_object('source', 'entitlement', 'entitlementId', v_draw.entitlement_id,
-      'amount', v_draw.take::text);
+    -- R2b: a weighted leg records the rate it was reserved at; none means one unit per token.
+    v_legs := v_legs || (jsonb_build_object('source', 'entitlement', 'entitlementId', v_draw.entitlement_id,
+      'amount', v_draw.take::text)
+      || case when v_draw.take > v_draw.tokens then jsonb_build_object('rate', (v_draw.take / v_draw.tokens)::text)
+              else '{}'::jsonb end);
   end loop;
   if v_credit > 0 then
     update credit_balances set available = available - v_credit, reserved = reserved + v_credit,
@@ -160,7 +169,7 @@ begin
     insert into reservations (id, account_id, key_id, alias, surface, status, estimate_input, estimate_output,
                               legs, reserved_tokens, reserved_credits)
     values (v_id, p_key.account_id, p_key.key_id, v_alias, v_surface, 'reserved', v_in, v_out, v_legs,
-            v_tokens, v_credit)
+            v_units, v_credit)
   )
   insert into ledger_entries (account_id, entitlement_id, kind, available_delta, reserved_delta, amount,
                               reservation_id, cause)
@@ -170,7 +179,7 @@ begin
 
   return jsonb_build_object('reservation_id', v_id, 'ok', true, 'key_id', p_key.key_id,
     'account_id', p_key.account_id, 'provider_id', p_key.provider_id,
-    'upstream_model', p_key.upstream_model, 'reserved_tokens', v_tokens::text,
+    'upstream_model', p_key.upstream_model, 'reserved_tokens', v_units::text,
     'reserved_credits', v_credit::text);
 end
 $fn$;

@@ -27,6 +27,7 @@ import * as moneyTopUp from './0025_money_top_up.ts';
 import * as twoFactor from './0026_two_factor.ts';
 import * as emailNotices from './0027_email_notices.ts';
 import * as oneAuditLog from './0028_one_audit_log.ts';
+import * as weightedPackages from './0029_weighted_packages.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '0026_two_factor': twoFactor,
   '0027_email_notices': emailNotices,
   '0028_one_audit_log': oneAuditLog,
+  '0029_weighted_packages': weightedPackages,
 };

@@ -12,6 +12,7 @@ import {
   internalApi,
   reserveItem,
   seedCatalog,
+  setPackageRate,
   setPrice,
   settleItem,
   sourcesOf,
@@ -49,7 +50,8 @@ interface PriceOp {
 }
 
 type Op =
-  | { kind: 'grant'; tokens: bigint; days: number | null; aliases: string[] | null }
+  | { kind: 'grant'; tokens: bigint; days: number | null; aliases: string[] | null; weighted: boolean }
+  | { kind: 'rate'; alias: (typeof ALIASES)[number]; rate: bigint }
   | { kind: 'credit'; amount: bigint }
   | { kind: 'price'; price: PriceOp }
   | { kind: 'reserve'; calls: Array<{ alias: (typeof ALIASES)[number]; input: bigint; output: bigint }> }
@@ -91,7 +93,9 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     tokens: fc.bigInt({ min: 1n, max: 400n }),
     days: fc.option(fc.integer({ min: 1, max: 4 }), { nil: null }),
     aliases: fc.constantFrom<Array<string[] | null>>(null, ['tokens-only'], ['priced']),
+    weighted: fc.boolean(),
   }),
+  fc.record({ kind: fc.constant('rate' as const), alias, rate: fc.bigInt({ min: 1n, max: 7n }) }),
   fc.record({ kind: fc.constant('credit' as const), amount: fc.bigInt({ min: -500n, max: 3000n }) }),
   fc.record({ kind: fc.constant('price' as const), price }),
   fc.record({
@@ -139,18 +143,20 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
   });
   afterAll(async () => {
     await setPrice(context, 'priced', BASE_PRICE.input, BASE_PRICE.output);
+    for (const name of ALIASES) await setPackageRate(context, name, 1n);
     await context.close();
   });
 
   /** Runs one sequence on a new account; throws on the first disagreement, naming the step. */
   async function run(ops: Op[]): Promise<void> {
     await setPrice(context, 'priced', BASE_PRICE.input, BASE_PRICE.output);
+    for (const name of ALIASES) await setPackageRate(context, name, 1n);
     const prices = new Map<string, Price>([
       ['priced', { ...BASE_PRICE }],
       ['tokens-only', null],
     ]);
     const cover = BigInt(context.deps.config.billing.overrunCoverPercent);
-    const model = new MoneyModel(cover, prices, !hotTier);
+    const model = new MoneyModel(cover, prices, !hotTier, new Map());
     const key: FundedKey = await createFundedKey(context);
     const calls: Array<{ id: string; alias: string }> = [];
     sequences += 1;
@@ -180,8 +186,14 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
           tokens: op.tokens,
           expiresInMs: op.days === null ? null : op.days * DAY,
           aliases: op.aliases,
+          weighted: op.weighted,
         });
-        model.grantEntitlement(id, op.tokens, op.days, op.aliases);
+        model.grantEntitlement(id, op.tokens, op.days, op.aliases, op.weighted);
+        return;
+      }
+      case 'rate': {
+        await setPackageRate(context, op.alias, op.rate);
+        model.rates.set(op.alias, op.rate);
         return;
       }
       case 'credit': {

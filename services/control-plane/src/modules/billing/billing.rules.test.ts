@@ -12,6 +12,7 @@ import {
   internalApi,
   reserveItem,
   seedCatalog,
+  setPackageRate,
   setPrice,
   settleItem,
   sourcesOf,
@@ -413,6 +414,82 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
 
   // Sequences the differential test (billing.differential.test.ts) found the engines disagreeing
   // on, shrunk, kept here.
+  describe('weighted packages (R2b)', () => {
+    async function withRate<T>(alias: string, rate: bigint, body: () => Promise<T>): Promise<T> {
+      await setPackageRate(context, alias, rate);
+      try {
+        return await body();
+      } finally {
+        await setPackageRate(context, alias, 1n);
+      }
+    }
+
+    it('weighted packages: one package serves aliases of different rates, each token at its alias rate', async () => {
+      const key = await createFundedKey(context);
+      const pack = await grantEntitlement(context, key.accountId, { tokens: 1000n, weighted: true });
+      await withRate('priced', 5n, async () => {
+        // 60 + 40 tokens of an alias at 5 units each: 500 units reserved.
+        const first = reserveItem(key, 'priced', 60n, 40n);
+        expect(await reserveOne(first)).toMatchObject({
+          ok: true,
+          reserved: { tokens: '500', credits: '0' },
+        });
+        const settled = await api.finish([settleItem(key, first.reservationId, 'priced', 30n, 20n)]);
+        expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '250', credits: '0' } });
+        // 100 + 200 tokens of an alias at rate 1: 300 units.
+        const second = reserveItem(key, 'tokens-only', 100n, 200n);
+        expect(await reserveOne(second)).toMatchObject({
+          ok: true,
+          reserved: { tokens: '300', credits: '0' },
+        });
+      });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 450n, reservedTokens: 300n });
+      expect(await spentOf(context, key.accountId)).toEqual({ [pack]: 250n });
+    });
+
+    it('weighted packages: cover whole tokens only, credit pays the rest, and the units below a token stay', async () => {
+      const key = await createFundedKey(context, { credits: 10_000n });
+      const pack = await grantEntitlement(context, key.accountId, { tokens: 12n, weighted: true });
+      await withRate('priced', 5n, async () => {
+        // 12 units cover 2 tokens (10 units): 1 input and 1 output; 3 output tokens from credit at 5.
+        const item = reserveItem(key, 'priced', 1n, 4n);
+        expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '10', credits: '15' } });
+        const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 1n, 2n)]);
+        // 2 tokens from the package (10 units), 1 output token from credit (5).
+        expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '10', credits: '5' } });
+      });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 2n, credits: 9_995n });
+      expect(await spentOf(context, key.accountId)).toEqual({ [pack]: 10n, credit: 5n });
+    });
+
+    it('weighted packages: a package counting raw tokens charges one per token whatever the rate', async () => {
+      const key = await createFundedKey(context);
+      const pack = await grantEntitlement(context, key.accountId, { tokens: 1000n });
+      await withRate('priced', 5n, async () => {
+        const item = reserveItem(key, 'priced', 60n, 40n);
+        expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '100', credits: '0' } });
+        const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 30n, 20n)]);
+        expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '50', credits: '0' } });
+      });
+      expect(await spentOf(context, key.accountId)).toEqual({ [pack]: 50n });
+    });
+
+    it('weighted packages: within the reservation at its rate, beyond it at the rate of settle time', async () => {
+      const key = await createFundedKey(context);
+      const pack = await grantEntitlement(context, key.accountId, { tokens: 1000n, weighted: true });
+      await withRate('priced', 2n, async () => {
+        const item = reserveItem(key, 'priced', 10n, 10n);
+        expect(await reserveOne(item)).toMatchObject({ ok: true, reserved: { tokens: '40', credits: '0' } });
+        await setPackageRate(context, 'priced', 3n);
+        // 20 tokens within the reservation at 2 (40 units), 10 beyond it at 3 (30 units).
+        const settled = await api.finish([settleItem(key, item.reservationId, 'priced', 15n, 15n)]);
+        expect(settled.body.results[0]).toMatchObject({ charged: { tokens: '70', credits: '0' } });
+      });
+      expect(await spentOf(context, key.accountId)).toEqual({ [pack]: 70n });
+      expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 930n, reservedTokens: 0n });
+    });
+  });
+
   describe('found by the differential test', () => {
     const DAY = 86_400_000;
 

@@ -73,6 +73,7 @@ export async function grantPackage(
       concurrency: pack.concurrency,
       cause: input.cause,
       idempotency_key: input.idempotencyKey ?? null,
+      weighted: pack.counts === 'weighted',
     });
     return { entitlementId, replay: false };
   });

@@ -16,6 +16,8 @@ export interface EntitlementsTable {
   concurrency: number | null;
   cause: string;
   idempotency_key: string | null;
+  /** Counts weighted units (R2b, migration 0029) instead of raw tokens. */
+  weighted: ColumnType<boolean, boolean | undefined, boolean>;
   created_at: Created;
 }
 
@@ -37,8 +39,10 @@ export interface CreditGrantKeysTable {
 export interface ReservationLeg {
   source: 'entitlement' | 'credit';
   entitlementId?: string;
-  /** Tokens for an entitlement leg, credits for the credit leg (integer string). */
+  /** Units of the entitlement (tokens, or weighted units: R2b) or credits for the credit leg (integer string). */
   amount: string;
+  /** A weighted entitlement's units per token, fixed when reserved (R2b); absent: 1. */
+  rate?: string;
 }
 
 export type ReservationStatus = 'reserved' | 'settled' | 'released' | 'held';

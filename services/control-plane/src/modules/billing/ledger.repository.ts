@@ -15,6 +15,8 @@ export interface NewEntitlement {
   concurrency: number | null;
   cause: string;
   idempotency_key: string | null;
+  /** R2b: counts weighted units; a package's entitlement takes the package's counting. */
+  weighted?: boolean;
 }
 
 export async function insertEntitlement(trx: Transaction<Database>, values: NewEntitlement): Promise<string> {

@@ -47,6 +47,7 @@ export async function grantOrderInTransaction(
       concurrency: pack.concurrency,
       cause,
       idempotency_key: `order:${grant.orderId}`,
+      weighted: pack.counts === 'weighted',
     }));
   if (grant.bonusCredits > 0n) {
     await repository.changeCredit(trx, grant.accountId, grant.bonusCredits, 'grant', cause);

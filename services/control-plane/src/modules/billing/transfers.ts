@@ -93,6 +93,8 @@ export async function transferPackageTokens(
     concurrency: first.concurrency,
     cause: input.cause,
     idempotency_key: null,
+    // One package's entitlements all count alike (R2b).
+    weighted: first.weighted,
   });
   return { entitlementId, expiresAt };
 }

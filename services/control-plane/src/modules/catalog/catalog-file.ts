@@ -6,6 +6,8 @@ import {
   fitsStoredQuantity,
   INTEGER_STRING,
   MoneyWireShape,
+  PACKAGE_COUNTS,
+  PACKAGE_RATE_MAX,
   PROTOCOLS,
   PROVIDER_KINDS,
   providerCredentialProblem,
@@ -36,6 +38,7 @@ const Price = z.union([
   z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
 ]);
 const Positive = z.number().int().positive();
+const PackageRate = z.number().int().min(1).max(PACKAGE_RATE_MAX);
 
 const CredentialName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
 
@@ -152,6 +155,8 @@ export const CatalogFile = z
             cost: PartPrices.optional(),
             default_max_output_tokens: Positive,
             max_output_tokens: Positive,
+            /** Units of a weighted package one token of this alias costs (docs/pricing.md, R2b). */
+            package_rate: PackageRate.default(1),
           })
           .strict(),
       )
@@ -174,6 +179,8 @@ export const CatalogFile = z
               .strict()
               .superRefine(checkMoney),
             published: z.boolean().default(true),
+            /** 'tokens': every token counts one; 'weighted': a token counts its alias's package_rate. */
+            counts: z.enum(PACKAGE_COUNTS).default('tokens'),
           })
           .strict(),
       )

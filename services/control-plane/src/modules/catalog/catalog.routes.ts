@@ -161,6 +161,7 @@ export function adminCatalogRoutes() {
       price_currency: body.price.currency,
       price_exponent: body.price.exponent,
       published: body.published,
+      counts: body.counts ?? 'tokens',
     });
     return c.json({ data: { updated: true as const } }, 200);
   });

@@ -4,6 +4,8 @@ import {
   fitsStoredQuantity,
   INTEGER_STRING,
   MoneyWireShape,
+  PACKAGE_COUNTS,
+  PACKAGE_RATE_MAX,
   PROTOCOLS,
   PROVIDER_KINDS,
   UPSTREAM_PRIORITY_MAX,
@@ -15,6 +17,19 @@ import {
 const INT4_MAX = 2_147_483_647;
 const IntegerString = z.string().regex(INTEGER_STRING.unsigned).refine(fitsStoredQuantity, 'Too large.');
 const Int4 = z.number().int().positive().max(INT4_MAX);
+const PackageRate = z
+  .string()
+  .regex(INTEGER_STRING.positive)
+  // Refinements run after a failed regex too: only a whole number reaches BigInt.
+  .refine(
+    (value) => !INTEGER_STRING.positive.test(value) || BigInt(value) <= BigInt(PACKAGE_RATE_MAX),
+    `At most ${PACKAGE_RATE_MAX}.`,
+  );
+const PackageCounts = z
+  .enum(PACKAGE_COUNTS)
+  .describe(
+    "How the package's tokens count: `tokens`, one per token of any alias; `weighted`, each token of an alias counts the alias's packageRate.",
+  );
 
 export const ModelPriceView = z
   .object({
@@ -46,6 +61,9 @@ export const PublicModelView = z
     ),
     maxOutputTokens: z.number().int(),
     defaultMaxOutputTokens: z.number().int(),
+    packageRate: PackageRate.describe(
+      'Units of a weighted package (counts: weighted) one token of this model costs, whatever its part.',
+    ),
   })
   .openapi('CatalogModel');
 
@@ -65,6 +83,7 @@ export const PublicPackageView = z
       concurrency: z.number().int().nullable(),
     }),
     price: MoneyView,
+    counts: PackageCounts,
   })
   .openapi('CatalogPackage');
 
@@ -168,6 +187,9 @@ export const PutAliasRequest = z
     price: PartPricesRequest.nullable(),
     defaultMaxOutputTokens: Int4,
     maxOutputTokens: Int4,
+    packageRate: PackageRate.optional().describe(
+      'Units of a weighted package one token costs (docs/pricing.md). Default: 1.',
+    ),
   })
   .openapi('PutAliasRequest');
 
@@ -205,6 +227,7 @@ export const PutPackageRequest = z
     // The amount is a Postgres bigint: bounded here, not by the database. The exponent is the currency's own.
     price: z.object({ ...MoneyWireShape, amount: IntegerString }).superRefine(checkMoney),
     published: z.boolean(),
+    counts: PackageCounts.optional().describe('Default: tokens. Entitlements already granted keep theirs.'),
   })
   .openapi('PutPackageRequest');
 

@@ -8,6 +8,7 @@ import {
   type GatewayProvider,
   type GatewayUpstream,
   type MoneyWire,
+  type PackageCounts,
   type Protocol,
   type ProviderKind,
   providerCredentialProblem,
@@ -34,6 +35,8 @@ export interface PublicModel {
   price: AliasPrice | null;
   maxOutputTokens: number;
   defaultMaxOutputTokens: number;
+  /** Units of a weighted package one token costs (R2b). */
+  packageRate: string;
 }
 
 export interface PublicPackage {
@@ -45,6 +48,7 @@ export interface PublicPackage {
   aliases: string[] | null;
   ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
   price: MoneyWire;
+  counts: PackageCounts;
 }
 
 /**
@@ -91,6 +95,7 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         ),
         default_max_output_tokens: alias.default_max_output_tokens,
         max_output_tokens: alias.max_output_tokens,
+        package_rate: BigInt(alias.package_rate),
       });
       await repository.replaceAliasUpstreams(trx, alias.alias, alias.upstreams ? rowsOf(upstreams) : []);
       await repository.replaceUpstreamCosts(
@@ -119,6 +124,7 @@ export async function syncCatalog(deps: Dependencies, catalog: CatalogFile): Pro
         price_currency: pack.price.currency,
         price_exponent: pack.price.exponent,
         published: pack.published,
+        counts: pack.counts,
       });
     }
     await writeCreditSettings(trx, catalog.credit);
@@ -340,6 +346,7 @@ export async function readGatewayCatalog(deps: Dependencies): Promise<GatewayCat
       defaultMaxOutputTokens: alias.default_max_output_tokens,
       maxOutputTokens: alias.max_output_tokens,
       price: aliasPriceOf(alias),
+      packageRate: String(alias.package_rate),
     })),
   };
 }
@@ -351,6 +358,7 @@ export function toPublicModel(alias: repository.AliasRow): PublicModel {
     price: aliasPriceOf(alias),
     maxOutputTokens: alias.max_output_tokens,
     defaultMaxOutputTokens: alias.default_max_output_tokens,
+    packageRate: String(alias.package_rate),
   };
 }
 
@@ -371,6 +379,7 @@ export function toPublicPackage(pack: repository.PackageRow): PublicPackage {
       currency: pack.price_currency,
       exponent: pack.price_exponent,
     },
+    counts: pack.counts,
   };
 }
 
@@ -431,6 +440,8 @@ export interface AliasChange {
   price: AliasPriceInput | null;
   defaultMaxOutputTokens: number;
   maxOutputTokens: number;
+  /** Units of a weighted package one token costs (R2b); default 1. */
+  packageRate?: string | undefined;
 }
 
 /** The audit row of an admin's catalogue change, written in the change's transaction. */
@@ -475,6 +486,7 @@ export async function putAlias(
       ...priceColumns(change.price),
       default_max_output_tokens: change.defaultMaxOutputTokens,
       max_output_tokens: change.maxOutputTokens,
+      package_rate: BigInt(change.packageRate ?? '1'),
     });
     await repository.replaceAliasUpstreams(trx, alias, change.upstreams ? rowsOf(upstreams) : []);
     await repository.replaceUpstreamCosts(

@@ -28,6 +28,8 @@ export interface ModelAliasesTable {
   cache_write_1h_price: bigint | null;
   /** Credits per call paid from credit; 0 when none. */
   request_price: ColumnType<bigint, bigint | undefined, bigint>;
+  /** Units of a weighted package one token of this alias costs (R2b, migration 0029). */
+  package_rate: ColumnType<bigint, bigint | undefined, bigint>;
   default_max_output_tokens: number;
   max_output_tokens: number;
   updated_at: Updated;
@@ -46,8 +48,12 @@ export interface PackagesTable {
   price_currency: string;
   price_exponent: number;
   published: boolean;
+  /** 'tokens': every token is one unit; 'weighted': a token costs its alias's package rate (R2b). */
+  counts: ColumnType<PackageCounts, PackageCounts | undefined, PackageCounts>;
   updated_at: Updated;
 }
+
+export type PackageCounts = 'tokens' | 'weighted';
 
 /** The upstreams of an alias served by several (migration 0016); none = the alias's own one. */
 export interface AliasUpstreamsTable {

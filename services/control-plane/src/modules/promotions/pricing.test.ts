@@ -14,6 +14,7 @@ const pack = (amount: bigint, currency = 'USD', exponent = 2): PackageRow => ({
   price_currency: currency,
   price_exponent: exponent,
   published: true,
+  counts: 'tokens',
   updated_at: new Date(),
 });
 

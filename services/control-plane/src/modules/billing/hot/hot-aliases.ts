@@ -12,6 +12,8 @@ export interface AliasInfo {
    */
   inputPrice: string;
   outputPrice: string;
+  /** Units of a weighted entitlement one token costs (R2b). */
+  packageRate: string;
 }
 
 /** The catalogue as reservations need it, read at most every couple of seconds (and at once after a change here). */
@@ -41,6 +43,7 @@ export function createAliasCache(db: Kysely<Database>) {
                 ].join(',')
               : '',
           outputPrice: row.input_price !== null && row.output_price !== null ? String(row.output_price) : '',
+          packageRate: String(row.package_rate),
         },
       ]),
     );

@@ -134,6 +134,7 @@ export function createHotFinish({ deps, store, leases, aliases }: HotParts) {
             inputPrice: alias?.inputPrice ?? '',
             outputPrice: alias?.outputPrice ?? '',
             created: String(Date.parse(item.occurredAt) * 1000),
+            packageRate: alias?.packageRate ?? '1',
           },
         };
       }),

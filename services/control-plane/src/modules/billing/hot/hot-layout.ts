@@ -14,6 +14,7 @@
  *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it)
  *   r:<s>, h:<s>      of that, what is free, and what calls in flight hold
  *   x:<s>, a:<s>      an entitlement's expiry (ms, 0 = none) and covered aliases (`,a,b,`; '' = all)
+ *   w:<s>             '1' when the entitlement is weighted (R2b): a token costs the alias's package rate
  * The calls (hash `calls`), by reservation id:
  *   R|<CALL_FIELDS>   in flight (holding its concurrency slot in the limiter's lease sets, if any)
  *   D|<RECORD_FIELDS> finished, not yet in Postgres
@@ -51,7 +52,7 @@ export const SCRIPT_LAYOUTS = {
     args: ['clockOffsetMs', 'topupAllowed', 'coverPercent', 'leaseTtlMs', 'topupEveryMs', 'count'],
     itemKeys: ['key', 'keyRate', 'planRate', 'keyLeases', 'planLeases'],
     // aliasState: ok, unknown, unpublished, protocol. Prices '' = unpriced. keyRpm '' = limits
-    // checked by the gateway.
+    // checked by the gateway. packageRate: units of a weighted entitlement per token (R2b).
     itemArgs: [
       'id',
       'keyId',
@@ -68,6 +69,7 @@ export const SCRIPT_LAYOUTS = {
       'planRpm',
       'planConcurrency',
       'windowMs',
+      'packageRate',
     ],
   }),
   /** A batch of one account's settles, releases and holds (R9 to R14). */
@@ -77,7 +79,8 @@ export const SCRIPT_LAYOUTS = {
     keys: ['lease', 'calls'],
     args: ['clockOffsetMs', 'forgotten', 'topupAllowed', 'count'],
     itemKeys: [],
-    // Prices: the alias's of now ('' = unpriced). created: µs, for a call Redis does not know.
+    // Prices and packageRate: the alias's of now ('' = unpriced). created: µs, for a call Redis does
+    // not know.
     itemArgs: [
       'id',
       'action',
@@ -91,6 +94,7 @@ export const SCRIPT_LAYOUTS = {
       'inputPrice',
       'outputPrice',
       'created',
+      'packageRate',
     ],
   }),
   /** Finished calls Postgres has: forgotten, or kept as tombstones for `tombstoneMs`. */
@@ -111,14 +115,14 @@ export const SCRIPT_LAYOUTS = {
     itemKeys: [],
     itemArgs: [],
   }),
-  /** Writes a lease as Postgres has it; per source: id ('c' = credit), net, expiry ms, aliases. */
+  /** Writes a lease as Postgres has it; per source: id ('c' = credit), net, expiry ms, aliases, weighted. */
   hotLease: layout({
     file: 'lease.lua',
     common: true,
     keys: ['lease', 'claim'],
     args: ['clockOffsetMs', 'mode', 'token', 'leaseId', 'version', 'more', 'count'],
     itemKeys: [],
-    itemArgs: ['id', 'net', 'expiresAt', 'aliases'],
+    itemArgs: ['id', 'net', 'expiresAt', 'aliases', 'weighted'],
   }),
   /** Takes what is free in a lease, to be returned in Postgres under `version`. */
   hotRecall: layout({

@@ -21,7 +21,13 @@ interface LeaseState {
   lease: string;
   version: string;
   more: boolean;
-  sources: Array<{ id: string | null; net: string; expiresAt?: string; aliases?: string[] | null }>;
+  sources: Array<{
+    id: string | null;
+    net: string;
+    expiresAt?: string;
+    aliases?: string[] | null;
+    weighted?: boolean;
+  }>;
 }
 
 /**
@@ -137,6 +143,7 @@ function leaseWrite(mode: 'install' | 'sync', token: string, state: LeaseState) 
     net: source.net,
     expiresAt: source.expiresAt ?? '0',
     aliases: source.aliases && source.aliases.length > 0 ? `,${source.aliases.join(',')},` : '',
+    weighted: source.weighted ? '1' : '0',
   }));
   return { mode, token, leaseId: state.lease, version: state.version, more: state.more, sources };
 }

@@ -68,6 +68,7 @@ async function finishInRedis(
           inputPrice: settle.inputPrice,
           outputPrice: settle.outputPrice,
           created: '1700000000000000',
+          packageRate: '1',
         },
       },
     ],

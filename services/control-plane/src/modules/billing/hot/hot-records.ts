@@ -29,8 +29,8 @@ export interface FinishedRecord {
   reservedTokens: string;
   reservedCredits: string;
   /**
-   * 'e:<entitlement>:<amount>' and 'c:c:<amount>:<input prices>:<output price>', ';'-separated;
-   * input prices as PriceList.
+   * 'e:<entitlement>:<amount>' ('e:<entitlement>:<amount>:<rate>' when weighted, R2b) and
+   * 'c:c:<amount>:<input prices>:<output price>', ';'-separated; input prices as PriceList.
    */
   legs: string;
   /** The input parts, ','-separated: input, 5-minute write, 1-hour write, cache read (one: input). */
@@ -73,6 +73,8 @@ export interface PersistItem {
     source: 'entitlement' | 'credit';
     entitlementId?: string;
     amount: string;
+    /** A weighted entitlement leg's units per token (R2b). */
+    rate?: string;
     inputPrice?: string;
     outputPrice?: string;
     cacheWritePrice?: string;
@@ -157,7 +159,11 @@ export function parseLegs(text: string): PersistItem['legs'] {
         string?,
         string?,
       ];
-      if (kind !== 'c') return { source: 'entitlement', entitlementId: source, amount };
+      // R2b: a weighted leg carries its rate where the credit leg carries prices.
+      if (kind !== 'c')
+        return inputPrice
+          ? { source: 'entitlement', entitlementId: source, amount, rate: inputPrice }
+          : { source: 'entitlement', entitlementId: source, amount };
       // The leg as Postgres records one (tollgate_reserve_one), so a held call settles the same there.
       const [input = '0', write, write1h, read, request] = (inputPrice ?? '0').split(',');
       return {

@@ -184,6 +184,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       estimateOut: item.estimate.outputTokens,
       inputPrice: alias?.inputPrice ?? '',
       outputPrice: alias?.outputPrice ?? '',
+      packageRate: alias?.packageRate ?? '1',
       keyRpm: limits ? limits.keyRequestsPerMinute : '',
       keyConcurrency: limits ? limits.keyConcurrency : '',
       planRpm: limits?.plan?.requestsPerMinute ?? '',

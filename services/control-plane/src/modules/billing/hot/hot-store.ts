@@ -33,6 +33,8 @@ export interface LeaseSource {
   net: string;
   expiresAt: string;
   aliases: string;
+  /** '1': a weighted entitlement (R2b), whose tokens cost the alias's package rate. */
+  weighted: string;
 }
 
 export interface LeaseWrite {

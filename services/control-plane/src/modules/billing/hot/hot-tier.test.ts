@@ -245,6 +245,7 @@ describe('a control plane that stops between Redis and Postgres', () => {
             inputPrice: '2',
             outputPrice: '5',
             created: '0',
+            packageRate: '1',
           },
         },
       ],

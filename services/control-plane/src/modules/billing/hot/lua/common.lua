@@ -57,6 +57,10 @@ local function usable(st, s, alias, now)
   local aliases = st['a:' .. s] or ''
   return aliases == '' or string.find(aliases, ',' .. alias .. ',', 1, true) ~= nil
 end
+-- R2b: units of source s one token costs: the alias's package rate when s is weighted, else 1.
+local function unitRate(st, s, rate)
+  return st['w:' .. s] == '1' and rate or 1
+end
 -- R2a: an input-side price list, ','-separated: input, 5-minute cache write, 1-hour cache write,
 -- cache read, per call (hot-aliases.ts). One written before prices per part has input alone: every
 -- input part at it, nothing per call.
@@ -92,12 +96,17 @@ local function partsCost(parts, list, outPrice)
   return parts[1] * list[1] + parts[2] * list[2] + parts[3] * list[3] + parts[4] * list[4]
     + parts[5] * num(outPrice) + list[5]
 end
--- Legs: 'e:<id>:<amount>' per entitlement, 'c:c:<amount>:<input price list>:<output price>' for credit.
+-- Legs: 'e:<id>:<amount>' per entitlement ('e:<id>:<amount>:<rate>' when weighted, R2b),
+-- 'c:c:<amount>:<input price list>:<output price>' for credit.
 local function parseLegs(text)
   local legs = {}
   for _, part in ipairs(split(text, ';')) do
     local f = split(part, ':')
-    legs[#legs + 1] = { source = f[2], amount = tonumber(f[3]), ip = f[4], op = f[5] }
+    if f[1] == 'c' then
+      legs[#legs + 1] = { source = f[2], amount = tonumber(f[3]), ip = f[4], op = f[5] }
+    else
+      legs[#legs + 1] = { source = f[2], amount = tonumber(f[3]), rate = tonumber(f[4] or '1') }
+    end
   end
   return legs
 end

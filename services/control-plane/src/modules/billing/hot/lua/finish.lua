@@ -86,12 +86,13 @@ local function finishOne(a)
     for _, leg in ipairs(legs) do
       add('h:' .. leg.source, -leg.amount)
       if leg.source ~= 'c' then
-        local take = math.min(leg.amount, partsTotal(rest))
+        -- R2b: whole tokens at the rate the leg recorded.
+        local take = math.min(math.floor(leg.amount / leg.rate), partsTotal(rest))
         local takeIn, takeOut = takeParts(rest, take)
         legIn = legIn + takeIn
         legOut = legOut + takeOut
-        add('r:' .. leg.source, leg.amount - take)
-        charge(leg.source, take)
+        add('r:' .. leg.source, leg.amount - take * leg.rate)
+        charge(leg.source, take * leg.rate)
       else
         -- Each part at the prices the leg recorded, plus its price per call.
         local cost = partsCost(rest, priceList(leg.ip), leg.op)
@@ -109,16 +110,18 @@ local function finishOne(a)
     local owed = extra
     if partsTotal(rest) > 0 then
       local overIn, overOut = 0, 0
+      -- R2b: a weighted entitlement at the alias's package rate of now.
+      local rate = math.max(1, num(ARGV[a + ITEM_ARG.packageRate]))
       for _, s in ipairs(sources) do
         if partsTotal(rest) <= 0 then break end
-        local free = num(st['r:' .. s])
-        if s ~= 'c' and free > 0 and usable(st, s, r.alias, now) then
-          local take = math.min(partsTotal(rest), free)
+        local free, per = num(st['r:' .. s]), unitRate(st, s, rate)
+        if s ~= 'c' and free >= per and usable(st, s, r.alias, now) then
+          local take = math.min(partsTotal(rest), math.floor(free / per))
           local takeIn, takeOut = takeParts(rest, take)
           overIn = overIn + takeIn
           overOut = overOut + takeOut
-          add('r:' .. s, -take)
-          charge(s, take)
+          add('r:' .. s, -take * per)
+          charge(s, take * per)
         end
       end
       r.overTakeIn, r.overTakeOut = fmt(overIn), fmt(overOut)

@@ -26,7 +26,7 @@ for i = 1, count do
   local delta = net - num(st['n:' .. s])
   for _, pair in ipairs({ {'n:' .. s, fmt(net)}, {'r:' .. s, fmt(num(st['r:' .. s]) + delta)},
                           {'h:' .. s, fmt(num(st['h:' .. s]))}, {'x:' .. s, ARGV[a + ITEM_ARG.expiresAt]},
-                          {'a:' .. s, ARGV[a + ITEM_ARG.aliases]} }) do
+                          {'a:' .. s, ARGV[a + ITEM_ARG.aliases]}, {'w:' .. s, ARGV[a + ITEM_ARG.weighted]} }) do
     values[#values + 1] = pair[1]
     values[#values + 1] = pair[2]
   end

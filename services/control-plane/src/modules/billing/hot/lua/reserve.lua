@@ -37,6 +37,7 @@ local function reserveOne(a, k)
   local alias, aliasState, surface = ARGV[a + ITEM_ARG.alias], ARGV[a + ITEM_ARG.aliasState], ARGV[a + ITEM_ARG.surface]
   local estIn, estOut = tonumber(ARGV[a + ITEM_ARG.estimateIn]), tonumber(ARGV[a + ITEM_ARG.estimateOut])
   local inPrice, outPrice = ARGV[a + ITEM_ARG.inputPrice], ARGV[a + ITEM_ARG.outputPrice]
+  local rate = math.max(1, num(ARGV[a + ITEM_ARG.packageRate]))
   local existing = redis.call('HGET', KEYS[KEY.calls], id)
   if existing then
     -- R8: a repeat answers what it holds; one finished before this reserve arrived, nothing.
@@ -84,18 +85,20 @@ local function reserveOne(a, k)
   end
 
   -- R4, R5 (as tollgate_reserve_one): entitlements covering the alias, soonest expiry first, then
-  -- credit at the alias's price; the whole estimate or nothing.
+  -- credit at the alias's price; the whole estimate or nothing. R2b: `tokens` the entitlements
+  -- cover, `units` they give for them (a weighted one gives the package rate per token).
   local need = estIn + estOut
   local takes = {}
-  local tokens = 0
+  local tokens, units = 0, 0
   for _, s in ipairs(sources) do
     if tokens >= need then break end
     if s ~= 'c' then
-      local free = num(st['r:' .. s])
-      if free > 0 and usable(st, s, alias, now) then
-        local take = math.min(need - tokens, free)
-        takes[#takes + 1] = { s, take }
-        tokens = tokens + take
+      local free, per = num(st['r:' .. s]), unitRate(st, s, rate)
+      if free >= per and usable(st, s, alias, now) then
+        local covered = math.min(need - tokens, math.floor(free / per))
+        takes[#takes + 1] = { s, covered * per, per }
+        tokens = tokens + covered
+        units = units + covered * per
       end
     end
   end
@@ -121,18 +124,18 @@ local function reserveOne(a, k)
     end
   end
   -- R7: the overrun cover (RESERVE_OVERRUN_COVER_PERCENT), per pool, as in Postgres.
-  if not short and cover > 0 and tokens > 0 then
+  if not short and cover > 0 and units > 0 then
     local poolHeld, poolFree = 0, 0
     -- Held by calls in flight on any entitlement, also one expired since (its calls may overrun).
     for field, value in pairs(st) do
       if string.sub(field, 1, 2) == 'h:' and field ~= 'h:c' then poolHeld = poolHeld + num(value) end
     end
     for _, s in ipairs(sources) do
-      if s ~= 'c' and num(st['r:' .. s]) > 0 and usable(st, s, alias, now) then
+      if s ~= 'c' and num(st['r:' .. s]) >= unitRate(st, s, rate) and usable(st, s, alias, now) then
         poolFree = poolFree + num(st['r:' .. s])
       end
     end
-    if poolHeld > 0 and (poolFree - tokens) * 100 < cover * (poolHeld + tokens) then short = 'insufficient_tokens' end
+    if poolHeld > 0 and (poolFree - units) * 100 < cover * (poolHeld + units) then short = 'insufficient_tokens' end
   end
   if not short and cover > 0 and credit > 0 then
     local held, free = num(st['h:c']), num(st['r:c'])
@@ -153,7 +156,7 @@ local function reserveOne(a, k)
     local s = take[1]
     set('r:' .. s, fmt(num(st['r:' .. s]) - take[2]))
     set('h:' .. s, fmt(num(st['h:' .. s]) + take[2]))
-    legs[#legs + 1] = 'e:' .. s .. ':' .. fmt(take[2])
+    legs[#legs + 1] = 'e:' .. s .. ':' .. fmt(take[2]) .. (take[3] > 1 and (':' .. fmt(take[3])) or '')
   end
   if credit > 0 then
     set('r:c', fmt(num(st['r:c']) - credit))
@@ -170,10 +173,10 @@ local function reserveOne(a, k)
     if limits.planSlots > 0 then slots = slots .. ',' .. limits.planLeases end
   end
   redis.call('HSET', KEYS[KEY.calls], id, inFlight({ keyId = keyId, alias = alias, surface = surface,
-    created = createdUs, estIn = fmt(estIn), estOut = fmt(estOut), reservedTokens = fmt(tokens),
+    created = createdUs, estIn = fmt(estIn), estOut = fmt(estOut), reservedTokens = fmt(units),
     reservedCredits = fmt(credit), legs = legText, slots = slots }))
   reserved = reserved + 1
-  return {'ok', legText, fmt(tokens), fmt(credit), limits and budgetText(limits) or ''}
+  return {'ok', legText, fmt(units), fmt(credit), limits and budgetText(limits) or ''}
 end
 
 local results = {}

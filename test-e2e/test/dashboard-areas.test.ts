@@ -252,3 +252,89 @@ describe('the reseller area', () => {
     await expectAccessible(page, 'profile');
   });
 });
+
+describe('spend caps on the reseller and admin screens', () => {
+  it('a reseller caps its customer and one of its keys; an admin caps the account, bounding the reseller', async () => {
+    const reseller = await person('capper', 'reseller');
+    const { page } = reseller;
+    await page.getByRole('navigation').getByRole('link', { name: 'Customers' }).click();
+    const customerEmail = `capped-${randomBytes(4).toString('hex')}@example.test`;
+    await page.getByLabel('Email').fill(customerEmail);
+    await page.getByRole('button', { name: 'Invite' }).click();
+    await page.getByText(`${customerEmail} was invited by email`).waitFor();
+    const accountId = await acceptInvitation(stack, customerEmail);
+    await page.reload();
+    await page.getByTestId('customers').getByRole('link', { name: customerEmail }).click();
+    await page.getByRole('heading', { name: customerEmail }).waitFor();
+    await page.getByLabel('Key name').fill('metered');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('button', { name: 'Hide' }).click();
+
+    // On the whole account: 5,000 credits a day.
+    const form = page.getByRole('form', { name: 'Set a spend cap' });
+    await page.getByText('No spend caps on this account or its keys.').waitFor();
+    await form.getByLabel('On').selectOption({ label: 'the whole account' });
+    await form.getByLabel('Counts').selectOption('credits');
+    await form.getByLabel('Per').selectOption('day');
+    await form.getByLabel('At most').fill('5000');
+    await form.getByRole('button', { name: 'Save cap' }).click();
+    const accountCaps = page.getByRole('list', { name: 'Spend caps on the account' });
+    await accountCaps.getByText('5,000 credits per day').waitFor();
+    await accountCaps.getByText(/on the account, set by you: 0 used, 5,000 left/).waitFor();
+    // On its key: 1,000 tokens per rolling 5 hours.
+    await form.getByLabel('On').selectOption({ label: 'key metered' });
+    await form.getByLabel('Counts').selectOption('tokens');
+    await form.getByLabel('Per').selectOption('5h');
+    await form.getByLabel('At most').fill('1000');
+    await form.getByRole('button', { name: 'Save cap' }).click();
+    await page
+      .getByRole('list', { name: 'Spend caps of metered' })
+      .getByText('1,000 tokens per 5 hours')
+      .waitFor();
+    await expectAccessible(page, 'reseller customer with spend caps');
+
+    // The admin sees both, sets its own lower day cap on the account, which bounds the reseller's.
+    await admin.page.goto(`${base}/admin/accounts/${accountId}`);
+    await admin.page.getByRole('heading', { name: customerEmail }).waitFor();
+    const adminCaps = admin.page.getByRole('list', { name: 'Spend caps on the account' });
+    await adminCaps.getByText(/set by its reseller/).waitFor();
+    await admin.page
+      .getByRole('list', { name: 'Spend caps of metered' })
+      .getByText('1,000 tokens per 5 hours')
+      .waitFor();
+    const adminForm = admin.page.getByRole('form', { name: 'Set a spend cap' });
+    await adminForm.getByLabel('Counts').selectOption('credits');
+    await adminForm.getByLabel('Per').selectOption('day');
+    await adminForm.getByLabel('At most').fill('3000');
+    await adminForm.getByRole('button', { name: 'Save cap' }).click();
+    await adminCaps.getByText(/3,000 credits per day\s*on the account, set by an admin/).waitFor();
+    await expectAccessible(admin.page, 'admin account with spend caps');
+
+    await page.reload();
+    await page
+      .getByRole('list', { name: 'Spend caps on the account' })
+      .getByText(/set by the operator/)
+      .waitFor();
+    await form.getByLabel('Counts').selectOption('credits');
+    await form.getByLabel('Per').selectOption('day');
+    await form.getByLabel('At most').fill('4000');
+    await form.getByRole('button', { name: 'Save cap' }).click();
+    await form.getByText('At most 3000 for this account.').waitFor();
+    const { rows } = await stack.db.query<{
+      set_by: string;
+      unit: string;
+      period: string;
+      amount: string;
+      key: boolean;
+    }>(
+      `select set_by, unit, period, amount::text, key_id is not null as key from spend_caps
+       where account_id = $1 order by set_by, unit`,
+      [accountId],
+    );
+    expect(rows).toEqual([
+      { set_by: 'admin', unit: 'credits', period: 'day', amount: '3000', key: false },
+      { set_by: 'reseller', unit: 'credits', period: 'day', amount: '5000', key: false },
+      { set_by: 'reseller', unit: 'tokens', period: '5h', amount: '1000', key: true },
+    ]);
+  });
+});

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
+import type { Schemas } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
@@ -18,6 +19,9 @@ import {
   TableWrap,
 } from '../lib/ui.tsx';
 import { ActivityTable } from './activity.tsx';
+import { ManagedSpendCaps } from './spend-caps.tsx';
+
+type ApiKey = Schemas['ApiKey'];
 
 export function AdminAccountsScreen() {
   const [email, setEmail] = useState('');
@@ -122,6 +126,7 @@ export function AdminAccountScreen(props: { id: string }) {
   const base = `/admin/accounts/${encodeURIComponent(props.id)}`;
   const account = useApi<Account>(base);
   const balance = useApi<{ remaining: { tokens: string; credits: string } }>(`${base}/balance`);
+  const keys = useApi<ApiKey[]>(`${base}/api-keys`);
   const packages = useApi<{ packages: { id: string; name: string; tokens: string; published: boolean }[] }>(
     '/admin/catalog',
   );
@@ -434,6 +439,11 @@ export function AdminAccountScreen(props: { id: string }) {
           <p>{pendingChange.text}</p>
         </Confirm>
       ) : null}
+      <ManagedSpendCaps
+        base={base}
+        keys={(keys.data ?? []).filter((key) => key.state !== 'revoked')}
+        viewer="admin"
+      />
       <Card title="Recent activity">
         <ActivityTable source={`${base}/activity`} limit={10} caption="Recent calls of this account" />
       </Card>

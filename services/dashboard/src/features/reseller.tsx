@@ -19,6 +19,7 @@ import {
   StateBadge,
   TableWrap,
 } from '../lib/ui.tsx';
+import { ManagedSpendCaps } from './spend-caps.tsx';
 
 type ApiKey = Schemas['ApiKey'];
 
@@ -292,6 +293,11 @@ export function ResellerCustomerScreen(props: { id: string }) {
           ))}
         </ul>
       </Card>
+      <ManagedSpendCaps
+        base={base}
+        keys={(keys.data ?? []).filter((key) => key.state !== 'revoked')}
+        viewer="reseller"
+      />
       {revoking ? (
         <Confirm
           title={`Revoke "${revoking.name}"?`}

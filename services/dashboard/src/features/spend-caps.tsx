@@ -2,7 +2,7 @@ import { useState } from 'react';
 import { api } from '../lib/api.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useApi } from '../lib/query.ts';
-import { Button, ErrorMessage, Field } from '../lib/ui.tsx';
+import { Button, Card, ErrorMessage, Field } from '../lib/ui.tsx';
 
 /** One spend cap with where it stands (GET /me/spend-caps, docs/billing/spend-caps.md). */
 export interface SpendCap {
@@ -30,10 +30,12 @@ const PERIOD: Record<SpendCap['period'], string> = {
   week: 'per week',
   month: 'per month',
 };
-const SET_BY: Record<SpendCap['setBy'], string> = {
-  customer: 'set by you',
-  reseller: 'set by your reseller',
-  admin: 'set by the operator',
+/** Who set a cap, as each party reading it says it. */
+type Viewer = SpendCap['setBy'];
+const SET_BY: Record<Viewer, Record<SpendCap['setBy'], string>> = {
+  customer: { customer: 'set by you', reseller: 'set by your reseller', admin: 'set by the operator' },
+  reseller: { customer: 'set by the customer', reseller: 'set by you', admin: 'set by the operator' },
+  admin: { customer: 'set by the customer', reseller: 'set by its reseller', admin: 'set by an admin' },
 };
 
 export function useSpendCaps() {
@@ -41,7 +43,8 @@ export function useSpendCaps() {
 }
 
 /** The caps that bound a key (its own and the account's), or the account's own when keyId is null. */
-export function SpendCapList(props: { caps: SpendCap[]; label: string }) {
+export function SpendCapList(props: { caps: SpendCap[]; label: string; viewer?: Viewer }) {
+  const setBy = SET_BY[props.viewer ?? 'customer'];
   if (props.caps.length === 0) return null;
   return (
     <ul className="spend-caps" aria-label={props.label}>
@@ -50,8 +53,8 @@ export function SpendCapList(props: { caps: SpendCap[]; label: string }) {
           <strong>
             {groupDigits(cap.limit)} {cap.unit} {PERIOD[cap.period]}
           </strong>{' '}
-          {cap.keyId === null ? 'on the account' : 'on this key'}, {SET_BY[cap.setBy]}:{' '}
-          {groupDigits(cap.used)} used, {groupDigits(cap.remaining)} left
+          {cap.keyId === null ? 'on the account' : 'on this key'}, {setBy[cap.setBy]}: {groupDigits(cap.used)}{' '}
+          used, {groupDigits(cap.remaining)} left
           <meter min={0} max={Number(cap.limit)} value={Number(cap.used)} aria-label="Share used" />
           <span className="muted">
             {cap.resetsAt
@@ -79,29 +82,69 @@ export function AccountSpendCaps() {
 
 /** Sets (or with an empty limit removes) your own cap of a unit and period on one key. */
 export function KeyCapForm(props: { keyId: string; onDone: () => void }) {
-  const [form, setForm] = useState({ unit: 'credits', period: 'day', limit: '' });
+  return (
+    <CapForm
+      path="/me/spend-caps"
+      title="Spend cap on this key"
+      idSuffix={props.keyId}
+      targets={[{ keyId: props.keyId, label: 'this key' }]}
+      onDone={props.onDone}
+    />
+  );
+}
+
+/**
+ * Sets (or with an empty limit removes) the caller's cap of a unit and period on one target: an
+ * account (keyId null) or one of its keys. PUT `path` (docs/billing/spend-caps.md).
+ */
+function CapForm(props: {
+  path: string;
+  title: string;
+  idSuffix: string;
+  targets: { keyId: string | null; label: string }[];
+  onDone: () => void | Promise<void>;
+}) {
+  const [form, setForm] = useState({ target: 0, unit: 'credits', period: 'day', limit: '' });
   const save = useAction(async () => {
-    await api('PUT', '/me/spend-caps', {
-      keyId: props.keyId,
+    await api('PUT', props.path, {
+      keyId: props.targets[form.target]?.keyId ?? null,
       unit: form.unit,
       period: form.period,
       limit: form.limit.trim() === '' ? null : form.limit.trim(),
     });
-    props.onDone();
+    setForm({ ...form, limit: '' });
+    await props.onDone();
   });
   return (
     <form
       className="card"
+      aria-label={props.title}
       onSubmit={(event) => {
         event.preventDefault();
         void save.execute();
       }}
     >
-      <h3>Spend cap on this key</h3>
+      <h3>{props.title}</h3>
+      {props.targets.length > 1 ? (
+        <div className="field">
+          <label htmlFor={`cap-target-${props.idSuffix}`}>On</label>
+          <select
+            id={`cap-target-${props.idSuffix}`}
+            value={form.target}
+            onChange={(event) => setForm({ ...form, target: Number(event.target.value) })}
+          >
+            {props.targets.map((target, index) => (
+              <option key={target.keyId ?? 'account'} value={index}>
+                {target.label}
+              </option>
+            ))}
+          </select>
+        </div>
+      ) : null}
       <div className="field">
-        <label htmlFor={`cap-unit-${props.keyId}`}>Counts</label>
+        <label htmlFor={`cap-unit-${props.idSuffix}`}>Counts</label>
         <select
-          id={`cap-unit-${props.keyId}`}
+          id={`cap-unit-${props.idSuffix}`}
           value={form.unit}
           onChange={(event) => setForm({ ...form, unit: event.target.value })}
         >
@@ -110,9 +153,9 @@ export function KeyCapForm(props: { keyId: string; onDone: () => void }) {
         </select>
       </div>
       <div className="field">
-        <label htmlFor={`cap-period-${props.keyId}`}>Per</label>
+        <label htmlFor={`cap-period-${props.idSuffix}`}>Per</label>
         <select
-          id={`cap-period-${props.keyId}`}
+          id={`cap-period-${props.idSuffix}`}
           value={form.period}
           onChange={(event) => setForm({ ...form, period: event.target.value })}
         >
@@ -137,5 +180,61 @@ export function KeyCapForm(props: { keyId: string; onDone: () => void }) {
         </Button>
       </div>
     </form>
+  );
+}
+
+/**
+ * A reseller's or admin's view of an account's caps (its own and its keys'), with a form to set the
+ * viewer's own cap on the account or on one key: `base` is the account's path in their area
+ * (/reseller/customers/{id} or /admin/accounts/{id}).
+ */
+export function ManagedSpendCaps(props: {
+  base: string;
+  keys: { id: string; name: string }[];
+  viewer: 'reseller' | 'admin';
+}) {
+  const caps = useApi<SpendCaps>(`${props.base}/spend-caps`);
+  const all = caps.data?.caps ?? [];
+  const targets = [
+    { keyId: null, label: 'the whole account' },
+    ...props.keys.map((key) => ({ keyId: key.id, label: `key ${key.name}` })),
+  ];
+  return (
+    <Card title="Spend caps">
+      <ErrorMessage error={caps.error} />
+      {caps.data && all.length === 0 ? (
+        <p className="muted">No spend caps on this account or its keys.</p>
+      ) : null}
+      <SpendCapList
+        caps={all.filter((cap) => cap.keyId === null)}
+        label="Spend caps on the account"
+        viewer={props.viewer}
+      />
+      {props.keys
+        .filter((key) => all.some((cap) => cap.keyId === key.id))
+        .map((key) => (
+          <div key={key.id}>
+            <h3>Key {key.name}</h3>
+            <SpendCapList
+              caps={all.filter((cap) => cap.keyId === key.id)}
+              label={`Spend caps of ${key.name}`}
+              viewer={props.viewer}
+            />
+          </div>
+        ))}
+      {caps.data ? (
+        <p className="hint">
+          Calendar windows (day, week, month) are in the account's timezone, {caps.data.timeZone}. The
+          customer cannot loosen your caps; your cap of a unit and period is the most it may set.
+        </p>
+      ) : null}
+      <CapForm
+        path={`${props.base}/spend-caps`}
+        title="Set a spend cap"
+        idSuffix={props.viewer}
+        targets={targets}
+        onDone={caps.reload}
+      />
+    </Card>
   );
 }

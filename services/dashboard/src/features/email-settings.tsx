@@ -18,9 +18,15 @@ export function EmailSettingsCard() {
     queryKey: SETTINGS,
     queryFn: () => unwrap(client.GET('/api/v1/me/email-settings')),
   });
+  // The box changes at once (optimistically); the service's answer, or a failure, sets it right.
   const change = useMutation({
     mutationFn: (body: Change) => unwrap(client.PATCH('/api/v1/me/email-settings', { body })),
+    onMutate: (body) => {
+      const before = queryClient.getQueryData<Schemas['EmailSettings']>(SETTINGS);
+      if (before) queryClient.setQueryData(SETTINGS, { ...before, ...body });
+    },
     onSuccess: (next) => queryClient.setQueryData(SETTINGS, next),
+    onError: () => queryClient.invalidateQueries({ queryKey: SETTINGS }),
   });
   return (
     <Card title="Emails">

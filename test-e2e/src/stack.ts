@@ -282,6 +282,8 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
     SMTP_URL: '',
     PUBLIC_URL: '',
     TRUST_PROXY: 'false',
+    // The admin's provider test calls go through the main gateway.
+    GATEWAY_INTERNAL_URL: `http://127.0.0.1:${gatewayPort}`,
     ...options.controlPlaneEnv,
   };
   const gatewayEnv = (port: number) => ({

@@ -281,7 +281,10 @@ describe('admin actions that cannot slip', () => {
     await audit.getByText('note: launch goodwill').waitFor();
     await expect(audit.getByRole('row').count()).resolves.toBe(30);
     await expect(page.getByRole('button', { name: 'Older entries' }).count()).resolves.toBe(0);
+    await expectAccessible('admin operations');
+    await screenshot(page, 'admin-audit');
     // The catalogue says which entries the file manages and what needs a restart.
+    await page.goto(`${base}/admin/catalog`);
     await page
       .getByTestId('catalog-rule')
       .getByText(/managed by the catalogue file/)
@@ -291,7 +294,5 @@ describe('admin actions that cannot slip', () => {
       .getByText(/restart the gateways/)
       .waitFor();
     await page.getByText('from the file').first().waitFor();
-    await expectAccessible('admin operations');
-    await screenshot(page, 'admin-audit');
   });
 });

@@ -219,6 +219,9 @@ export const ControlPlaneEnv = z.object({
   GATEWAY_PUBLIC_URL: withDefault(z.string().url(), 'http://127.0.0.1:8080').describe(
     'Gateway base URL shown in the dashboard\'s "use a key" panel and in `GET /api/v1/status`.',
   ),
+  GATEWAY_INTERNAL_URL: optional(z.string().url()).describe(
+    "Where the control plane reaches a gateway for an admin's provider test call (the gateway holds the provider credentials). Unset: `GATEWAY_PUBLIC_URL`.",
+  ),
   STATUS_GATEWAY_STALE_SECONDS: withDefault(positiveInt, 30).describe(
     'A gateway without a heartbeat this long counts as down on the status page.',
   ),
@@ -359,6 +362,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keysPerAccountLimit: parsed.KEYS_PER_ACCOUNT_LIMIT,
     status: {
       gatewayPublicUrl: parsed.GATEWAY_PUBLIC_URL.replace(/\/+$/, ''),
+      gatewayInternalUrl: (parsed.GATEWAY_INTERNAL_URL ?? parsed.GATEWAY_PUBLIC_URL).replace(/\/+$/, ''),
       gatewayStaleMs: parsed.STATUS_GATEWAY_STALE_SECONDS * 1000,
       providerWindowMs: parsed.STATUS_PROVIDER_WINDOW_MINUTES * MINUTE,
       sampleIntervalMs: parsed.STATUS_SAMPLE_INTERVAL_SECONDS * 1000,

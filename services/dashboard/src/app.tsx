@@ -1,6 +1,7 @@
 import { QueryClientProvider } from '@tanstack/react-query';
 import { type JSX, useEffect, useState } from 'react';
 import { AdminAccountScreen, AdminAccountsScreen } from './features/admin-accounts.tsx';
+import { AdminCatalogScreen } from './features/admin-catalog.tsx';
 import { AdminOrdersScreen, AdminPromotionsScreen } from './features/admin-commerce.tsx';
 import { AdminOperationsScreen } from './features/admin-ops.tsx';
 import {
@@ -17,6 +18,7 @@ import { ManagementKeysScreen } from './features/management-keys.tsx';
 import { OrderScreen, OrdersScreen } from './features/orders.tsx';
 import { OverviewScreen } from './features/overview.tsx';
 import { ProfileScreen } from './features/profile.tsx';
+import { RequestLogScreen } from './features/request-log.tsx';
 import { ResellerCustomerScreen, ResellerCustomersScreen } from './features/reseller.tsx';
 import { SessionsScreen } from './features/sessions.tsx';
 import { StatusScreen } from './features/status.tsx';
@@ -43,6 +45,7 @@ const PRIVATE: Record<string, () => JSX.Element> = {
   '/': OverviewScreen,
   '/keys': KeysScreen,
   '/usage': UsageScreen,
+  '/requests': RequestLogScreen,
   '/use-key': UseKeyScreen,
   '/sessions': SessionsScreen,
   '/profile': ProfileScreen,
@@ -54,6 +57,7 @@ const PRIVATE: Record<string, () => JSX.Element> = {
   '/admin/orders': AdminOrdersScreen,
   '/admin/promotions': AdminPromotionsScreen,
   '/admin/operations': AdminOperationsScreen,
+  '/admin/catalog': AdminCatalogScreen,
 };
 
 /** Screens of one record: the id is the last path segment. */

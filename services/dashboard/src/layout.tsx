@@ -7,6 +7,7 @@ const CUSTOMER_LINKS = [
   ['/', 'Overview'],
   ['/keys', 'API keys'],
   ['/usage', 'Usage'],
+  ['/requests', 'Request log'],
   ['/use-key', 'Use a key'],
   ['/buy', 'Buy'],
   ['/orders', 'Orders'],
@@ -23,6 +24,7 @@ const ADMIN_LINKS = [
   ['/admin', 'Accounts'],
   ['/admin/orders', 'All orders'],
   ['/admin/promotions', 'Promotions'],
+  ['/admin/catalog', 'Catalogue'],
   ['/admin/operations', 'Operations'],
 ] as const;
 

@@ -49,7 +49,7 @@ function priceOf(receipt: Receipt, part: string): string | undefined {
   return receipt.prices?.[part.replace(/Tokens$/, '')];
 }
 
-function ReceiptDetails(props: { id: string }) {
+export function ReceiptDetails(props: { id: string }) {
   const receipt = useApi<Receipt>(`/me/activity/${props.id}`);
   if (receipt.loading && !receipt.data) return <Loading label="Loading the receipt…" />;
   if (receipt.error) return <ErrorMessage error={receipt.error} />;

@@ -5,6 +5,7 @@ import type { GatewayDependencies } from '../deps.ts';
 import type { RequestLog } from '../proxy/request-log.ts';
 import { countTokens, keyStatus, keyUsage, listModels } from '../proxy/unmetered.ts';
 import { fromWebRequest, type InboundRequest } from '../request/inbound.ts';
+import { providerTestHandler } from './provider-test.ts';
 import type { Readiness } from './readiness.ts';
 import { type ErrorStyle, startCycle } from './request-cycle.ts';
 
@@ -64,6 +65,8 @@ export function createGatewayApp(deps: GatewayDependencies, options: { readiness
   app.get('/v1/models', run(deps, 'openai', listModels));
   app.get('/v1/key/status', run(deps, 'openai', keyStatus));
   app.get('/v1/key/usage/:requestId', run(deps, 'openai', keyUsage, '/v1/key/usage/{request_id}'));
+  // The admin's "test connection", asked by the control plane with its service token.
+  app.post('/internal/v1/providers/test', providerTestHandler(deps));
 
   // Codex opens a WebSocket on /v1/responses first when its provider allows it: 426 makes it
   // use HTTP at once (a 404 makes it retry first). Other GETs there are unknown routes.

@@ -24,6 +24,7 @@ import {
   readFullCatalog,
 } from './catalog.service.ts';
 import { readFileManaged, refuseFileManaged } from './file-managed.ts';
+import { testProviderConnection } from './provider-test.ts';
 
 const modelsRoute = createRoute({
   method: 'get',
@@ -118,6 +119,43 @@ const packageRoute = createRoute({
   responses: { 200: jsonContent(dataOf(Updated), 'Saved.'), ...errorResponses(401, 403, 422) },
 });
 
+const ProviderTestView = z
+  .object({
+    ok: z.boolean().describe('The provider answered 2xx.'),
+    latencyMs: z.number().int().describe('From sending the request to the whole answer read.'),
+    upstreamStatus: z.number().int().nullable().describe("The provider's HTTP status; null: not reached."),
+    answer: z
+      .string()
+      .describe("The answer's text, or the provider's error message, shortened; never a credential."),
+    credential: z.string().nullable().describe('The name of the credential sent (never its value).'),
+  })
+  .openapi('ProviderTest');
+
+const providerTestRoute = createRoute({
+  method: 'post',
+  path: '/admin/catalog/providers/{id}/test',
+  tags: ['admin'],
+  summary: "Make one real call to a provider's model and show the latency and the answer",
+  description:
+    'A gateway (GATEWAY_INTERNAL_URL) sends the provider a one-line prompt with a few output tokens, ' +
+    "with the provider's credential; nothing is metered. Works for entries of the catalogue file too.",
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    params: z.object({ id: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/) }),
+    body: {
+      required: true,
+      content: {
+        'application/json': { schema: z.object({ upstreamModel: z.string().min(1).max(256) }).strict() },
+      },
+    },
+  },
+  responses: {
+    200: jsonContent(dataOf(ProviderTestView), 'What the provider answered.'),
+    ...errorResponses(401, 403, 404, 422),
+  },
+});
+
 /** Admin catalogue: read everything, change aliases, providers and packages. */
 export function adminCatalogRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
@@ -144,6 +182,14 @@ export function adminCatalogRoutes() {
     await refuseFileManaged(c.get('deps'), 'providers', c.req.valid('param').id);
     await putProvider(c.get('deps'), sessionActor(c), c.req.valid('param').id, c.req.valid('json'));
     return c.json({ data: { updated: true as const } }, 200);
+  });
+  app.openapi(providerTestRoute, async (c) => {
+    const result = await testProviderConnection(
+      c.get('deps'),
+      c.req.valid('param').id,
+      c.req.valid('json').upstreamModel,
+    );
+    return c.json({ data: result }, 200);
   });
   app.openapi(packageRoute, async (c) => {
     await refuseFileManaged(c.get('deps'), 'packages', c.req.valid('param').id);

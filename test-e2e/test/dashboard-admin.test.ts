@@ -220,35 +220,59 @@ describe('admin actions that cannot slip', () => {
     await expectAccessible('admin orders');
   });
 
-  it('releasing a held call is confirmed first, naming what it holds and the account', async () => {
+  it('held calls are settled or released behind a confirmation naming what they hold and the account, with a reason', async () => {
     // A call whose answer has no usage is held for an operator (nothing billed on an estimate).
     const key = await customer.createKey({ name: 'held' });
-    await anthropicClient(stack.gatewayUrl, { apiKey: key.secret })
-      .messages.create({
-        model: 'claude-e2e',
-        max_tokens: 64,
-        messages: [{ role: 'user', content: 'Hi @mock(no_usage)' }],
-      })
-      .catch(() => undefined);
-    let held: { id: string } | undefined;
-    for (let tries = 0; tries < 200 && !held; tries += 1) {
-      const answer = await adminApi.request('GET', '/admin/reservations/held');
-      held = answer.body.data[0];
-      // Polls: the hold is written with the settlement batch, which announces nothing to the browser test.
-      if (!held) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let call = 0; call < 2; call += 1) {
+      await anthropicClient(stack.gatewayUrl, { apiKey: key.secret })
+        .messages.create({
+          model: 'claude-e2e',
+          max_tokens: 64,
+          messages: [{ role: 'user', content: 'Hi @mock(no_usage)' }],
+        })
+        .catch(() => undefined);
     }
-    expect(held).toBeDefined();
+    let held: { id: string }[] = [];
+    for (let tries = 0; tries < 200 && held.length < 2; tries += 1) {
+      held = (await adminApi.request('GET', '/admin/reservations/held')).body.data;
+      // Polls: the hold is written with the settlement batch, which announces nothing to the browser test.
+      if (held.length < 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(held).toHaveLength(2);
+    const [first, second] = held as [{ id: string }, { id: string }];
     await page.goto(`${base}/admin/operations`);
-    await page.getByRole('button', { name: `Release reservation ${held?.id}` }).click();
+    // Each held call names its account and what it holds; write-offs have their own card.
+    await page.getByText(customer.email).first().waitFor();
+    await page.getByRole('heading', { name: 'Written off, last 30 days' }).waitFor();
+    await page.getByRole('button', { name: `Release reservation ${first.id}` }).click();
     const dialog = page.getByRole('dialog', {
-      name: /^Release [\d,]+ tokens and [\d,]+ credits held for a claude-e2e call\?$/,
+      name: /^Release the claude-e2e call holding [\d,]+ tokens and [\d,]+ credits\?$/,
     });
     await dialog.getByText(customer.email).waitFor();
+    // Without a reason nothing moves.
+    await dialog.getByRole('button', { name: 'Release' }).click();
+    await dialog.getByText('Say why (the reason is kept in the audit log).').waitFor();
+    await dialog.getByLabel('Reason (required)').fill('the provider never answered');
     await expectAccessible('release confirmation');
     await dialog.getByRole('button', { name: 'Release' }).click();
     await page.getByText('Released the hold of the claude-e2e call: nothing is charged for it.').waitFor();
+
+    // The other is settled with the usage the provider reported.
+    await page.getByRole('button', { name: `Settle reservation ${second.id}` }).click();
+    const settle = page.getByRole('dialog', { name: /^Settle the claude-e2e call holding/ });
+    await settle.getByLabel('Input tokens').fill('10');
+    await settle.getByLabel('Output tokens').fill('2');
+    await settle.getByLabel('Reason (required)').fill('usage from the provider report');
+    await settle.getByRole('button', { name: 'Settle' }).click();
+    // claude-e2e costs 3 credits per input and 15 per output token: 10 * 3 + 2 * 15.
+    await page.getByText('Settled the claude-e2e call: charged 0 tokens and 60 credits.').waitFor();
     const still = await adminApi.request('GET', '/admin/reservations/held');
-    expect(still.body.data.map((item: { id: string }) => item.id)).not.toContain(held?.id);
+    expect(still.body.data).toEqual([]);
+    const audit = await adminApi.request('GET', '/admin/audit?action=admin.reservation.resolve');
+    expect(audit.body.data.items[0].detail).toMatchObject({
+      action: 'settle',
+      note: 'usage from the provider report',
+    });
   });
 
   it('the audit log names each action, actor and target, with details, filters and older pages', async () => {

@@ -145,8 +145,24 @@ describe('the admin area', () => {
     await screenshot(page, 'admin-account');
 
     await page.getByRole('navigation').getByRole('link', { name: 'All orders' }).click();
-    await page.getByTestId('admin-orders').getByText('USD 8.10').waitFor();
+    const orders = page.getByTestId('admin-orders');
+    await orders.getByText('USD 8.10').waitFor();
+    // Each order names its customer, opens its details; paid orders add up per day; filters narrow.
+    await orders.getByText(customer.email).first().waitFor();
+    await page
+      .getByTestId('revenue-per-day')
+      .getByText(/: USD 8\.10 from 1 order$/)
+      .waitFor();
+    await orders
+      .getByRole('button', { name: /^Show the details of / })
+      .first()
+      .click();
+    await page.getByTestId('order-details').getByText('USD 0.90').waitFor();
     await expectAccessible(page, 'admin orders');
+    await page.getByLabel('Status').selectOption('refunded');
+    await page.getByText(/none matches the filters/).waitFor();
+    await page.getByLabel('Status').selectOption('');
+    await orders.waitFor();
     await page.getByRole('navigation').getByRole('link', { name: 'Operations' }).click();
     await page.getByTestId('audit').waitFor();
     await page.getByRole('heading', { name: 'Held reservations' }).waitFor();
@@ -156,6 +172,23 @@ describe('the admin area', () => {
     await page.getByRole('heading', { name: 'Margin, last 30 days' }).waitFor();
     await expectAccessible(page, 'admin operations');
     await screenshot(page, 'admin-operations');
+  });
+});
+
+describe('the admin area: a new account', () => {
+  it('opens an account for someone, who is emailed a link to choose a password', async () => {
+    const { page } = admin;
+    await page.goto(`${base}/admin`);
+    const opened = `opened-${Date.now()}@example.test`;
+    await page.getByRole('button', { name: 'New account' }).click();
+    const form = page.getByRole('form', { name: 'New account' });
+    await form.getByLabel('Email').fill(opened);
+    await expectAccessible(page, 'admin: new account');
+    await form.getByRole('button', { name: 'Create account' }).click();
+    await page
+      .getByText(/a link to choose a password was emailed/)
+      .getByRole('link', { name: opened })
+      .waitFor();
   });
 });
 

@@ -155,6 +155,14 @@ describe('operator console', () => {
   });
 
   it('a key calls the alias through the gateway; the customer sees the call and its cost in the request log', async () => {
+    // A new account's overview lists its first steps, each saying whether it is done.
+    const page = await signedInPage(customerEmail, customerPassword);
+    const steps = page.getByTestId('getting-started');
+    await steps.getByText('Buy a token package or credit: done').waitFor();
+    await steps.getByRole('link', { name: 'API keys' }).waitFor();
+    await expectAccessible(page, 'overview: getting started');
+    await screenshot(page, 'console-getting-started');
+
     const customerApi = new DashboardSession(base);
     await customerApi.logIn(customerEmail, customerPassword);
     const created = await customerApi.request('POST', '/me/api-keys', { name: 'console key' });
@@ -180,17 +188,22 @@ describe('operator console', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
 
-    const page = await signedInPage(customerEmail, customerPassword);
     await page.getByRole('link', { name: 'Request log' }).click();
     const log = page.getByTestId('request-log');
     const row = log.getByRole('row').filter({ hasText: ALIAS });
-    await row.getByText(`${cost.toLocaleString('en-US')} credits`).waitFor();
+    // In credits and in money (the stack's catalogue: one credit is USD 0.000001).
+    await row.getByText(`${cost.toLocaleString('en-US')} credits (USD `).waitFor();
     await row.getByText('console key').waitFor();
     await row.getByText('completed').waitFor();
     await row.getByRole('button', { name: /Show the receipt/ }).click();
     await page.getByTestId('receipt').getByText(requestId).waitFor();
     await screenshot(page, 'console-request-log');
     await expectAccessible(page, 'request log');
+    // Once a call is made, the steps are gone.
+    // A fresh load: the dashboard keeps what it read for 30 s, and this call came from outside it.
+    await page.goto(`${base}/`);
+    await page.getByTestId('activity').getByText(ALIAS).first().waitFor();
+    await expect(page.getByTestId('getting-started').count()).resolves.toBe(0);
   });
 });
 

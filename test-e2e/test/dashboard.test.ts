@@ -224,6 +224,15 @@ describe('the dashboard in Chromium', () => {
 
     await page.goto(`${base}/keys`);
     const card = page.getByTestId('key-laptop');
+    // Each key says when it was last used and what it used in the last 30 days.
+    await card
+      .getByTestId('key-usage')
+      .getByText(/^1 call, [\d,]+ tokens, [\d,]+ credits$/)
+      .waitFor();
+    await card
+      .getByTestId('key-last-used')
+      .getByText(/^about /)
+      .waitFor();
     await card.getByRole('button', { name: 'Activity' }).click();
     await card.getByTestId('activity').getByText('gpt-e2e').waitFor();
     await card.getByRole('button', { name: 'Validate' }).click();
@@ -309,6 +318,8 @@ describe('the dashboard in Chromium', () => {
     await card.getByText('active', { exact: true }).waitFor();
     await card.getByRole('button', { name: 'Revoke' }).click();
     await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    // A revoked key is folded away below the usable ones.
+    await page.getByText('Revoked and expired keys (1)').click();
     await card.getByText('revoked', { exact: true }).waitFor();
     await expectOpenAIError(
       openaiClient(stack.gatewayUrl, secret).chat.completions.create(chatRequest('gpt-e2e')),

@@ -79,7 +79,7 @@ export function createPublicApp(deps: Dependencies, options: { mailer?: Mailer }
   api.route('/', emailSettingsRoutes());
   api.route('/', keyLimitsRoutes());
   api.route('/', apiKeyRoutes());
-  api.route('/', adminRoutes());
+  api.route('/', adminRoutes(mailer));
   api.route('/', adminViewRoutes());
   api.route('/', resellerRoutes());
   api.route('/', invitationRoutes(mailer));

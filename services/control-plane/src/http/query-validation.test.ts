@@ -65,7 +65,7 @@ describe('query and path validation', () => {
     await setAccountRoles(context.deps.db, account!.id, { admin: true });
     expect((await admin.logIn(email, 'a long enough password')).status).toBe(200);
     const answer = await admin.request('POST', '/admin/reservations/not-a-uuid/resolve', {
-      body: { action: 'release' },
+      body: { action: 'release', note: 'stuck call' },
     });
     expect(answer.status).toBe(422);
     expect(answer.body).toMatchObject({

@@ -23,15 +23,91 @@ import { ManagedSpendCaps } from './spend-caps.tsx';
 
 type ApiKey = Schemas['ApiKey'];
 
+/** Opens an account for someone; they are emailed a link to choose their password. */
+function CreateAccountForm(props: { onCreated: (account: Account) => void; onCancel: () => void }) {
+  const [email, setEmail] = useState('');
+  const [name, setName] = useState('');
+  const create = useAction(async () => {
+    const account = await api<Account>('POST', '/admin/accounts', {
+      email: email.trim(),
+      ...(name.trim() ? { displayName: name.trim() } : {}),
+    });
+    props.onCreated(account);
+  });
+  return (
+    <form
+      className="card stack"
+      aria-label="New account"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void create.execute();
+      }}
+    >
+      <h2>New account</h2>
+      <ErrorMessage error={create.error} fields={['email', 'displayName']} />
+      <Field
+        label="Email"
+        name="email"
+        type="email"
+        value={email}
+        onChange={setEmail}
+        error={create.error}
+        required
+      />
+      <Field
+        label="Name (optional)"
+        name="displayName"
+        value={name}
+        onChange={setName}
+        error={create.error}
+      />
+      <p className="hint">They are emailed a link to choose their password.</p>
+      <div className="row">
+        <Button type="submit" kind="primary" pending={create.pending}>
+          Create account
+        </Button>
+        <Button onClick={props.onCancel}>Cancel</Button>
+      </div>
+    </form>
+  );
+}
+
 export function AdminAccountsScreen() {
   const [email, setEmail] = useState('');
   const [query, setQuery] = useState('');
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<Account | null>(null);
   const accounts = usePagedApi<Account>(
     `/admin/accounts?limit=50${query ? `&email=${encodeURIComponent(query)}` : ''}`,
   );
   const items = accounts.data?.items ?? [];
   return (
-    <Page title="Accounts">
+    <Page
+      title="Accounts"
+      actions={
+        creating ? null : (
+          <Button kind="primary" onClick={() => setCreating(true)}>
+            New account
+          </Button>
+        )
+      }
+    >
+      {created ? (
+        <p className="alert success" role="status">
+          Created <Link to={`/admin/accounts/${created.id}`}>{created.email}</Link>: a link to choose a
+          password was emailed.
+        </p>
+      ) : null}
+      {creating ? (
+        <CreateAccountForm
+          onCancel={() => setCreating(false)}
+          onCreated={(account) => {
+            setCreating(false);
+            setCreated(account);
+            void accounts.reload();
+          }}
+        />
+      ) : null}
       <search>
         <form
           className="card row wrap align-end"

@@ -1,7 +1,7 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
 import { Button, Card, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
 
 const PROVIDER_KINDS = ['anthropic', 'openai', 'azure-openai', 'gemini', 'bedrock', 'vertex'] as const;
@@ -57,22 +57,20 @@ interface Alias {
   price: AliasPrice | null;
   maxOutputTokens: number;
   defaultMaxOutputTokens: number;
+  /** Units of a weighted package one token costs: kept as it is (edited on the operations screen). */
+  packageRate?: string;
 }
 
-interface AdminCatalog {
-  providers: Provider[];
-  aliases: Alias[];
-  packages: { id: string; name: string; tokens: string; published: boolean }[];
-  /** Entries of CATALOG_FILE: edited in the file, refused by the admin routes. */
-  managedByFile: { file: string | null; providers: string[]; aliases: string[]; packages: string[] };
-}
+type TestResult = Schemas['ProviderTest'];
+const CATALOG = ['/api/v1/admin/catalog'] as const;
 
-interface TestResult {
-  ok: boolean;
-  latencyMs: number;
-  upstreamStatus: number | null;
-  answer: string;
-  credential: string | null;
+function putAlias(alias: Alias, change: Partial<Alias> = {}) {
+  return unwrap(
+    client.PUT('/api/v1/admin/catalog/aliases/{alias}', {
+      params: { path: { alias: alias.alias.trim() } },
+      body: aliasBody({ ...alias, ...change }) as Schemas['PutAliasRequest'],
+    }),
+  );
 }
 
 function FileBadge() {
@@ -101,6 +99,7 @@ function aliasBody(alias: Alias) {
     price,
     defaultMaxOutputTokens: alias.defaultMaxOutputTokens,
     maxOutputTokens: alias.maxOutputTokens,
+    ...(alias.packageRate ? { packageRate: alias.packageRate } : {}),
   };
 }
 
@@ -109,7 +108,8 @@ const optionalNumber = (value: string): number | null => (value.trim() === '' ? 
 
 /** Providers, aliases and their upstreams, edited here unless the catalogue file manages them. */
 export function AdminCatalogScreen() {
-  const catalog = useApi<AdminCatalog>('/admin/catalog');
+  const queryClient = useQueryClient();
+  const catalog = useQuery({ queryKey: CATALOG, queryFn: () => unwrap(client.GET('/api/v1/admin/catalog')) });
   const [editingProvider, setEditingProvider] = useState<string | null>(null);
   const [editingAlias, setEditingAlias] = useState<string | null>(null);
   const [saved, setSaved] = useState<string | null>(null);
@@ -119,12 +119,12 @@ export function AdminCatalogScreen() {
     setEditingProvider(null);
     setEditingAlias(null);
     setSaved(message);
-    await catalog.reload();
+    await queryClient.invalidateQueries({ queryKey: CATALOG });
   };
   return (
     <Page title="Catalogue">
       <ErrorMessage error={catalog.error} />
-      {catalog.loading && !data ? <Loading /> : null}
+      {catalog.isPending ? <Loading /> : null}
       {saved ? (
         <p className="alert success" role="status">
           {saved}
@@ -269,25 +269,23 @@ function priceSummary(price: AliasPrice | null): string {
 
 function PublishButton(props: { alias: Alias; onDone: (message: string) => Promise<void> }) {
   const { alias } = props;
-  const toggle = useAction(async () => {
-    await api('PUT', `/admin/catalog/aliases/${encodeURIComponent(alias.alias)}`, {
-      ...aliasBody(alias),
-      published: !alias.published,
-    });
-    await props.onDone(
-      alias.published
-        ? `${alias.alias} is unpublished: keys can no longer call it.`
-        : `${alias.alias} is published: keys may call it.`,
-    );
+  const toggle = useMutation({
+    mutationFn: () => putAlias(alias, { published: !alias.published }),
+    onSuccess: () =>
+      props.onDone(
+        alias.published
+          ? `${alias.alias} is unpublished: keys can no longer call it.`
+          : `${alias.alias} is published: keys may call it.`,
+      ),
   });
   return (
     <>
       <ErrorMessage error={toggle.error} />
       <Button
         kind={alias.published ? 'secondary' : 'primary'}
-        pending={toggle.pending}
+        pending={toggle.isPending}
         label={`${alias.published ? 'Unpublish' : 'Publish'} ${alias.alias}`}
-        onClick={() => void toggle.execute()}
+        onClick={() => toggle.mutate()}
       >
         {alias.published ? 'Unpublish' : 'Publish'}
       </Button>
@@ -300,18 +298,25 @@ function ProviderForm(props: { provider: Provider | null; onSaved: (id: string) 
   const [kind, setKind] = useState(props.provider?.kind ?? 'openai');
   const [baseUrl, setBaseUrl] = useState(props.provider?.baseUrl ?? '');
   const [credentials, setCredentials] = useState(props.provider?.credentialRefs.join(', ') ?? '');
-  const save = useAction(async () => {
-    const names = credentials
-      .split(/[\s,]+/)
-      .map((name) => name.trim())
-      .filter(Boolean);
-    await api('PUT', `/admin/catalog/providers/${encodeURIComponent(id.trim())}`, {
-      kind,
-      baseUrl: baseUrl.trim(),
-      credentialRef: names[0] ?? null,
-      ...(names.length > 1 ? { credentialRefs: names } : {}),
-    });
-    await props.onSaved(id.trim());
+  const save = useMutation({
+    mutationFn: () => {
+      const names = credentials
+        .split(/[\s,]+/)
+        .map((name) => name.trim())
+        .filter(Boolean);
+      return unwrap(
+        client.PUT('/api/v1/admin/catalog/providers/{id}', {
+          params: { path: { id: id.trim() } },
+          body: {
+            kind: kind as Schemas['PutProviderRequest']['kind'],
+            baseUrl: baseUrl.trim(),
+            credentialRef: names[0] ?? null,
+            ...(names.length > 1 ? { credentialRefs: names } : {}),
+          },
+        }),
+      );
+    },
+    onSuccess: () => props.onSaved(id.trim()),
   });
   return (
     <form
@@ -319,7 +324,7 @@ function ProviderForm(props: { provider: Provider | null; onSaved: (id: string) 
       aria-label={props.provider ? `Provider ${props.provider.id}` : 'New provider'}
       onSubmit={(event) => {
         event.preventDefault();
-        void save.execute();
+        save.mutate();
       }}
     >
       <ErrorMessage error={save.error} fields={['kind', 'baseUrl', 'credentialRef', 'credentialRefs']} />
@@ -365,7 +370,7 @@ function ProviderForm(props: { provider: Provider | null; onSaved: (id: string) 
         onChange={setCredentials}
         hint="The names of the secrets (in SECRETS_FILE or the gateways' environment), never the secrets; several make a pool. Empty: none."
       />
-      <Button type="submit" kind="primary" pending={save.pending}>
+      <Button type="submit" kind="primary" pending={save.isPending}>
         {props.provider ? 'Save provider' : 'Add provider'}
       </Button>
     </form>
@@ -376,17 +381,17 @@ function ProviderForm(props: { provider: Provider | null; onSaved: (id: string) 
 function ConnectionTest(props: { provider: Provider; model: string }) {
   const [model, setModel] = useState(props.model);
   const [result, setResult] = useState<TestResult | null>(null);
-  const test = useAction(async () => {
-    setResult(null);
-    setResult(
-      await api<TestResult>(
-        'POST',
-        `/admin/catalog/providers/${encodeURIComponent(props.provider.id)}/test`,
-        {
-          upstreamModel: model.trim(),
-        },
-      ),
-    );
+  const test = useMutation({
+    mutationFn: () => {
+      setResult(null);
+      return unwrap(
+        client.POST('/api/v1/admin/catalog/providers/{id}/test', {
+          params: { path: { id: props.provider.id } },
+          body: { upstreamModel: model.trim() },
+        }),
+      );
+    },
+    onSuccess: setResult,
   });
   return (
     <form
@@ -394,7 +399,7 @@ function ConnectionTest(props: { provider: Provider; model: string }) {
       aria-label={`Test ${props.provider.id}`}
       onSubmit={(event) => {
         event.preventDefault();
-        void test.execute();
+        test.mutate();
       }}
     >
       <Field
@@ -405,7 +410,7 @@ function ConnectionTest(props: { provider: Provider; model: string }) {
         onChange={setModel}
         required
       />
-      <Button type="submit" pending={test.pending} label={`Test connection of ${props.provider.id}`}>
+      <Button type="submit" pending={test.isPending} label={`Test connection of ${props.provider.id}`}>
         Test connection
       </Button>
       <ErrorMessage error={test.error} fields={['upstreamModel']} />
@@ -524,9 +529,9 @@ function AliasForm(props: {
     },
   );
   const price = alias.price ?? NO_PRICE;
-  const save = useAction(async () => {
-    await api('PUT', `/admin/catalog/aliases/${encodeURIComponent(alias.alias.trim())}`, aliasBody(alias));
-    await props.onSaved(alias.alias.trim());
+  const save = useMutation({
+    mutationFn: () => putAlias(alias),
+    onSuccess: () => props.onSaved(alias.alias.trim()),
   });
   const fields = [
     'protocols',
@@ -546,7 +551,7 @@ function AliasForm(props: {
       aria-label={props.alias ? `Alias ${props.alias.alias}` : 'New alias'}
       onSubmit={(event) => {
         event.preventDefault();
-        void save.execute();
+        save.mutate();
       }}
     >
       <ErrorMessage error={save.error} fields={fields} />
@@ -655,7 +660,7 @@ function AliasForm(props: {
         />{' '}
         Published (keys may call it, it is listed in models and pricing)
       </label>
-      <Button type="submit" kind="primary" pending={save.pending}>
+      <Button type="submit" kind="primary" pending={save.isPending}>
         {props.alias ? 'Save alias' : 'Add alias'}
       </Button>
     </form>

@@ -1,7 +1,9 @@
-import { useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
+import { Fragment, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
-import { formatDate, formatMoney } from '../lib/format.ts';
-import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
+import { client, unwrap } from '../lib/client.ts';
+import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
+import { useAction, useFormKey, usePagedApi } from '../lib/query.ts';
 import {
   Button,
   Card,
@@ -22,8 +24,85 @@ type OrderAction = 'payment/confirm' | 'payment/reject' | 'refund';
 
 /** An account's email, for naming it in a confirmation (its id until it is read). */
 function AccountName(props: { id: string }) {
-  const account = useApi<{ email: string }>(`/admin/accounts/${encodeURIComponent(props.id)}`);
+  // One request per account, however many orders name it (the query cache shares it).
+  const account = useQuery({
+    queryKey: ['/api/v1/admin/accounts/{id}', props.id],
+    queryFn: () => unwrap(client.GET('/api/v1/admin/accounts/{id}', { params: { path: { id: props.id } } })),
+  });
   return <strong>{account.data?.email ?? props.id}</strong>;
+}
+
+const ORDER_STATUSES = ['pending', 'paid', 'expired', 'cancelled', 'failed', 'refunded'] as const;
+const PAYMENT_PROVIDERS = ['stripe', 'manual', 'development'] as const;
+
+/** Paid orders' money per UTC day of payment and currency, newest day first. */
+function revenuePerDay(orders: Order[]): { day: string; currency: string; total: string; orders: number }[] {
+  const sums = new Map<
+    string,
+    { day: string; currency: string; exponent: number; total: bigint; orders: number }
+  >();
+  for (const order of orders) {
+    if (order.status !== 'paid' || !order.paidAt) continue;
+    const day = order.paidAt.slice(0, 10);
+    const key = `${day} ${order.price.currency}`;
+    const sum = sums.get(key) ?? {
+      day,
+      currency: order.price.currency,
+      exponent: order.price.exponent,
+      total: 0n,
+      orders: 0,
+    };
+    sum.total += BigInt(order.price.amount);
+    sum.orders += 1;
+    sums.set(key, sum);
+  }
+  return [...sums.values()]
+    .sort((a, b) => b.day.localeCompare(a.day) || a.currency.localeCompare(b.currency))
+    .map((sum) => ({
+      day: sum.day,
+      currency: sum.currency,
+      orders: sum.orders,
+      total: formatMoney({ amount: String(sum.total), currency: sum.currency, exponent: sum.exponent }),
+    }));
+}
+
+function OrderDetails(props: { order: Order }) {
+  const { order } = props;
+  return (
+    <dl className="receipt" data-testid="order-details">
+      <dt>List price</dt>
+      <dd>{formatMoney(order.listPrice)}</dd>
+      <dt>Discount</dt>
+      <dd>
+        {formatMoney(order.discount)}
+        {order.promotionCode ? ` (promotion ${order.promotionCode})` : ''}
+      </dd>
+      <dt>Grants</dt>
+      <dd>
+        {groupDigits(order.grants.tokens)} tokens
+        {order.grants.bonusTokens !== '0' ? `, ${groupDigits(order.grants.bonusTokens)} bonus tokens` : ''}
+        {order.grants.bonusCredits !== '0' ? `, ${groupDigits(order.grants.bonusCredits)} bonus credits` : ''}
+      </dd>
+      <dt>Payment</dt>
+      <dd>
+        {order.payment
+          ? `${order.payment.provider} ${order.payment.status}, reference ${order.payment.reference}${order.payment.failureReason ? ` (${order.payment.failureReason})` : ''}`
+          : 'not started'}
+      </dd>
+      <dt>Paid</dt>
+      <dd>{formatDate(order.paidAt)}</dd>
+      <dt>Closed</dt>
+      <dd>{formatDate(order.closedAt)}</dd>
+      {order.refunded ? (
+        <>
+          <dt>Taken back at the refund</dt>
+          <dd>
+            {groupDigits(order.refunded.tokens)} tokens, {groupDigits(order.refunded.credits)} credits
+          </dd>
+        </>
+      ) : null}
+    </dl>
+  );
 }
 
 const ACTION_WORDS: Record<OrderAction, { title: string; confirm: string; done: string }> = {
@@ -38,7 +117,12 @@ const ACTION_WORDS: Record<OrderAction, { title: string; confirm: string; done: 
  * audit log) and carries one idempotency key per dialog, so sending it twice refunds once.
  */
 export function AdminOrdersScreen() {
-  const orders = usePagedApi<Order>('/admin/orders?limit=50');
+  const [filters, setFilters] = useState({ status: '', provider: '' });
+  const query = new URLSearchParams({ limit: '50' });
+  if (filters.status) query.set('status', filters.status);
+  if (filters.provider) query.set('provider', filters.provider);
+  const orders = usePagedApi<Order>(`/admin/orders?${query}`);
+  const [opened, setOpened] = useState<string | null>(null);
   const packageName = usePackageNames({ admin: true });
   const [acting, setActing] = useState<{ order: Order; action: OrderAction } | null>(null);
   const [reason, setReason] = useState('');
@@ -75,9 +159,54 @@ export function AdminOrdersScreen() {
           {done}
         </p>
       ) : null}
+      <form
+        className="row wrap align-end"
+        aria-label="Filter orders"
+        onSubmit={(event) => event.preventDefault()}
+      >
+        <Field label="Status" name="status">
+          {(id) => (
+            <select
+              id={id}
+              value={filters.status}
+              onChange={(e) => setFilters({ ...filters, status: e.target.value })}
+            >
+              <option value="">any</option>
+              {ORDER_STATUSES.map((status) => (
+                <option key={status}>{status}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Payment provider" name="provider">
+          {(id) => (
+            <select
+              id={id}
+              value={filters.provider}
+              onChange={(e) => setFilters({ ...filters, provider: e.target.value })}
+            >
+              <option value="">any</option>
+              {PAYMENT_PROVIDERS.map((provider) => (
+                <option key={provider}>{provider}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </form>
       {orders.loading && !orders.data ? <Loading /> : null}
       {orders.data && items.length === 0 ? (
-        <Empty title="No orders yet">Orders appear here once customers buy.</Empty>
+        <Empty title="No orders">Orders appear here once customers buy (or none matches the filters).</Empty>
+      ) : null}
+      {revenuePerDay(items).length > 0 ? (
+        <Card title="Revenue per day (paid orders listed below)">
+          <ul data-testid="revenue-per-day">
+            {revenuePerDay(items).map((row) => (
+              <li key={`${row.day} ${row.currency}`}>
+                {row.day}: {row.total} from {row.orders} order{row.orders === 1 ? '' : 's'}
+              </li>
+            ))}
+          </ul>
+        </Card>
       ) : null}
       {items.length > 0 ? (
         <Card>
@@ -88,6 +217,7 @@ export function AdminOrdersScreen() {
                 <tr>
                   <th scope="col">Date</th>
                   <th scope="col">Reference</th>
+                  <th scope="col">Customer</th>
                   <th scope="col">Package</th>
                   <th scope="col">Price</th>
                   <th scope="col">Provider</th>
@@ -97,43 +227,61 @@ export function AdminOrdersScreen() {
               </thead>
               <tbody>
                 {items.map((order) => (
-                  <tr key={order.id}>
-                    <td>{formatDate(order.createdAt)}</td>
-                    <td>{order.reference}</td>
-                    <td>{order.kind === 'top_up' ? 'Credit top-up' : packageName(order.packageId)}</td>
-                    <td>{formatMoney(order.price)}</td>
-                    <td>{order.provider}</td>
-                    <td>
-                      <StateBadge state={order.status} />
-                    </td>
-                    <td className="row">
-                      {order.status === 'pending' && order.provider === 'manual' ? (
-                        <>
+                  <Fragment key={order.id}>
+                    <tr>
+                      <td>{formatDate(order.createdAt)}</td>
+                      <td>{order.reference}</td>
+                      <td>
+                        <AccountName id={order.accountId} />
+                      </td>
+                      <td>{order.kind === 'top_up' ? 'Credit top-up' : packageName(order.packageId)}</td>
+                      <td>{formatMoney(order.price)}</td>
+                      <td>{order.provider}</td>
+                      <td>
+                        <StateBadge state={order.status} />
+                      </td>
+                      <td className="row">
+                        {order.status === 'pending' && order.provider === 'manual' ? (
+                          <>
+                            <Button
+                              onClick={() => open(order, 'payment/confirm')}
+                              label={`Confirm payment of ${order.reference}`}
+                            >
+                              Confirm
+                            </Button>
+                            <Button
+                              onClick={() => open(order, 'payment/reject')}
+                              label={`Reject payment of ${order.reference}`}
+                            >
+                              Reject
+                            </Button>
+                          </>
+                        ) : null}
+                        {order.status === 'paid' ? (
                           <Button
-                            onClick={() => open(order, 'payment/confirm')}
-                            label={`Confirm payment of ${order.reference}`}
+                            kind="danger"
+                            onClick={() => open(order, 'refund')}
+                            label={`Refund ${order.reference}`}
                           >
-                            Confirm
+                            Refund
                           </Button>
-                          <Button
-                            onClick={() => open(order, 'payment/reject')}
-                            label={`Reject payment of ${order.reference}`}
-                          >
-                            Reject
-                          </Button>
-                        </>
-                      ) : null}
-                      {order.status === 'paid' ? (
+                        ) : null}
                         <Button
-                          kind="danger"
-                          onClick={() => open(order, 'refund')}
-                          label={`Refund ${order.reference}`}
+                          onClick={() => setOpened(opened === order.id ? null : order.id)}
+                          label={`${opened === order.id ? 'Hide' : 'Show'} the details of ${order.reference}`}
                         >
-                          Refund
+                          {opened === order.id ? 'Hide' : 'Details'}
                         </Button>
-                      ) : null}
-                    </td>
-                  </tr>
+                      </td>
+                    </tr>
+                    {opened === order.id ? (
+                      <tr>
+                        <td colSpan={8}>
+                          <OrderDetails order={order} />
+                        </td>
+                      </tr>
+                    ) : null}
+                  </Fragment>
                 ))}
               </tbody>
             </table>

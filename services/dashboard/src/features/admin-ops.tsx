@@ -170,6 +170,85 @@ function priceSummary(price: AliasPrice | null): string {
   return ` · credits per token: input ${groupDigits(price.input)}, output ${groupDigits(price.output)}, cache read ${groupDigits(price.cacheRead)}, cache write ${groupDigits(price.cacheWrite)} (1 h: ${groupDigits(price.cacheWrite1h)})${request}`;
 }
 
+function amountOf(amounts: { tokens: string; credits: string }): string {
+  return `${groupDigits(amounts.tokens)} tokens and ${groupDigits(amounts.credits)} credits`;
+}
+
+/**
+ * Settle a held call with the usage learned elsewhere (e.g. the provider's usage report), or
+ * release it; confirmed in a dialog naming the account and what it holds, with a required reason.
+ */
+function ResolveHold(props: {
+  item: Held;
+  action: 'settle' | 'release';
+  onCancel: () => void;
+  onDone: (message: string) => Promise<void>;
+}) {
+  const { item, action } = props;
+  const [note, setNote] = useState('');
+  const [inputTokens, setInputTokens] = useState('');
+  const [outputTokens, setOutputTokens] = useState('');
+  const resolve = useAction(async () => {
+    const answer = await api<{ charged: { tokens: string; credits: string } }>(
+      'POST',
+      `/admin/reservations/${item.id}/resolve`,
+      action === 'settle'
+        ? { action, note, inputTokens: inputTokens.trim(), outputTokens: outputTokens.trim() }
+        : { action, note },
+    );
+    await props.onDone(
+      action === 'settle'
+        ? `Settled the ${item.alias} call: charged ${amountOf(answer.charged)}.`
+        : `Released the hold of the ${item.alias} call: nothing is charged for it.`,
+    );
+  });
+  return (
+    <Confirm
+      title={`${action === 'settle' ? 'Settle' : 'Release'} the ${item.alias} call holding ${amountOf(item.reserved)}?`}
+      confirmLabel={action === 'settle' ? 'Settle' : 'Release'}
+      pending={resolve.pending}
+      onConfirm={() => void resolve.execute()}
+      onCancel={props.onCancel}
+    >
+      <ErrorMessage error={resolve.error} fields={['note', 'inputTokens', 'outputTokens']} />
+      <p>
+        Account <AccountEmail id={item.accountId} />.{' '}
+        {action === 'settle'
+          ? 'The call is charged the usage below at the prices it was reserved at; what it held beyond that returns to the balance.'
+          : 'The call is charged nothing and what it reserved returns to the balance.'}
+      </p>
+      {action === 'settle' ? (
+        <>
+          <Field
+            label="Input tokens"
+            name="inputTokens"
+            error={resolve.error}
+            inputMode="numeric"
+            value={inputTokens}
+            onChange={setInputTokens}
+          />
+          <Field
+            label="Output tokens"
+            name="outputTokens"
+            error={resolve.error}
+            inputMode="numeric"
+            value={outputTokens}
+            onChange={setOutputTokens}
+          />
+        </>
+      ) : null}
+      <Field label="Reason (required)" name="note" error={resolve.error} value={note} onChange={setNote} />
+    </Confirm>
+  );
+}
+
+interface WriteOffRow {
+  accountId: string;
+  alias: string;
+  reservations: string;
+  writtenOff: { tokens: string; credits: string };
+}
+
 interface RefusedCredential {
   providerId: string;
   credential: string;
@@ -222,22 +301,16 @@ export function AdminOperationsScreen() {
     await api('PUT', `/admin/catalog/packages/${encodeURIComponent(pack.id)}`, packageBody(pack, counts));
     await catalog.reload();
   });
-  const [releasing, setReleasing] = useState<Held | null>(null);
-  const [released, setReleased] = useState<string | null>(null);
-  const release = useAction(async (item: Held) => {
-    setReleased(null);
-    await api('POST', `/admin/reservations/${item.id}/resolve`, { action: 'release' });
-    setReleasing(null);
-    setReleased(`Released the hold of the ${item.alias} call: nothing is charged for it.`);
-    await held.reload();
-  });
+  const writeOffs = useApi<{ from: string; to: string; items: WriteOffRow[] }>('/admin/reports/write-offs');
+  const [resolving, setResolving] = useState<{ item: Held; action: 'settle' | 'release' } | null>(null);
+  const [resolved, setResolved] = useState<string | null>(null);
   return (
     <Page title="Operations">
       <Card title="Held reservations">
-        <ErrorMessage error={held.error ?? (releasing ? null : release.error)} />
-        {released ? (
+        <ErrorMessage error={held.error} />
+        {resolved ? (
           <p className="alert success" role="status">
-            {released}
+            {resolved}
           </p>
         ) : null}
         {held.loading && !held.data ? <Loading /> : null}
@@ -248,35 +321,36 @@ export function AdminOperationsScreen() {
           {held.data?.map((item) => (
             <li key={item.id}>
               <span>
-                <code>{item.alias}</code> · {item.surface} · {item.reason ?? 'usage unknown'} ·{' '}
-                {formatDate(item.heldAt)}
+                <AccountEmail id={item.accountId} /> · <code>{item.alias}</code> · holds{' '}
+                {amountOf(item.reserved)} · {item.reason ?? 'usage unknown'} · {formatDate(item.heldAt)}
               </span>
-              <Button
-                onClick={() => {
-                  release.clearError();
-                  setReleasing(item);
-                }}
-                label={`Release reservation ${item.id}`}
-              >
-                Release
-              </Button>
+              <span className="row">
+                <Button
+                  onClick={() => setResolving({ item, action: 'settle' })}
+                  label={`Settle reservation ${item.id}`}
+                >
+                  Settle
+                </Button>
+                <Button
+                  onClick={() => setResolving({ item, action: 'release' })}
+                  label={`Release reservation ${item.id}`}
+                >
+                  Release
+                </Button>
+              </span>
             </li>
           ))}
         </ul>
-        {releasing ? (
-          <Confirm
-            title={`Release ${groupDigits(releasing.reserved.tokens)} tokens and ${groupDigits(releasing.reserved.credits)} credits held for a ${releasing.alias} call?`}
-            confirmLabel="Release"
-            pending={release.pending}
-            error={release.error}
-            onConfirm={() => void release.execute(releasing)}
-            onCancel={() => setReleasing(null)}
-          >
-            <p>
-              Account <AccountEmail id={releasing.accountId} />. The call is charged nothing and what it
-              reserved returns to the balance. Settle it from the API instead when its usage is known.
-            </p>
-          </Confirm>
+        {resolving ? (
+          <ResolveHold
+            {...resolving}
+            onCancel={() => setResolving(null)}
+            onDone={async (message) => {
+              setResolving(null);
+              setResolved(message);
+              await held.reload();
+            }}
+          />
         ) : null}
       </Card>
       <Card title="Provider credentials out of rotation">
@@ -334,6 +408,22 @@ export function AdminOperationsScreen() {
             </li>
           ))}
         </ul>
+      </Card>
+      <Card title="Written off, last 30 days">
+        <ErrorMessage error={writeOffs.error} />
+        {writeOffs.data && writeOffs.data.items.length === 0 ? (
+          <p className="muted">Nothing was written off: every call's usage was paid for.</p>
+        ) : null}
+        <ul data-testid="write-offs">
+          {writeOffs.data?.items.map((row) => (
+            <li key={`${row.accountId} ${row.alias}`}>
+              <AccountEmail id={row.accountId} /> on <code>{row.alias}</code>: {amountOf(row.writtenOff)}{' '}
+              beyond what the account had, over {groupDigits(row.reservations)} call
+              {row.reservations === '1' ? '' : 's'}
+            </li>
+          ))}
+        </ul>
+        <p className="hint">Usage beyond the balance is recorded and not charged (docs: billing rules).</p>
       </Card>
       <Card title="Audit log">
         <AuditLog />

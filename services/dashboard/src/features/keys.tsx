@@ -12,6 +12,42 @@ import { KeyCapForm, type SpendCap, SpendCapList, useSpendCaps } from './spend-c
 
 type ApiKey = Schemas['ApiKey'];
 
+/** One key's calls of the last 30 days (the usage summary by key). */
+interface KeyUsage {
+  requests: number;
+  tokens: bigint;
+  credits: bigint;
+}
+
+interface UsageByKeyRow {
+  keyId?: string;
+  requests: number;
+  inputTokens: string;
+  outputTokens: string;
+  cacheReadTokens: string;
+  cacheWriteTokens: string;
+  cacheWrite1hTokens: string;
+  charged: { tokens: string; credits: string };
+}
+
+function usageByKey(rows: UsageByKeyRow[] | undefined): Map<string, KeyUsage> {
+  const byKey = new Map<string, KeyUsage>();
+  for (const row of rows ?? []) {
+    if (!row.keyId) continue;
+    const sum = byKey.get(row.keyId) ?? { requests: 0, tokens: 0n, credits: 0n };
+    sum.requests += row.requests;
+    sum.tokens +=
+      BigInt(row.inputTokens) +
+      BigInt(row.outputTokens) +
+      BigInt(row.cacheReadTokens) +
+      BigInt(row.cacheWriteTokens) +
+      BigInt(row.cacheWrite1hTokens);
+    sum.credits += BigInt(row.charged.credits);
+    byKey.set(row.keyId, sum);
+  }
+  return byKey;
+}
+
 interface KeyStatus {
   state: string;
   scope: string[] | null;
@@ -23,8 +59,25 @@ export function KeysScreen() {
   const keys = useApi<ApiKey[]>('/me/api-keys');
   const caps = useSpendCaps();
   const models = useApi<{ alias: string }[]>('/catalog/models');
+  const usage = useApi<UsageByKeyRow[]>('/me/usage/summary?by=key');
+  const perKey = usageByKey(usage.data);
   const [creating, setCreating] = useState(false);
   const [shown, setShown] = useState<{ label: string; secret: string } | null>(null);
+
+  const item = (key: ApiKey) => (
+    <KeyItem
+      key={key.id}
+      apiKey={key}
+      usage={perKey.get(key.id) ?? null}
+      caps={caps.data?.caps.filter((cap) => cap.keyId === key.id || cap.keyId === null) ?? []}
+      onCapsChanged={() => void caps.reload()}
+      onChanged={() => void keys.reload()}
+      onSecret={setShown}
+    />
+  );
+  // Keys that can never call again are folded away below the usable ones.
+  const live = keys.data?.filter((key) => key.state === 'active' || key.state === 'disabled') ?? [];
+  const ended = keys.data?.filter((key) => key.state === 'revoked' || key.state === 'expired') ?? [];
 
   return (
     <Page
@@ -56,24 +109,20 @@ export function KeysScreen() {
           Create one with <strong>Create key</strong>, then see <Link to="/use-key">how to use it</Link>.
         </Empty>
       ) : null}
-      <ul className="keys">
-        {keys.data?.map((key) => (
-          <KeyItem
-            key={key.id}
-            apiKey={key}
-            caps={caps.data?.caps.filter((cap) => cap.keyId === key.id || cap.keyId === null) ?? []}
-            onCapsChanged={() => void caps.reload()}
-            onChanged={() => void keys.reload()}
-            onSecret={setShown}
-          />
-        ))}
-      </ul>
+      <ul className="keys">{live.map(item)}</ul>
+      {ended.length > 0 ? (
+        <details className="ended-keys">
+          <summary>Revoked and expired keys ({ended.length})</summary>
+          <ul className="keys">{ended.map(item)}</ul>
+        </details>
+      ) : null}
     </Page>
   );
 }
 
 function KeyItem(props: {
   apiKey: ApiKey;
+  usage: KeyUsage | null;
   caps: SpendCap[];
   onCapsChanged: () => void;
   onChanged: () => void;
@@ -151,6 +200,20 @@ function KeyItem(props: {
         <div>
           <dt>Created</dt>
           <dd>{formatDate(key.createdAt)}</dd>
+        </div>
+        <div>
+          <dt>Last used</dt>
+          <dd data-testid="key-last-used">
+            {key.lastUsedAt ? `about ${formatDate(key.lastUsedAt)}` : 'never'}
+          </dd>
+        </div>
+        <div>
+          <dt>Last 30 days</dt>
+          <dd data-testid="key-usage">
+            {props.usage
+              ? `${groupDigits(props.usage.requests)} call${props.usage.requests === 1 ? '' : 's'}, ${groupDigits(props.usage.tokens)} tokens, ${groupDigits(props.usage.credits)} credits`
+              : 'no calls'}
+          </dd>
         </div>
       </dl>
       <SpendCapList caps={props.caps} label={`Spend caps of ${key.name}`} />

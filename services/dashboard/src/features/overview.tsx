@@ -25,6 +25,34 @@ interface Entitlement {
   aliases: string[] | null;
 }
 
+/**
+ * The first steps of a new account, shown until it has made a call: something to pay with, a key,
+ * a first call. Each step says whether it is done.
+ */
+function GettingStarted(props: { balance: Balance | undefined; hasEntitlement: boolean }) {
+  const keys = useApi<{ id: string }[]>('/me/api-keys');
+  const calls = useApi<{ items: unknown[] }>('/me/activity?limit=1');
+  if (!props.balance || !keys.data || !calls.data || calls.data.items.length > 0) return null;
+  const funded =
+    props.hasEntitlement || props.balance.remaining.credits !== '0' || props.balance.remaining.tokens !== '0';
+  const steps = [
+    { done: funded, text: 'Buy a token package or credit', to: '/buy', link: 'Buy' },
+    { done: keys.data.length > 0, text: 'Create an API key', to: '/keys', link: 'API keys' },
+    { done: false, text: 'Make your first call with the key', to: '/use-key', link: 'Use a key' },
+  ];
+  return (
+    <Card title="Get started">
+      <ol className="getting-started" data-testid="getting-started">
+        {steps.map((step) => (
+          <li key={step.to} className={step.done ? 'done' : undefined}>
+            {step.text}: {step.done ? <strong>done</strong> : <Link to={step.to}>{step.link}</Link>}
+          </li>
+        ))}
+      </ol>
+    </Card>
+  );
+}
+
 export function OverviewScreen() {
   const { account } = useSession();
   const balance = useApi<Balance>('/me/balance');
@@ -35,6 +63,10 @@ export function OverviewScreen() {
   const usage = useApi<UsageRow[]>(`/me/usage/summary?from=${from}&to=${to}`);
   return (
     <Page title={`Welcome${account?.displayName ? `, ${account.displayName}` : ''}`}>
+      <GettingStarted
+        balance={balance.data}
+        hasEntitlement={entitlements.data?.some((entitlement) => !entitlement.expired) ?? false}
+      />
       <div className="grid">
         <Card title="Balance">
           <ErrorMessage error={balance.error} />

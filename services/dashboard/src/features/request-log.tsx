@@ -1,17 +1,12 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { Fragment, useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
-import { type ActivityItem, ReceiptDetails } from './activity.tsx';
-import type { ApiKey } from './keys.tsx';
+import { ReceiptDetails } from './activity.tsx';
 
-type LogItem = ActivityItem & { finishedAt: string | null };
-interface LogPage {
-  items: LogItem[];
-  nextCursor: string | null;
-}
+type LogItem = Schemas['ActivityItem'];
 
 const PAGE = 50;
 
@@ -28,11 +23,29 @@ function durationOf(item: LogItem): string {
   return ms < 10_000 ? `${groupDigits(String(ms))} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function costOf(item: LogItem): string {
+type CreditValue = NonNullable<Schemas['CreditValue']['value']>;
+
+/**
+ * Credits in the catalogue currency, exactly and rounded toward zero, with up to six digits past
+ * the minor unit (docs/payments.md#money): 700 credits at 0.000001 USD is USD 0.0007.
+ */
+export function creditsInMoney(credits: string, value: CreditValue): string {
+  const [whole = '0', fraction = ''] = value.perCredit.split('.');
+  const digits = value.exponent + 6;
+  const scaled =
+    (BigInt(credits) * BigInt(whole + fraction) * 10n ** BigInt(digits)) / 10n ** BigInt(fraction.length);
+  const text = scaled.toString().padStart(digits + 1, '0');
+  const kept = text.slice(-digits).replace(/0+$/, '').padEnd(value.exponent, '0');
+  return `${value.currency} ${groupDigits(text.slice(0, -digits))}${kept ? `.${kept}` : ''}`;
+}
+
+function costOf(item: LogItem, value: CreditValue | null): string {
   const { tokens, credits } = item.charged;
   const parts = [
     tokens !== '0' ? `${groupDigits(tokens)} package tokens` : '',
-    credits !== '0' ? `${groupDigits(credits)} credits` : '',
+    credits !== '0'
+      ? `${groupDigits(credits)} credits${value ? ` (${creditsInMoney(credits, value)})` : ''}`
+      : '',
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(' + ') : 'nothing';
 }
@@ -42,24 +55,30 @@ function costOf(item: LogItem): string {
  * tokens, cost, duration, how it finished and its state; each row opens its receipt.
  */
 export function RequestLogScreen() {
-  const first = useApi<LogPage>(`/me/activity?limit=${PAGE}`);
-  const keys = useApi<ApiKey[]>('/me/api-keys');
-  const [older, setOlder] = useState<LogPage[]>([]);
-  const [open, setOpen] = useState<string | null>(null);
-  const cursor = (older.at(-1) ?? first.data)?.nextCursor ?? null;
-  const more = useAction(async () => {
-    if (!cursor) return;
-    const page = await api<LogPage>('GET', `/me/activity?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`);
-    setOlder((pages) => [...pages, page]);
+  const log = useInfiniteQuery({
+    queryKey: ['/api/v1/me/activity', 'log'],
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      unwrap(client.GET('/api/v1/me/activity', { params: { query: { limit: PAGE, cursor: pageParam } } })),
+    getNextPageParam: (page) => page.nextCursor ?? undefined,
   });
-  const items = [...(first.data?.items ?? []), ...older.flatMap((page) => page.items)];
-  const keyName = (id: string) => keys.data?.find((key) => key.id === id)?.name ?? 'a deleted key';
+  const credit = useQuery({
+    queryKey: ['/api/v1/catalog/credit'],
+    queryFn: () => unwrap(client.GET('/api/v1/catalog/credit')),
+  });
+  const keys = useQuery({
+    queryKey: ['/api/v1/me/api-keys'],
+    queryFn: () => unwrap(client.GET('/api/v1/me/api-keys')),
+  });
+  const [open, setOpen] = useState<string | null>(null);
+  const items = log.data?.pages.flatMap((page) => page.items) ?? [];
+  const keyName = (id: string) => keys.data?.find((key) => key.id === id)?.name ?? '…';
   return (
     <Page title="Request log">
       <Card>
-        <ErrorMessage error={first.error} />
-        {first.loading && !first.data ? <Loading label="Loading calls…" /> : null}
-        {first.data && items.length === 0 ? (
+        <ErrorMessage error={log.error} />
+        {log.isPending ? <Loading label="Loading calls…" /> : null}
+        {log.data && items.length === 0 ? (
           <Empty title="No calls yet">
             Every call made with your keys appears here with its cost.{' '}
             <Link to="/use-key">See how to call a model</Link>.
@@ -91,7 +110,7 @@ export function RequestLogScreen() {
                       <td>
                         <code>{item.alias}</code>
                       </td>
-                      <td>{costOf(item)}</td>
+                      <td>{costOf(item, credit.data?.value ?? null)}</td>
                       <td>{keyName(item.keyId)}</td>
                       <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
                       <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
@@ -122,9 +141,8 @@ export function RequestLogScreen() {
             </table>
           </TableWrap>
         ) : null}
-        <ErrorMessage error={more.error} />
-        {cursor ? (
-          <Button onClick={() => void more.execute()} pending={more.pending}>
+        {log.hasNextPage ? (
+          <Button onClick={() => void log.fetchNextPage()} pending={log.isFetchingNextPage}>
             Older calls
           </Button>
         ) : null}

@@ -13,7 +13,8 @@ export interface paths {
          */
         get: operations["getAdminAccounts"];
         put?: never;
-        post?: never;
+        /** Open an account for someone (admin): they are emailed a link to choose a password */
+        post: operations["postAdminAccounts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -351,6 +352,26 @@ export interface paths {
          */
         put: operations["putAdminCatalogProvidersById"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/catalog/providers/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make one real call to a provider's model and show the latency and the answer
+         * @description A gateway (GATEWAY_INTERNAL_URL) sends the provider a one-line prompt with a few output tokens, with the provider's credential; nothing is metered. Works for entries of the catalogue file too.
+         */
+        post: operations["postAdminCatalogProvidersByIdTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1899,6 +1920,11 @@ export interface components {
             expiresAt: string | null;
             /** Format: uuid */
             id: string;
+            /**
+             * Format: date-time
+             * @description About when it last called a model (recorded at most once an hour); null: never.
+             */
+            lastUsedAt: string | null;
             limits: components["schemas"]["KeyLimits"];
             /** @description Enough to recognise the key, never enough to use it. */
             mask: string;
@@ -2499,6 +2525,18 @@ export interface components {
             /** @enum {string} */
             kind: "anthropic" | "openai" | "azure-openai" | "gemini" | "bedrock" | "vertex";
         };
+        ProviderTest: {
+            /** @description The answer's text, or the provider's error message, shortened; never a credential. */
+            answer: string;
+            /** @description The name of the credential sent (never its value). */
+            credential: string | null;
+            /** @description From sending the request to the whole answer read. */
+            latencyMs: number;
+            /** @description The provider answered 2xx. */
+            ok: boolean;
+            /** @description The provider's HTTP status; null: not reached. */
+            upstreamStatus: number | null;
+        };
         PutAliasRequest: {
             /** @description The one upstream's cost price (with upstreams, each carries its own). */
             cost?: {
@@ -2683,10 +2721,14 @@ export interface components {
             cacheWriteTokens?: string;
             /** @description Input tokens read neither from nor into a cache. */
             inputTokens: string;
+            /** @description Why: kept in the audit row. */
+            note: string;
             outputTokens: string;
         } | {
             /** @enum {string} */
             action: "release";
+            /** @description Why: kept in the audit row. */
+            note: string;
         };
         RevealedKey: {
             id: string;
@@ -2940,6 +2982,72 @@ export interface operations {
             };
             /** @description Error (403) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAdminAccounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    displayName?: string | null;
+                    /** Format: email */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new account. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Account"];
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): the request body is larger than the limit (request_too_large) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4163,6 +4271,81 @@ export interface operations {
             };
             /** @description Error (403) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (413): the request body is larger than the limit (request_too_large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postAdminCatalogProvidersByIdTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    upstreamModel: string;
+                };
+            };
+        };
+        responses: {
+            /** @description What the provider answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ProviderTest"];
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (404) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -4,9 +4,14 @@ import { sessionActor } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
+import { recordAudit } from '../audit/audit.service.ts';
+import { Email } from '../auth/auth.schemas.ts';
+import { createAccountForSomeone } from '../auth/password-reset.service.ts';
+import type { Mailer } from '../mail/mail.service.ts';
 import {
   AccountPageView,
   AccountView,
+  DisplayName,
   PageQuery,
   toAccountPageView,
   toAccountView,
@@ -100,6 +105,22 @@ const listAccountsRoute = createRoute({
   },
 });
 
+const createAccountRoute = createRoute({
+  method: 'post',
+  path: '/admin/accounts',
+  tags: ['admin'],
+  summary: 'Open an account for someone (admin): they are emailed a link to choose a password',
+  security: SESSION_AND_CSRF,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    body: json(z.object({ email: Email, displayName: DisplayName.nullable().optional() }).strict()),
+  },
+  responses: {
+    201: jsonContent(dataOf(AccountView), 'The new account.'),
+    ...errorResponses(401, 403, 422),
+  },
+});
+
 const readAccountRoute = createRoute({
   method: 'get',
   path: '/admin/accounts/{id}',
@@ -186,11 +207,25 @@ const adjustRoute = createRoute({
 });
 
 /** /admin/accounts: search, read and change accounts; forbidden without the admin permission. */
-export function adminRoutes() {
+export function adminRoutes(mailer: Mailer) {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(listAccountsRoute, async (c) => {
     const page = await listAccounts(c.get('deps').db, c.req.valid('query'));
     return c.json({ data: toAccountPageView(page) }, 200);
+  });
+  app.openapi(createAccountRoute, async (c) => {
+    const deps = c.get('deps');
+    const body = c.req.valid('json');
+    const account = await createAccountForSomeone(deps, mailer, {
+      email: body.email,
+      displayName: body.displayName ?? null,
+    });
+    await recordAudit(deps.db, sessionActor(c), {
+      action: 'admin.account.create',
+      targetType: 'account',
+      targetId: account.id,
+    });
+    return c.json({ data: toAccountView(account) }, 201);
   });
   app.openapi(readAccountRoute, async (c) => {
     const account = await readAccount(c.get('deps'), c.req.valid('param').id);

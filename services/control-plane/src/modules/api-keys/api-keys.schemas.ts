@@ -64,6 +64,9 @@ export const ApiKeyView = z
     updatedAt: z.string().datetime(),
     rotatedAt: z.string().datetime().nullable(),
     revokedAt: z.string().datetime().nullable(),
+    lastUsedAt: z.string().datetime().nullable().openapi({
+      description: 'About when it last called a model (recorded at most once an hour); null: never.',
+    }),
   })
   .openapi('ApiKey');
 
@@ -110,5 +113,6 @@ export function toApiKeyView(key: ApiKey): z.infer<typeof ApiKeyView> {
     updatedAt: key.updatedAt.toISOString(),
     rotatedAt: key.rotatedAt?.toISOString() ?? null,
     revokedAt: key.revokedAt?.toISOString() ?? null,
+    lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
   };
 }

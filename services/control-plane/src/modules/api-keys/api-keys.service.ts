@@ -44,6 +44,8 @@ export interface ApiKey {
   updatedAt: Date;
   rotatedAt: Date | null;
   revokedAt: Date | null;
+  /** Its last call, recorded at most once an hour (migration 0011); null: never used. */
+  lastUsedAt: Date | null;
 }
 
 /** What the billing module needs to authorise a presented key. */
@@ -97,6 +99,7 @@ export function toApiKey(row: ApiKeyRow, now: Date): ApiKey {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     rotatedAt: row.rotated_at,
+    lastUsedAt: row.last_used_at,
     revokedAt: row.revoked_at,
   };
 }

@@ -1,6 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
-import { findAccountByEmail, normalizeEmail, setPasswordHash } from '../accounts/accounts.service.ts';
+import {
+  type Account,
+  createAccount,
+  findAccountByEmail,
+  normalizeEmail,
+  setPasswordHash,
+} from '../accounts/accounts.service.ts';
 import { dashboardLink } from '../mail/links.ts';
 import type { Mailer } from '../mail/mail.service.ts';
 import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
@@ -46,6 +53,39 @@ async function issueResetToken(
     });
   });
   return { token, link: dashboardLink(deps.config, `/reset-password#token=${token}`) };
+}
+
+/**
+ * An account an admin opens for someone: a random password nobody knows, and an email with a
+ * link to choose one (the reset token; a later "Forgot password" works the same). An address that
+ * has an account already is refused, naming the field.
+ */
+export async function createAccountForSomeone(
+  deps: ResetDeps,
+  mailer: Mailer,
+  input: { email: string; displayName: string | null },
+): Promise<Account> {
+  const email = normalizeEmail(input.email);
+  if (await findAccountByEmail(deps.db, email)) {
+    throw AppError.validation({ email: ['An account with this email exists already.'] });
+  }
+  const account = await createAccount(deps.db, {
+    email,
+    passwordHash: await hashPassword(randomBytes(24).toString('base64url')),
+    displayName: input.displayName,
+  });
+  const ttlMs = deps.config.emailCodes.resetTtlMs;
+  const { link } = await issueResetToken(deps, account.email, ttlMs);
+  await mailer.send({
+    to: account.email,
+    kind: 'account_created',
+    subject: 'Your Tollgate account',
+    text:
+      `An account was opened for you at Tollgate. Open this link to choose your password:\n\n${link}\n\n` +
+      `It expires in ${Math.round(ttlMs / 60_000)} minutes and works once; after that, use ` +
+      '"Forgot password" on the log-in screen with this address.',
+  });
+  return account;
 }
 
 /**

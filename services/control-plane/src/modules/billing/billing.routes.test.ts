@@ -413,13 +413,18 @@ describe('held reservations (admin)', () => {
       }),
     );
 
-    const resolved = await client.request('POST', `/admin/reservations/${item.reservationId}/resolve`, {
+    // Money moves only with a reason, kept in the audit row.
+    const unexplained = await client.request('POST', `/admin/reservations/${item.reservationId}/resolve`, {
       body: { action: 'settle', inputTokens: '5', outputTokens: '4' },
+    });
+    expect(unexplained).toMatchObject({ status: 422, body: { errors: { note: [expect.any(String)] } } });
+    const resolved = await client.request('POST', `/admin/reservations/${item.reservationId}/resolve`, {
+      body: { action: 'settle', inputTokens: '5', outputTokens: '4', note: 'usage from the provider report' },
     });
     expect(resolved.body.data).toEqual({ status: 'settled', charged: { tokens: '0', credits: '30' } });
     expect((await client.request('GET', '/me/balance')).body.data.remaining.credits).toBe('970');
     const again = await client.request('POST', `/admin/reservations/${item.reservationId}/resolve`, {
-      body: { action: 'release' },
+      body: { action: 'release', note: 'again' },
     });
     expect(again).toMatchObject({ status: 404, body: { code: 'not_found' } });
     // Audited once, in the resolution's own transaction, with what the admin gave.
@@ -429,7 +434,14 @@ describe('held reservations (admin)', () => {
         action: 'admin.reservation.resolve',
         actor: { accountId: key.accountId },
         target: { type: 'reservation', id: item.reservationId },
-        detail: { action: 'settle', inputTokens: '5', outputTokens: '4' },
+        detail: {
+          action: 'settle',
+          inputTokens: '5',
+          outputTokens: '4',
+          note: 'usage from the provider report',
+          accountId: key.accountId,
+          reserved: { tokens: '0', credits: '120' },
+        },
       },
     ]);
   });

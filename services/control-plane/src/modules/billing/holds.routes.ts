@@ -35,17 +35,24 @@ const ReportPeriod = {
   from: ReportTime.optional().openapi({ description: 'Start (inclusive); default 30 days before `to`.' }),
   to: ReportTime.optional().openapi({ description: 'End (exclusive); default now.' }),
 };
+const Note = z
+  .string()
+  .trim()
+  .min(1, 'Say why (the reason is kept in the audit log).')
+  .max(500)
+  .describe('Why: kept in the audit row.');
 const ResolveRequest = z
   .discriminatedUnion('action', [
     z.object({
       action: z.literal('settle'),
+      note: Note,
       inputTokens: IntegerString.describe('Input tokens read neither from nor into a cache.'),
       outputTokens: IntegerString,
       cacheReadTokens: IntegerString.optional(),
       cacheWriteTokens: IntegerString.optional().describe('Five-minute cache writes.'),
       cacheWrite1hTokens: IntegerString.optional().describe('One-hour cache writes.'),
     }),
-    z.object({ action: z.literal('release') }),
+    z.object({ action: z.literal('release'), note: Note }),
   ])
   .openapi('ResolveHoldRequest');
 
@@ -180,8 +187,9 @@ export function holdsRoutes() {
             cacheReadTokens: BigInt(body.cacheReadTokens ?? '0'),
             cacheWriteTokens: BigInt(body.cacheWriteTokens ?? '0'),
             cacheWrite1hTokens: BigInt(body.cacheWrite1hTokens ?? '0'),
+            note: body.note,
           }
-        : { action: 'release' as const };
+        : { action: 'release' as const, note: body.note };
     return c.json(
       { data: await resolveHold(c.get('deps'), c.req.valid('param').id, resolution, sessionActor(c)) },
       200,

@@ -43,8 +43,10 @@ export type Resolution =
       cacheReadTokens?: bigint;
       cacheWriteTokens?: bigint;
       cacheWrite1hTokens?: bigint;
+      /** The admin's reason, kept in the audit row. */
+      note?: string;
     }
-  | { action: 'release' };
+  | { action: 'release'; note?: string };
 
 /**
  * An admin resolves a hold: settle the usage learned elsewhere (e.g. the provider's usage report)
@@ -69,7 +71,11 @@ export async function resolveHold(
       action: 'admin.reservation.resolve',
       targetType: 'reservation',
       targetId: reservationId,
-      detail: { ...resolution },
+      detail: {
+        ...resolution,
+        accountId: row.account_id,
+        reserved: { tokens: String(row.reserved_tokens), credits: String(row.reserved_credits) },
+      },
     };
     await (actor ? recordAudit(trx, actor, audit) : recordServiceAudit(trx, audit));
     return repository.finishBatchIn(trx, [

@@ -329,6 +329,7 @@ describe('catalogue', () => {
       price: { input: '2', output: '5', cacheRead: '2', cacheWrite: '2', cacheWrite1h: '2', request: '0' },
       maxOutputTokens: 1000,
       defaultMaxOutputTokens: 100,
+      packageRate: '1',
     });
     const packages = await client.request('GET', '/catalog/packages');
     expect(packages.body.data.map((pack: { id: string }) => pack.id)).toEqual(['exact', 'huge', 'small']);

@@ -31,6 +31,11 @@ catalogue (\`deploy/catalog.example.yaml\`) reads \`MOCK_UPSTREAM_URL\` (fallbac
 \`http://127.0.0.1:8090\`). Provider credentials are never in the file: a provider's \`credential\`
 names the variable (or \`SECRETS_FILE\` entry) the gateway reads its key from
 ([providers](../providers.md)).
+
+Its \`credit\` section (optional) says what one credit is worth in the catalogue currency and the
+bounds of a top-up, as decimals of that currency: \`credit: { currency: USD, value: "0.000001",
+top_up: { min: "5.00", max: "500.00" } }\` ([payments](../payments.md#money)). The file manages it:
+a start or \`sync-catalog\` without the section removes it (figures in credits only, no top-ups).
 `;
 
 function renderConfigurationPage(): string {

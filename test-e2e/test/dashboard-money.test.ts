@@ -1,7 +1,7 @@
 /**
  * Money beside credits in Chromium against the real services (the catalogue's credit is worth
  * 0.000001 USD): the overview balance, the models page's prices per million tokens, a call's cost
- * in the activity and its receipt; a top-up of a typed amount through the development provider
+ * in the request log and its receipt; a top-up of a typed amount through the development provider
  * and through Stripe keeping the card (a local fake of the Stripe API), then automatic top-up
  * turned on. axe at 1280 and 390 px on each screen; screenshots kept.
  */
@@ -93,9 +93,8 @@ describe('money beside credits in Chromium', () => {
       messages: [{ role: 'user', content: 'Hello @mock(input_tokens=100,output_tokens=20)' }],
     });
     await meter.finished(1);
-    await page.goto(`${base}/activity`);
-    await page.getByText('360 credits').first().waitFor();
-    expect(await page.locator('td .money').first().textContent()).toBe('USD 0.00036');
+    await page.goto(`${base}/requests`);
+    await page.getByText('360 credits (USD 0.00036)').first().waitFor();
     await page
       .getByRole('button', { name: /Show the receipt/ })
       .first()
@@ -142,11 +141,17 @@ describe('money beside credits in Chromium', () => {
     await page.getByRole('button', { name: 'Top up' }).click();
     await page.getByRole('heading', { name: 'Credit top-up' }).waitFor();
     const orderId = page.url().split('/').pop()!;
+    // The fake's checkout address (.test) resolves nowhere: the browser is shown a stand-in page.
+    await page.route('https://checkout.stripe.test/**', (route) =>
+      route.fulfill({ status: 200, contentType: 'text/html', body: '<title>Checkout</title>' }),
+    );
     await page.getByRole('button', { name: 'Pay now' }).click();
     // The browser goes to Stripe Checkout (the fake's address); the customer pays there and comes back.
     const sessionOf = () =>
       [...fake.sessions.values()].find((candidate) => candidate.client_reference_id === orderId);
     await expect.poll(() => sessionOf() !== undefined).toBe(true);
+    // The browser is on its way to the checkout page: going elsewhere before it arrives is refused.
+    await page.waitForURL((url) => url.hostname === 'checkout.stripe.test');
     fake.pay(sessionOf()!.id);
     await page.goto(`${base}/orders/${orderId}`);
     await page.getByRole('button', { name: 'Check payment' }).click();

@@ -23,8 +23,10 @@ export async function insertAuditRow(
     .insertInto('audit_log')
     .values({
       ...values,
+      // A lone surrogate is written to jsonb as an escape Postgres refuses; text columns get U+FFFD
+      // for it from the driver, and so does the detail here.
       detail: JSON.stringify(values.detail, (_key, value) =>
-        typeof value === 'bigint' ? String(value) : value,
+        typeof value === 'bigint' ? String(value) : typeof value === 'string' ? value.toWellFormed() : value,
       ),
     })
     .execute();

@@ -162,8 +162,10 @@ export async function testProvider(
  * call. Only the control plane's service token (the shared INTERNAL_TOKEN_SECRET) may ask.
  */
 export function providerTestHandler(deps: GatewayDependencies) {
-  const key = new TextEncoder().encode(deps.config.internalTokenSecret);
+  // Encoded on first use: an app built for other routes need not carry the secret.
+  let key: Uint8Array | undefined;
   return async (c: { req: { raw: Request } }): Promise<Response> => {
+    key ??= new TextEncoder().encode(deps.config.internalTokenSecret);
     const authorization = c.req.raw.headers.get('authorization') ?? '';
     try {
       await jwtVerify(authorization.replace(/^Bearer /, ''), key, {

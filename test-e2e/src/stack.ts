@@ -199,6 +199,8 @@ export interface E2EStack {
    * not yet written to Postgres (0 without the hot tier). A test reads the ledger once this is 0.
    */
   callsInRedis(accountId: string): Promise<number>;
+  /** The ids of those calls. */
+  callIdsInRedis(accountId: string): Promise<string[]>;
   /** The Redis hash in which the hot tier keeps the account's calls (hot-store.ts, hotKeys). */
   hotCallsKey(accountId: string): string;
   close(): Promise<void>;
@@ -406,7 +408,9 @@ export async function startStack(label: string, options: StackOptions = {}): Pro
         if (service) await killService(service);
       },
       startControlPlane,
-      callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
+      callsInRedis: async (accountId) =>
+        (await callIdsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId)).length,
+      callIdsInRedis: (accountId) => callIdsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
       hotCallsKey: (accountId) => hotCallsKey(shared.REDIS_KEY_PREFIX, accountId),
       close,
     };
@@ -427,11 +431,13 @@ async function killService(service: Service): Promise<void> {
 const hotCallsKey = (prefix: string, accountId: string) => `${prefix}hot:{a:${accountId}}:calls`;
 
 /** See E2EStack.callsInRedis. */
-async function callsInRedis(redis: Redis | null, prefix: string, accountId: string): Promise<number> {
-  if (!redis) return 0;
-  // In flight (R) or finished and not yet written (D); tombstones (G) hold nothing.
-  const calls = await redis.hvals(hotCallsKey(prefix, accountId));
-  return calls.filter((call) => !call.startsWith('G')).length;
+async function callIdsInRedis(redis: Redis | null, prefix: string, accountId: string): Promise<string[]> {
+  if (!redis) return [];
+  // In flight (R) or finished and not yet forgotten (D); tombstones (G) hold nothing.
+  const calls = await redis.hgetall(hotCallsKey(prefix, accountId));
+  return Object.entries(calls)
+    .filter(([, call]) => !call.startsWith('G'))
+    .map(([id]) => id);
 }
 
 /** In-container ports: fixed, since each service has its own network address. */
@@ -585,7 +591,9 @@ async function startContainerStack(
       killControlPlane: processOnly('killControlPlane'),
       startControlPlane: processOnly('startControlPlane'),
       // The containers' Redis is the test Redis, which this process reaches on its published port.
-      callsInRedis: (accountId) => callsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
+      callsInRedis: async (accountId) =>
+        (await callIdsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId)).length,
+      callIdsInRedis: (accountId) => callIdsInRedis(redis, shared.REDIS_KEY_PREFIX, accountId),
       hotCallsKey: (accountId) => hotCallsKey(shared.REDIS_KEY_PREFIX, accountId),
       close,
     };

@@ -11,7 +11,6 @@ import {
   settleItem,
 } from '../../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../../test/context.ts';
-import type { HotEngine } from './hot-engine.ts';
 import { LEASE_CAP } from './hot-leases.ts';
 
 /**
@@ -40,7 +39,7 @@ afterAll(async () => {
 
 /** What the account's lease holds in Redis, free and in flight, all sources together. */
 async function leaseHolds(accountId: string): Promise<bigint> {
-  const lease = await redis.hgetall((context.deps.billing as HotEngine).tier.store.keysOf(accountId).lease);
+  const lease = await redis.hgetall(context.deps.hot!.store.keysOf(accountId).lease);
   return Object.entries(lease)
     .filter(([field]) => field.startsWith('r:') || field.startsWith('h:'))
     .reduce((sum, [, value]) => sum + BigInt(value), 0n);

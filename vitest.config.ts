@@ -44,6 +44,8 @@ export default defineConfig({
           ...withServices,
           testTimeout: 60_000,
           hookTimeout: 120_000,
+          // A browser screen on a loaded CI box can take longer than poll's default second to show.
+          expect: { poll: { timeout: 15_000 } },
           fileParallelism: false,
         },
       },

@@ -1,10 +1,10 @@
 /**
  * The control plane's module structure (issue 24, must-hold 4): nothing outside billing reaches
  * into billing/hot/ (the engine is chosen in billing/engines.ts and used through the BillingEngine
- * interface, billing/billing-engine.ts), and billing, http and deps import no cycle, type imports
- * included.
+ * interface, billing/billing-engine.ts); nothing in src imports a cycle, type imports included
+ * (billing, http and deps among them); test support lives in test/, not src/.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -58,12 +58,10 @@ describe('the control plane’s structure', () => {
     expect(branching).toEqual([]);
   });
 
-  it('has no import cycle among billing, http and deps', () => {
-    const inScope = (file: string) => /^src\/(modules\/billing\/|http\/|deps\.ts$)/.test(relative(file));
-    const files = sourceFiles(path.join(PACKAGE, 'src')).filter(
-      (file) => inScope(file) && !file.endsWith('.test.ts'),
-    );
-    const graph = new Map(files.map((file) => [file, importsOf(file).filter(inScope)]));
+  it('has no import cycle anywhere in src (billing, http and deps included)', () => {
+    // Type imports count: a cycle through `import type` still ties the modules together.
+    const files = sourceFiles(path.join(PACKAGE, 'src'));
+    const graph = new Map(files.map((file) => [file, importsOf(file)]));
     // Depth-first search; a file met again while still on the path closes a cycle.
     const cycles: string[] = [];
     const state = new Map<string, 'open' | 'done'>();
@@ -74,12 +72,42 @@ describe('the control plane’s structure', () => {
       for (const next of graph.get(file) ?? []) {
         if (state.get(next) === 'open')
           cycles.push([...trail.slice(trail.indexOf(next)), next].map(relative).join(' -> '));
-        else if (!state.has(next)) visit(next);
+        else if (!state.has(next) && graph.has(next)) visit(next);
       }
       trail.pop();
       state.set(file, 'done');
     };
     for (const file of files) if (!state.has(file)) visit(file);
     expect(cycles).toEqual([]);
+  });
+
+  it('keeps test support out of src: every file there but tests is reached from an entry point', () => {
+    // Entry points: the server, the operator CLI, and what package.json exports (test/kit.ts is
+    // the tests' own). A file in src that only tests import is test support and belongs in test/.
+    const manifest = JSON.parse(readFileSync(path.join(PACKAGE, 'package.json'), 'utf8')) as {
+      exports: Record<string, string>;
+    };
+    const entries = [
+      path.join(PACKAGE, 'src', 'main.ts'),
+      ...sourceFiles(path.join(PACKAGE, 'bin')),
+      ...Object.values(manifest.exports).map((target) => path.resolve(PACKAGE, target)),
+    ].filter((file) => relative(file).startsWith('src') || relative(file).startsWith('bin'));
+    const reached = new Set<string>();
+    const pending = [...entries];
+    while (pending.length > 0) {
+      const file = pending.pop()!;
+      if (reached.has(file)) continue;
+      reached.add(file);
+      pending.push(...importsOf(file).filter((target) => existsSync(target)));
+    }
+    const unreached = sourceFiles(path.join(PACKAGE, 'src'))
+      .filter((file) => !file.endsWith('.test.ts') && !reached.has(file))
+      .map(relative);
+    expect(unreached).toEqual([]);
+    // And production code never imports the tests' support (test/) or a test file.
+    const intoTests = [...reached]
+      .flatMap((file) => importsOf(file).map((target) => `${relative(file)} -> ${relative(target)}`))
+      .filter((edge) => / -> (test\/|.*\.test\.ts$)/.test(edge));
+    expect(intoTests).toEqual([]);
   });
 });

@@ -17,8 +17,8 @@ import type { Clock } from '../../clock.ts';
 import type { PreparedQueries } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { SpendCapCache } from '../spend-caps/spend-caps.cache.ts';
+import type { CapCall } from '../spend-caps/spend-caps.counting.ts';
 import type { OtherFinish } from '../spend-caps/spend-caps.finish.ts';
-import type { CapCall } from '../spend-caps/spend-caps.service.ts';
 import type { ChangedEntries } from './hot/hot-entries.ts';
 
 /** What a lease holds of each source (an entitlement id, or 'c' for credit); empty without one. */

@@ -8,6 +8,8 @@ import type { Logger } from '@tollgate/service-kit';
 import type { Kysely, Transaction } from 'kysely';
 import type { ControlPlaneConfig } from '../../config.ts';
 import type { Database } from '../../db/schema.ts';
+import type { SpendCapCache } from '../spend-caps/spend-caps.cache.ts';
+import type { OtherFinish } from '../spend-caps/spend-caps.finish.ts';
 import type { BillingEngine, EngineParts, EntriesChange } from './billing-engine.ts';
 import { createHotEngine } from './hot/hot-engine.ts';
 import { openHotTier } from './hot/hot-tier.ts';
@@ -71,4 +73,20 @@ export function changeBalances<T>(
   change: (balances: BalanceChange) => Promise<T>,
 ): Promise<T> {
   return deps.db.transaction().execute((trx) => change(balancesIn(deps, trx)));
+}
+
+/**
+ * Corrects what finishes that did not come from the gateway (an admin's resolution, the
+ * reconciler's release) count against spend caps, in whichever engine counted the calls: a
+ * resolved hold counts its usage (or nothing once released) from then on, as a gateway's settle
+ * would. Accounts without a cap are left out.
+ */
+export async function countOtherFinishes(
+  deps: { billing: BillingEngine; caps: SpendCapCache },
+  finishes: readonly OtherFinish[],
+): Promise<void> {
+  const accounts = await deps.caps.get([...new Set(finishes.map((each) => each.accountId))]);
+  const capped = finishes.filter((each) => (accounts.get(each.accountId)?.caps.length ?? 0) > 0);
+  if (capped.length === 0) return;
+  await deps.billing.countOtherFinishes(capped);
 }

@@ -1,10 +1,9 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { type Actor, recordAudit, recordServiceAudit } from '../audit/audit.service.ts';
-import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
 import type { ReservationStatus } from './billing.table.ts';
 import * as repository from './engine.repository.ts';
-import { changeBalances } from './engines.ts';
+import { changeBalances, countOtherFinishes } from './engines.ts';
 
 export interface HeldReservation {
   id: string;

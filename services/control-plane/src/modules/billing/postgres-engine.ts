@@ -6,9 +6,9 @@ import type {
   ReserveItem,
   ReserveResult,
 } from '@tollgate/schemas';
+import { readCountedCalls } from '../spend-caps/spend-caps.counting.ts';
 import { capRefusal, countFinished, countOtherFinishesInPostgres } from '../spend-caps/spend-caps.finish.ts';
 import { judgeBatchInTransaction } from '../spend-caps/spend-caps.postgres.ts';
-import { readCountedCalls } from '../spend-caps/spend-caps.service.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from './billing.rows.ts';
 import { type BillingEngine, cappedAccounts, type EngineParts } from './billing-engine.ts';
 import * as repository from './engine.repository.ts';

@@ -1,7 +1,7 @@
 import type { Dependencies } from '../../deps.ts';
-import { countOtherFinishes } from '../spend-caps/spend-caps.finish.ts';
 import { pruneUsage } from '../spend-caps/spend-caps.repository.ts';
 import * as repository from './engine.repository.ts';
+import { countOtherFinishes } from './engines.ts';
 
 /** One reservation the pass changed, and why. */
 export interface ReconciledReservation {

@@ -2,7 +2,7 @@ import { ConfigError } from '@tollgate/service-kit';
 import { testSecrets } from '@tollgate/test-harness';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../config.ts';
-import { createPaymentProviders } from './payment-provider.ts';
+import { createPaymentProviders } from './payment-providers.ts';
 
 const load = (env: Record<string, string>) => loadConfig({ ...testSecrets(), ...env });
 

@@ -8,12 +8,8 @@ import { lockOrder, type OrderWithPayment, readAnyOrder, readOwnOrder } from '..
 import { reverseOrder } from '../orders/reversals.ts';
 import { closeUnpaid, type SettleSource, settleSucceeded } from '../orders/settlement.ts';
 import { saveCard } from '../top-ups/top-ups.repository.ts';
-import {
-  createPaymentProviders,
-  type PaymentCheck,
-  type PaymentProvider,
-  type SavedPaymentMethod,
-} from './payment-provider.ts';
+import type { PaymentCheck, PaymentProvider, SavedPaymentMethod } from './payment-provider.ts';
+import { createPaymentProviders } from './payment-providers.ts';
 import * as repository from './payments.repository.ts';
 
 /** How long a client waits before asking again about a pending payment. */

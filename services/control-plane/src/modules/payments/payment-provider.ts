@@ -1,7 +1,4 @@
-import type { ControlPlaneConfig, PaymentProviderId } from '../../config.ts';
-import { createDevelopmentProvider } from './development-provider.ts';
-import { createManualProvider } from './manual-provider.ts';
-import { createStripeProvider } from './stripe-provider.ts';
+import type { PaymentProviderId } from '../../config.ts';
 
 /** What a provider is asked to collect: the order's fixed price. */
 export interface PaymentSubject {
@@ -100,14 +97,3 @@ export interface PaymentProvider {
 }
 
 export type PaymentProviders = Map<PaymentProviderId, PaymentProvider>;
-
-/** The configured providers (PAYMENT_PROVIDERS), built from config. */
-export function createPaymentProviders(config: ControlPlaneConfig): PaymentProviders {
-  const providers: PaymentProviders = new Map();
-  for (const id of config.commerce.providers) {
-    if (id === 'development') providers.set(id, createDevelopmentProvider());
-    if (id === 'manual') providers.set(id, createManualProvider());
-    if (id === 'stripe') providers.set(id, createStripeProvider(config.commerce.stripe));
-  }
-  return providers;
-}

@@ -2,7 +2,7 @@ import { startPeriodic } from '@tollgate/service-kit';
 import type { Dependencies } from '../../deps.ts';
 import { listOverdueOrders } from '../orders/orders.service.ts';
 import { applyCheck, closeAtProvider } from './payment-flows.service.ts';
-import { createPaymentProviders } from './payment-provider.ts';
+import { createPaymentProviders } from './payment-providers.ts';
 import * as repository from './payments.repository.ts';
 
 export interface PaymentReconcileResult {

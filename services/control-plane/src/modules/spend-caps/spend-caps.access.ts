@@ -4,7 +4,8 @@ import { findAccountById } from '../accounts/accounts.service.ts';
 import { findOwnKeyRow } from '../api-keys/api-keys.service.ts';
 import type { Actor } from '../audit/audit.service.ts';
 import { findCustomer } from '../resellers/customers.service.ts';
-import { type CapChange, type CapParty, readCapStatus, setSpendCap } from './spend-caps.service.ts';
+import type { CapParty } from './spend-caps.counting.ts';
+import { type CapChange, readCapStatus, setSpendCap } from './spend-caps.service.ts';
 
 type CapDeps = Pick<Dependencies, 'db' | 'clock' | 'caps' | 'billing'>;
 

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { type AccountCaps, loadAccountCaps } from './spend-caps.counting.ts';
 import { type CapPrices, loadPrices } from './spend-caps.prices.ts';
-import { type AccountCaps, loadAccountCaps } from './spend-caps.service.ts';
 
 /**
  * The caps of accounts as the reservation path first sees them: kept for `ttlMs`, dropped at once

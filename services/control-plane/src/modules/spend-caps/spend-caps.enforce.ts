@@ -1,11 +1,11 @@
-import type { CapAmounts } from './spend-caps.prices.ts';
 import {
   type AccountCaps,
   type CapCall,
   capsOfKey,
   countedFor,
   type SpendCap,
-} from './spend-caps.service.ts';
+} from './spend-caps.counting.ts';
+import type { CapAmounts } from './spend-caps.prices.ts';
 import { type CapPeriod, capWindow, checkCap, retryAfterSeconds } from './windows.ts';
 
 export type CapVerdict =

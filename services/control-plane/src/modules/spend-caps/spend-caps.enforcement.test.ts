@@ -14,13 +14,8 @@ import {
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { createKey } from '../api-keys/api-keys.service.ts';
 import { resolveHold } from '../billing/holds.service.ts';
-import {
-  type CapChange,
-  type CapParty,
-  readCapStatus,
-  setCapTimeZone,
-  setSpendCap,
-} from './spend-caps.service.ts';
+import type { CapParty } from './spend-caps.counting.ts';
+import { type CapChange, readCapStatus, setCapTimeZone, setSpendCap } from './spend-caps.service.ts';
 import { capWindow } from './windows.ts';
 
 // Must hold (issue 28): a cap admits exactly the calls it covers, however many arrive at once;

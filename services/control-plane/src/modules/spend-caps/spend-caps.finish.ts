@@ -1,7 +1,6 @@
 import { type FinishItem, type ReserveItem, type ReserveResult, usageParts } from '@tollgate/schemas';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import type { Dependencies } from '../../deps.ts';
 import type { CapVerdict } from './spend-caps.enforce.ts';
 import { finishUsage } from './spend-caps.repository.ts';
 
@@ -50,20 +49,6 @@ export interface OtherFinish {
   status: 'settled' | 'released' | 'held';
   /** input, output, cache read, cache write, 1-hour cache write; null unless settled. */
   parts: bigint[] | null;
-}
-
-/**
- * Corrects what such finishes count, in whichever engine counted the calls: a resolved hold
- * counts its usage (or nothing once released) from then on, as a gateway's settle would.
- */
-export async function countOtherFinishes(
-  deps: Pick<Dependencies, 'billing' | 'caps'>,
-  finishes: readonly OtherFinish[],
-): Promise<void> {
-  const accounts = await deps.caps.get([...new Set(finishes.map((each) => each.accountId))]);
-  const capped = finishes.filter((each) => (accounts.get(each.accountId)?.caps.length ?? 0) > 0);
-  if (capped.length === 0) return;
-  await deps.billing.countOtherFinishes(capped);
 }
 
 /** The Postgres engine's part of countOtherFinishes (spend_cap_usage). */

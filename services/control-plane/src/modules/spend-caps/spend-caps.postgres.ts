@@ -1,16 +1,16 @@
 import type { ReserveItem } from '@tollgate/schemas';
 import type { Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { type CapVerdict, judgeCall } from './spend-caps.enforce.ts';
-import { type CapAmounts, estimateAmounts, loadPrices, pricesList } from './spend-caps.prices.ts';
-import { insertUsage } from './spend-caps.repository.ts';
 import {
   type CapCall,
   capsOfKey,
   earliestStart,
   loadAccountCaps,
   readCountedCalls,
-} from './spend-caps.service.ts';
+} from './spend-caps.counting.ts';
+import { type CapVerdict, judgeCall } from './spend-caps.enforce.ts';
+import { type CapAmounts, estimateAmounts, loadPrices, pricesList } from './spend-caps.prices.ts';
+import { insertUsage } from './spend-caps.repository.ts';
 
 export interface BatchJudgement {
   /** Per item: undefined when no cap bounds its key. */

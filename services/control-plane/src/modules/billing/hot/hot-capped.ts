@@ -9,10 +9,10 @@ import {
 } from '@tollgate/schemas';
 import type { Clock } from '../../../clock.ts';
 import type { SpendCapCache } from '../../spend-caps/spend-caps.cache.ts';
+import { capsOfKey, earliestStart } from '../../spend-caps/spend-caps.counting.ts';
 import { capMessage } from '../../spend-caps/spend-caps.enforce.ts';
 import { capRefusal, type OtherFinish } from '../../spend-caps/spend-caps.finish.ts';
 import { estimateAmounts, pricesList } from '../../spend-caps/spend-caps.prices.ts';
-import { capsOfKey, earliestStart } from '../../spend-caps/spend-caps.service.ts';
 import { capWindow, retryAfterSeconds } from '../../spend-caps/windows.ts';
 import type { HotTier } from './hot-tier.ts';
 
@@ -144,7 +144,7 @@ export async function countFinishedHot(
   );
 }
 
-/** The hot tier's part of countOtherFinishes (spend-caps.finish.ts): in Redis, per account. */
+/** The hot tier's part of countOtherFinishes (billing/engines.ts): in Redis, per account. */
 export async function countOtherFinishesHot(hot: HotTier, capped: readonly OtherFinish[]): Promise<void> {
   const zero = [0n, 0n, 0n, 0n, 0n];
   await Promise.all(

@@ -55,7 +55,8 @@ function expectUsageFailure(result: { code: number | null; stdout: string; stder
   expect(result.stdout + result.stderr).not.toMatch(/\n\s+at |ERR_[A-Z_]+|Error:/);
 }
 
-describe('tollgate-admin', () => {
+// Each command is a fresh Node process loading the control plane: seconds apiece on a loaded box.
+describe('tollgate-admin', { timeout: 120_000 }, () => {
   const email = `cli-${Date.now()}@example.test`;
 
   it('names the database it works on without its password, and takes a negative adjustment', async () => {

@@ -1,40 +1,14 @@
+import type { Schemas } from '../lib/client.ts';
 import { CreditMoney, PricePerMillion, useCreditCatalog } from '../lib/credit.tsx';
 import { formatMoney, groupDigits } from '../lib/format.ts';
-import { useApi } from '../lib/query.ts';
+import { useRead } from '../lib/query.ts';
 import { Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
 
-interface Model {
-  alias: string;
-  protocols: string[];
-  price: {
-    input: string;
-    output: string;
-    cacheRead: string;
-    cacheWrite: string;
-    cacheWrite1h: string;
-    request: string;
-  } | null;
-  maxOutputTokens: number;
-  defaultMaxOutputTokens: number;
-  /** Units of a weighted package one token costs. */
-  packageRate: string;
-}
-
-export interface CatalogPackage {
-  id: string;
-  name: string;
-  tokens: string;
-  validityDays: number | null;
-  aliases: string[] | null;
-  ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
-  price: { amount: string; currency: string; exponent: number };
-  /** 'weighted': each token counts its model's package rate in units. */
-  counts?: 'tokens' | 'weighted';
-}
+export type CatalogPackage = Schemas['CatalogPackage'];
 
 export function CatalogScreen() {
-  const models = useApi<Model[]>('/catalog/models');
-  const packages = useApi<CatalogPackage[]>('/catalog/packages');
+  const models = useRead('/api/v1/catalog/models');
+  const packages = useRead('/api/v1/catalog/packages');
   return (
     <Page title="Models and pricing">
       <Card title="Models">

@@ -1,7 +1,8 @@
-import { daysBetween, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { daysBetween, UsageChart } from '../lib/chart.tsx';
+import type { Schemas } from '../lib/client.ts';
 import { CreditMoney } from '../lib/credit.tsx';
 import { formatDate, groupDigits, utcDay } from '../lib/format.ts';
-import { useApi } from '../lib/query.ts';
+import { useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import { useSession } from '../lib/session.tsx';
 import { Card, Empty, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
@@ -9,29 +10,15 @@ import { ActivityTable } from './activity.tsx';
 import { usePackageNames } from './package-names.ts';
 import { AccountSpendCaps } from './spend-caps.tsx';
 
-interface Balance {
-  remaining: { tokens: string; credits: string };
-  reserved: { tokens: string; credits: string };
-}
-
-interface Entitlement {
-  id: string;
-  packageId: string | null;
-  granted: string;
-  remaining: string;
-  reserved: string;
-  expiresAt: string | null;
-  expired: boolean;
-  aliases: string[] | null;
-}
+type Balance = Schemas['Balance'];
 
 /**
  * The first steps of a new account, shown until it has made a call: something to pay with, a key,
  * a first call. Each step says whether it is done.
  */
 function GettingStarted(props: { balance: Balance | undefined; hasEntitlement: boolean }) {
-  const keys = useApi<{ id: string }[]>('/me/api-keys');
-  const calls = useApi<{ items: unknown[] }>('/me/activity?limit=1');
+  const keys = useRead('/api/v1/me/api-keys');
+  const calls = useRead('/api/v1/me/activity', { params: { query: { limit: 1 } } });
   if (!props.balance || !keys.data || !calls.data || calls.data.items.length > 0) return null;
   const funded =
     props.hasEntitlement || props.balance.remaining.credits !== '0' || props.balance.remaining.tokens !== '0';
@@ -55,12 +42,12 @@ function GettingStarted(props: { balance: Balance | undefined; hasEntitlement: b
 
 export function OverviewScreen() {
   const { account } = useSession();
-  const balance = useApi<Balance>('/me/balance');
-  const entitlements = useApi<Entitlement[]>('/me/entitlements');
+  const balance = useRead('/api/v1/me/balance');
+  const entitlements = useRead('/api/v1/me/entitlements');
   const packageName = usePackageNames();
   const from = utcDay(13);
   const to = utcDay(0);
-  const usage = useApi<UsageRow[]>(`/me/usage/summary?from=${from}&to=${to}`);
+  const usage = useRead('/api/v1/me/usage/summary', { params: { query: { from, to } } });
   return (
     <Page title={`Welcome${account?.displayName ? `, ${account.displayName}` : ''}`}>
       <GettingStarted

@@ -1,21 +1,7 @@
 import { useEffect } from 'react';
 import { formatDate, formatDay } from '../lib/format.ts';
-import { useApi } from '../lib/query.ts';
+import { useRead } from '../lib/query.ts';
 import { Card, ErrorMessage, Loading, Page } from '../lib/ui.tsx';
-
-type State = 'operational' | 'degraded' | 'down' | 'unknown';
-
-interface StatusReport {
-  status: 'operational' | 'degraded' | 'down';
-  checkedAt: string;
-  components: {
-    name: string;
-    kind: 'service' | 'model';
-    status: State;
-    detail: string;
-    history: { day: string; status: State; samples: number; operational: number }[];
-  }[];
-}
 
 const LABELS: Record<string, string> = {
   gateway: 'Gateway',
@@ -42,7 +28,7 @@ function uptimeOf(day: { samples: number; operational: number }): string {
 
 /** Public: the state of each component now and a bar per day of the sampled history. */
 export function StatusScreen() {
-  const status = useApi<StatusReport>('/status');
+  const status = useRead('/api/v1/status');
   const { reload } = status;
   useEffect(() => {
     const timer = setInterval(() => void reload(), 30_000);

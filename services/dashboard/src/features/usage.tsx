@@ -1,13 +1,12 @@
 import { useState } from 'react';
-import { daysBetween, rowLabel, UsageChart, type UsageRow } from '../lib/chart.tsx';
+import { daysBetween, rowLabel, UsageChart } from '../lib/chart.tsx';
+import type { Schemas } from '../lib/client.ts';
 import { CreditMoney } from '../lib/credit.tsx';
 import { groupDigits, utcDay } from '../lib/format.ts';
-import { useApi } from '../lib/query.ts';
+import { useRead } from '../lib/query.ts';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
 
-interface SummaryRow extends UsageRow {
-  charged: { tokens: string; credits: string };
-}
+type SummaryRow = Schemas['UsageSummaryRow'];
 
 function toCsv(rows: SummaryRow[], by: 'alias' | 'key'): string {
   const header = `day,${by},requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cache_write_1h_tokens,charged_tokens,charged_credits`;
@@ -33,7 +32,7 @@ export function UsageScreen() {
   const [to, setTo] = useState(utcDay(0));
   const [by, setBy] = useState<'alias' | 'key'>('alias');
   const valid = /^\d{4}-\d{2}-\d{2}$/.test(from) && /^\d{4}-\d{2}-\d{2}$/.test(to) && from <= to;
-  const usage = useApi<SummaryRow[]>(valid ? `/me/usage/summary?from=${from}&to=${to}&by=${by}` : null);
+  const usage = useRead(valid ? '/api/v1/me/usage/summary' : null, { params: { query: { from, to, by } } });
 
   function exportCsv() {
     if (!usage.data) return;

@@ -1,11 +1,7 @@
 import { useState } from 'react';
-import { useApi } from '../lib/query.ts';
+import { useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import { Card, Page } from '../lib/ui.tsx';
-
-interface StatusInfo {
-  gatewayUrl: string;
-}
 
 function snippets(base: string, chatModel: string, messagesModel: string): Record<string, string> {
   return {
@@ -50,8 +46,8 @@ wire_api = "responses"`,
 
 /** Base URLs and ready snippets; the key itself is never put in a snippet, only its variable. */
 export function UseKeyScreen() {
-  const status = useApi<StatusInfo>('/status');
-  const models = useApi<{ alias: string; protocols: string[] }[]>('/catalog/models');
+  const status = useRead('/api/v1/status');
+  const models = useRead('/api/v1/catalog/models');
   const base = (status.data?.gatewayUrl ?? location.origin).replace(/\/$/, '');
   const chatModel =
     models.data?.find((model) => model.protocols.includes('chat_completions'))?.alias ?? 'MODEL';

@@ -48,4 +48,5 @@ export async function unwrap<T>(pending: Promise<Answer<T>>): Promise<DataOf<T>>
   return ((answer.data as { data?: unknown } | undefined)?.data ?? null) as DataOf<T>;
 }
 
-type DataOf<T> = T extends { data: infer D } ? D : null;
+/** What a `{data: D}` body carries. */
+export type DataOf<T> = T extends { data: infer D } ? D : null;

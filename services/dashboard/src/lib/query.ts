@@ -1,9 +1,108 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { ClientPathsWithMethod, FetchResponse, MaybeOptionalInit } from 'openapi-fetch';
 import { useCallback, useState } from 'react';
 import { ApiError, api } from './api.ts';
+import type { paths } from './api-schema.d.ts';
+import { client, type DataOf, unwrap } from './client.ts';
+
+/** A path of the API that answers GET. */
+export type ReadPath = ClientPathsWithMethod<typeof client, 'get'>;
+/** The parameters (`{params: {path, query}}`) of a GET of `P`. */
+export type ReadInit<P extends ReadPath> = MaybeOptionalInit<paths[P], 'get'>;
+/** What a GET of `P` answers in its `{data}` body, as the OpenAPI document defines it. */
+export type ReadData<P extends ReadPath> = DataOf<
+  NonNullable<FetchResponse<paths[P]['get'], ReadInit<P>, `${string}/${string}`>['data']>
+>;
+
+/** A GET of the API through the typed client (the path as the OpenAPI document names it). */
+export function read<P extends ReadPath>(path: P, init?: ReadInit<P>): Promise<ReadData<P>> {
+  // The client's own overloads cannot be followed through a generic path; the types above are its.
+  return unwrap(client.GET(path, init as never)) as Promise<ReadData<P>>;
+}
+
+/** The cache key of a read: the path first, so invalidating a path reaches every read of it. */
+export function readKey(path: ReadPath, init?: { params?: unknown }): readonly unknown[] {
+  return init?.params === undefined ? [path] : [path, init.params];
+}
 
 /**
- * A GET of the API through the query cache, for screens not yet on the typed client: keyed like
+ * A GET of the API through the query cache, typed by the OpenAPI document; `null` for a read
+ * not (yet) to be made.
+ */
+export function useRead<P extends ReadPath>(
+  path: P | null,
+  init?: ReadInit<P>,
+): {
+  data: ReadData<P> | undefined;
+  error: ApiError | null;
+  loading: boolean;
+  reload: () => Promise<void>;
+} {
+  const query = useQuery({
+    queryKey: path === null ? ['none'] : readKey(path, init),
+    queryFn: () => read(path as P, init),
+    enabled: path !== null,
+  });
+  const { refetch } = query;
+  const reload = useCallback(async () => {
+    await refetch();
+  }, [refetch]);
+  return { data: query.data, error: query.error, loading: query.isFetching, reload };
+}
+
+/** A list of the API read page by page through its cursor, as `usePagedRead` gives it. */
+export interface PagedList<T> {
+  /** Every page loaded so far, as one list. */
+  data: { items: T[] } | undefined;
+  error: ApiError | null;
+  loading: boolean;
+  reload: () => Promise<void>;
+  hasMore: boolean;
+  loadingMore: boolean;
+  loadMore: () => void;
+}
+
+type PagedPath = {
+  [P in ReadPath]: ReadData<P> extends { items: unknown[]; nextCursor?: string | null } ? P : never;
+}[ReadPath];
+type ItemOf<P extends PagedPath> = ReadData<P> extends { items: Array<infer T> } ? T : never;
+
+/**
+ * A list route (`{items, nextCursor}`) read through the cache one page at a time: the first page
+ * on mount, the next (`after=`, or `cursor=` for the routes that name it so) on `loadMore`.
+ * Reloading or invalidating its path refetches the pages loaded.
+ */
+export function usePagedRead<P extends PagedPath>(
+  path: P,
+  query: Record<string, string | number | undefined> = {},
+  cursorParam: 'after' | 'cursor' = 'after',
+): PagedList<ItemOf<P>> {
+  const list = useInfiniteQuery({
+    queryKey: [path, { query }, 'pages'],
+    queryFn: async ({ pageParam }) =>
+      (await read(path, {
+        params: { query: pageParam ? { ...query, [cursorParam]: pageParam } : query },
+      } as never)) as { items: ItemOf<P>[]; nextCursor?: string | null },
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.nextCursor ?? null,
+  });
+  const { refetch, fetchNextPage } = list;
+  const reload = useCallback(async () => {
+    await refetch();
+  }, [refetch]);
+  return {
+    data: list.data ? { items: list.data.pages.flatMap((page) => page.items) } : undefined,
+    error: list.error,
+    loading: list.isFetching,
+    reload,
+    hasMore: list.hasNextPage,
+    loadingMore: list.isFetchingNextPage,
+    loadMore: () => void fetchNextPage(),
+  };
+}
+
+/**
+ * A GET of the API through the query cache, for screens not yet on the typed client (going: every caller moves to useApi): keyed like
  * the typed queries (path, then the query string), so invalidating a path reaches both.
  */
 export function useApi<T>(path: string | null): {
@@ -23,18 +122,6 @@ export function useApi<T>(path: string | null): {
     await refetch();
   }, [refetch]);
   return { data: query.data, error: query.error, loading: query.isFetching, reload };
-}
-
-/** A list of the API read page by page through its cursor, as `usePagedApi` gives it. */
-export interface PagedList<T> {
-  /** Every page loaded so far, as one list. */
-  data: { items: T[] } | undefined;
-  error: ApiError | null;
-  loading: boolean;
-  reload: () => Promise<void>;
-  hasMore: boolean;
-  loadingMore: boolean;
-  loadMore: () => void;
 }
 
 /**

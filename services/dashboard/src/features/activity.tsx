@@ -1,40 +1,13 @@
-import { Fragment, useState } from 'react';
+import { Fragment, type ReactNode, useState } from 'react';
+import type { Schemas } from '../lib/client.ts';
 import { CreditMoney, PricePerMillion } from '../lib/credit.tsx';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useApi } from '../lib/query.ts';
+import { useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import { Button, Empty, ErrorMessage, Loading, StateBadge, TableWrap } from '../lib/ui.tsx';
 
-export interface ActivityItem {
-  id: string;
-  keyId: string;
-  alias: string;
-  surface: string;
-  status: 'reserved' | 'settled' | 'released' | 'held';
-  outcome: string | null;
-  httpStatus: number | null;
-  inputTokens: string | null;
-  outputTokens: string | null;
-  charged: { tokens: string; credits: string };
-  createdAt: string;
-}
-
-/** One call's receipt (GET /me/activity/{id}; docs/receipts.md). */
-interface Receipt {
-  requestId: string;
-  state: string;
-  holdReason: string | null;
-  usage: Record<string, string> | null;
-  prices: Record<string, string> | null;
-  charged: { tokens: string; credits: string };
-  writtenOff: { tokens: string; credits: string };
-  drawn: Array<{
-    source: 'entitlement' | 'credit';
-    entitlementId?: string | null;
-    packageId: string | null;
-    amount: string;
-  }>;
-}
+type ActivityItem = Schemas['ActivityItem'];
+type Receipt = Schemas['Receipt'];
 
 /** `inputTokens` -> `input`, `cacheWrite1hTokens` -> `cache write 1h`. */
 function partName(name: string): string {
@@ -50,7 +23,7 @@ function priceOf(receipt: Receipt, part: string): string | undefined {
 }
 
 export function ReceiptDetails(props: { id: string }) {
-  const receipt = useApi<Receipt>(`/me/activity/${props.id}`);
+  const receipt = useRead('/api/v1/me/activity/{id}', { params: { path: { id: props.id } } });
   if (receipt.loading && !receipt.data) return <Loading label="Loading the receipt…" />;
   if (receipt.error) return <ErrorMessage error={receipt.error} />;
   const data = receipt.data;
@@ -112,18 +85,62 @@ export function ReceiptDetails(props: { id: string }) {
   );
 }
 
+/**
+ * A call's row with its receipt toggle: the row's cells, then a button that opens (or hides) the
+ * call's receipt in a row of its own beneath, spanning the table's `columns`.
+ */
+export function ReceiptRow(props: {
+  item: Pick<ActivityItem, 'id' | 'alias' | 'createdAt'>;
+  columns: number;
+  open: boolean;
+  onToggle: () => void;
+  children: ReactNode;
+}) {
+  const { item, open } = props;
+  return (
+    <>
+      <tr>
+        {props.children}
+        <td>
+          <Button
+            onClick={props.onToggle}
+            label={`${open ? 'Hide' : 'Show'} the receipt of the ${item.alias} call of ${formatDate(item.createdAt)}`}
+          >
+            {open ? 'Hide' : 'Receipt'}
+          </Button>
+        </td>
+      </tr>
+      {open ? (
+        <tr>
+          <td colSpan={props.columns}>
+            <ReceiptDetails id={item.id} />
+          </td>
+        </tr>
+      ) : null}
+    </>
+  );
+}
+
 /** Recent metered calls, for the whole account or one key (`source`: another account's, for admins). */
-export function ActivityTable(props: { keyId?: string; limit?: number; caption: string; source?: string }) {
+export function ActivityTable(props: {
+  keyId?: string;
+  limit?: number;
+  caption: string;
+  accountId?: string;
+}) {
   const [open, setOpen] = useState<string | null>(null);
   // Receipts are the account's own: not on an admin's view of another account.
-  const receipts = !props.source;
-  const query = new URLSearchParams({ limit: String(props.limit ?? 20) });
-  if (props.keyId) query.set('keyId', props.keyId);
-  const activity = useApi<{ items: ActivityItem[] }>(`${props.source ?? '/me/activity'}?${query}`);
+  const receipts = !props.accountId;
+  const query = { limit: props.limit ?? 20, keyId: props.keyId };
+  const own = useRead(props.accountId ? null : '/api/v1/me/activity', { params: { query } });
+  const other = useRead(props.accountId ? '/api/v1/admin/accounts/{id}/activity' : null, {
+    params: { path: { id: props.accountId ?? '' }, query },
+  });
+  const activity = props.accountId ? other : own;
   if (activity.loading && !activity.data) return <Loading label="Loading activity…" />;
   if (activity.error) return <ErrorMessage error={activity.error} />;
   const items = activity.data?.items ?? [];
-  if (items.length === 0 && props.source) return <p className="muted">No calls yet.</p>;
+  if (items.length === 0 && props.accountId) return <p className="muted">No calls yet.</p>;
   if (items.length === 0) {
     return (
       <Empty title="No calls yet">
@@ -148,55 +165,55 @@ export function ActivityTable(props: { keyId?: string; limit?: number; caption: 
           </tr>
         </thead>
         <tbody>
-          {items.map((item) => (
-            <Fragment key={item.id}>
-              <tr>
-                <td>{formatDate(item.createdAt)}</td>
-                <td>
-                  <code>{item.alias}</code>
-                </td>
-                <td>{item.surface}</td>
-                <td>
-                  <StateBadge state={item.status} />
-                  {item.outcome && item.outcome !== 'ok' ? (
-                    <span className="muted"> {item.outcome}</span>
-                  ) : null}
-                </td>
-                <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
-                <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
-                <td>
-                  {item.charged.tokens !== '0' ? `${groupDigits(item.charged.tokens)} tokens` : ''}
-                  {item.charged.tokens !== '0' && item.charged.credits !== '0' ? ' + ' : ''}
-                  {item.charged.credits !== '0' ? (
-                    <>
-                      {groupDigits(item.charged.credits)} credits{' '}
-                      <CreditMoney credits={item.charged.credits} precision="exact" />
-                    </>
-                  ) : null}
-                  {item.charged.tokens === '0' && item.charged.credits === '0' ? 'nothing' : ''}
-                </td>
-                {receipts ? (
-                  <td>
-                    <Button
-                      onClick={() => setOpen(open === item.id ? null : item.id)}
-                      label={`${open === item.id ? 'Hide' : 'Show'} the receipt of the ${item.alias} call of ${formatDate(item.createdAt)}`}
-                    >
-                      {open === item.id ? 'Hide' : 'Show'}
-                    </Button>
-                  </td>
-                ) : null}
+          {items.map((item) =>
+            receipts ? (
+              <ReceiptRow
+                key={item.id}
+                item={item}
+                columns={8}
+                open={open === item.id}
+                onToggle={() => setOpen(open === item.id ? null : item.id)}
+              >
+                <ActivityCells item={item} />
+              </ReceiptRow>
+            ) : (
+              <tr key={item.id}>
+                <ActivityCells item={item} />
               </tr>
-              {open === item.id ? (
-                <tr>
-                  <td colSpan={8}>
-                    <ReceiptDetails id={item.id} />
-                  </td>
-                </tr>
-              ) : null}
-            </Fragment>
-          ))}
+            ),
+          )}
         </tbody>
       </table>
     </TableWrap>
+  );
+}
+
+function ActivityCells(props: { item: ActivityItem }) {
+  const { item } = props;
+  return (
+    <>
+      <td>{formatDate(item.createdAt)}</td>
+      <td>
+        <code>{item.alias}</code>
+      </td>
+      <td>{item.surface}</td>
+      <td>
+        <StateBadge state={item.status} />
+        {item.outcome && item.outcome !== 'ok' ? <span className="muted"> {item.outcome}</span> : null}
+      </td>
+      <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
+      <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
+      <td>
+        {item.charged.tokens !== '0' ? `${groupDigits(item.charged.tokens)} tokens` : ''}
+        {item.charged.tokens !== '0' && item.charged.credits !== '0' ? ' + ' : ''}
+        {item.charged.credits !== '0' ? (
+          <>
+            {groupDigits(item.charged.credits)} credits{' '}
+            <CreditMoney credits={item.charged.credits} precision="exact" />
+          </>
+        ) : null}
+        {item.charged.tokens === '0' && item.charged.credits === '0' ? 'nothing' : ''}
+      </td>
+    </>
   );
 }

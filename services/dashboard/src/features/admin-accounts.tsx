@@ -521,7 +521,7 @@ export function AdminAccountScreen(props: { id: string }) {
         viewer="admin"
       />
       <Card title="Recent activity">
-        <ActivityTable source={`${base}/activity`} limit={10} caption="Recent calls of this account" />
+        <ActivityTable accountId={props.id} limit={10} caption="Recent calls of this account" />
       </Card>
     </Page>
   );

@@ -1,10 +1,10 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { Fragment, useState } from 'react';
+import { useState } from 'react';
 import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { type CreditValue, creditsToMoney, formatDate, groupDigits } from '../lib/format.ts';
 import { Link } from '../lib/router.tsx';
 import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
-import { ReceiptDetails } from './activity.tsx';
+import { ReceiptRow } from './activity.tsx';
 
 type LogItem = Schemas['ActivityItem'];
 
@@ -88,38 +88,27 @@ export function RequestLogScreen() {
               </thead>
               <tbody>
                 {items.map((item) => (
-                  <Fragment key={item.id}>
-                    <tr>
-                      <td>{formatDate(item.createdAt)}</td>
-                      <td>
-                        <code>{item.alias}</code>
-                      </td>
-                      <td>{costOf(item, credit.data?.value ?? null)}</td>
-                      <td>{keyName(item.keyId)}</td>
-                      <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
-                      <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
-                      <td>{durationOf(item)}</td>
-                      <td>{finishOf(item)}</td>
-                      <td>
-                        <StateBadge state={item.status} />
-                      </td>
-                      <td>
-                        <Button
-                          onClick={() => setOpen(open === item.id ? null : item.id)}
-                          label={`${open === item.id ? 'Hide' : 'Show'} the receipt of the ${item.alias} call of ${formatDate(item.createdAt)}`}
-                        >
-                          {open === item.id ? 'Hide' : 'Receipt'}
-                        </Button>
-                      </td>
-                    </tr>
-                    {open === item.id ? (
-                      <tr>
-                        <td colSpan={10}>
-                          <ReceiptDetails id={item.id} />
-                        </td>
-                      </tr>
-                    ) : null}
-                  </Fragment>
+                  <ReceiptRow
+                    key={item.id}
+                    item={item}
+                    columns={10}
+                    open={open === item.id}
+                    onToggle={() => setOpen(open === item.id ? null : item.id)}
+                  >
+                    <td>{formatDate(item.createdAt)}</td>
+                    <td>
+                      <code>{item.alias}</code>
+                    </td>
+                    <td>{costOf(item, credit.data?.value ?? null)}</td>
+                    <td>{keyName(item.keyId)}</td>
+                    <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
+                    <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
+                    <td>{durationOf(item)}</td>
+                    <td>{finishOf(item)}</td>
+                    <td>
+                      <StateBadge state={item.status} />
+                    </td>
+                  </ReceiptRow>
                 ))}
               </tbody>
             </table>

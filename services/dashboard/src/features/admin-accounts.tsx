@@ -516,7 +516,7 @@ export function AdminAccountScreen(props: { id: string }) {
         </Confirm>
       ) : null}
       <ManagedSpendCaps
-        base={base}
+        accountId={props.id}
         keys={(keys.data ?? []).filter((key) => key.state !== 'revoked')}
         viewer="admin"
       />

@@ -1,42 +1,32 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatMoney, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useRead } from '../lib/query.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { Button, Card, Empty, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
-import type { CatalogPackage } from './catalog.tsx';
-import type { Money, Order } from './orders-types.ts';
 import { AutoTopUpCard, TopUpCard } from './top-up.tsx';
-
-interface Preview {
-  code: string;
-  packageId: string;
-  kind: string;
-  priceBefore: Money;
-  discount: Money;
-  priceAfter: Money;
-  bonusTokens: string;
-  bonusCredits: string;
-}
 
 /** Packages, a promotion code previewed before anything is bought, then an order to pay. */
 export function BuyScreen() {
   const { search } = useLocation();
-  const packages = useApi<CatalogPackage[]>('/catalog/packages');
+  const packages = useRead('/api/v1/catalog/packages');
   const [selected, setSelected] = useState<string | null>(search.get('package'));
   const [code, setCode] = useState('');
-  const [preview, setPreview] = useState<Preview | null>(null);
+  const [preview, setPreview] = useState<Schemas['PromotionPreview'] | null>(null);
   const check = useAction(async () => {
     setPreview(null);
     setPreview(
-      await api<Preview>('POST', '/promotions/preview', { code: code.trim(), packageId: selected ?? '' }),
+      await unwrap(
+        client.POST('/api/v1/promotions/preview', { body: { code: code.trim(), packageId: selected ?? '' } }),
+      ),
     );
   });
   const order = useAction(async () => {
-    const created = await api<Order>('POST', '/orders', {
-      packageId: selected ?? '',
-      ...(code.trim() ? { promotionCode: code.trim() } : {}),
-    });
+    const created = await unwrap(
+      client.POST('/api/v1/orders', {
+        body: { packageId: selected ?? '', ...(code.trim() ? { promotionCode: code.trim() } : {}) },
+      }),
+    );
     navigate(`/orders/${created.id}`);
   });
   const chosen = packages.data?.find((pack) => pack.id === selected);

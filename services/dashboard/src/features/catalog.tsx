@@ -1,10 +1,7 @@
-import type { Schemas } from '../lib/client.ts';
 import { CreditMoney, PricePerMillion, useCreditCatalog } from '../lib/credit.tsx';
 import { formatMoney, groupDigits } from '../lib/format.ts';
 import { useRead } from '../lib/query.ts';
 import { Card, Empty, ErrorMessage, Loading, Page, TableWrap } from '../lib/ui.tsx';
-
-export type CatalogPackage = Schemas['CatalogPackage'];
 
 export function CatalogScreen() {
   const models = useRead('/api/v1/catalog/models');

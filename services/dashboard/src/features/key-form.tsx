@@ -1,8 +1,7 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
-import type { Schemas } from '../lib/client.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatBytes, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useRead } from '../lib/query.ts';
 import { Button, ErrorMessage, Field } from '../lib/ui.tsx';
 
 type ApiKey = Schemas['ApiKey'];
@@ -14,7 +13,6 @@ const LIMITS = [
   ['maxRequestBytes', 'Max request size (KB)'],
 ] as const;
 type LimitField = (typeof LIMITS)[number][0];
-type Limits = Record<LimitField, number>;
 
 /** Request sizes are typed and shown in KB; the API takes bytes. */
 const BYTES_PER_KB = 1024;
@@ -33,7 +31,7 @@ export function CreateKeyForm(props: {
   const [scope, setScope] = useState<string[]>([]);
   const [expiresOn, setExpiresOn] = useState('');
   const [limits, setLimits] = useState<Record<string, string>>({});
-  const maxima = useApi<{ effective: Limits; defaults: Limits }>('/me/api-keys/limits');
+  const maxima = useRead('/api/v1/me/api-keys/limits');
   const create = useAction(async () => {
     const ceilings = Object.fromEntries(
       Object.entries(limits)
@@ -43,12 +41,16 @@ export function CreateKeyForm(props: {
           field === 'maxRequestBytes' ? Math.round(Number(value) * BYTES_PER_KB) : Number(value),
         ]),
     );
-    const created = await api<{ key: ApiKey; secret: string }>('POST', '/me/api-keys', {
-      name,
-      scope: scope.length > 0 ? scope : null,
-      expiresAt: expiresOn ? new Date(`${expiresOn}T23:59:59Z`).toISOString() : null,
-      ...(Object.keys(ceilings).length > 0 ? { limits: ceilings } : {}),
-    });
+    const created = await unwrap(
+      client.POST('/api/v1/me/api-keys', {
+        body: {
+          name,
+          scope: scope.length > 0 ? scope : null,
+          expiresAt: expiresOn ? new Date(`${expiresOn}T23:59:59Z`).toISOString() : null,
+          ...(Object.keys(ceilings).length > 0 ? { limits: ceilings } : {}),
+        },
+      }),
+    );
     props.onCreated(created);
   });
   const fields = ['name', 'scope', 'expiresAt', ...LIMITS.map(([field]) => `limits.${field}`)];

@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'react';
-import { ApiError, api } from '../lib/api.ts';
-import type { Schemas } from '../lib/client.ts';
+import { ApiError } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { CreditMoney } from '../lib/credit.tsx';
 import { formatBytes, formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { read, useAction, useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import { Button, Confirm, Empty, ErrorMessage, Loading, Page, SecretBox, StateBadge } from '../lib/ui.tsx';
 import { ActivityTable } from './activity.tsx';
@@ -19,16 +19,7 @@ interface KeyUsage {
   credits: bigint;
 }
 
-interface UsageByKeyRow {
-  keyId?: string;
-  requests: number;
-  inputTokens: string;
-  outputTokens: string;
-  cacheReadTokens: string;
-  cacheWriteTokens: string;
-  cacheWrite1hTokens: string;
-  charged: { tokens: string; credits: string };
-}
+type UsageByKeyRow = Schemas['UsageSummaryRow'];
 
 function usageByKey(rows: UsageByKeyRow[] | undefined): Map<string, KeyUsage> {
   const byKey = new Map<string, KeyUsage>();
@@ -48,18 +39,13 @@ function usageByKey(rows: UsageByKeyRow[] | undefined): Map<string, KeyUsage> {
   return byKey;
 }
 
-interface KeyStatus {
-  state: string;
-  scope: string[] | null;
-  remaining: { tokens: string; credits: string };
-  reserved: { tokens: string; credits: string };
-}
+type KeyStatus = Schemas['KeyStatus'];
 
 export function KeysScreen() {
-  const keys = useApi<ApiKey[]>('/me/api-keys');
+  const keys = useRead('/api/v1/me/api-keys');
   const caps = useSpendCaps();
-  const models = useApi<{ alias: string }[]>('/catalog/models');
-  const usage = useApi<UsageByKeyRow[]>('/me/usage/summary?by=key');
+  const models = useRead('/api/v1/catalog/models');
+  const usage = useRead('/api/v1/me/usage/summary', { params: { query: { by: 'key' } } });
   const perKey = usageByKey(usage.data);
   const [creating, setCreating] = useState(false);
   const [shown, setShown] = useState<{ label: string; secret: string } | null>(null);
@@ -129,6 +115,7 @@ function KeyItem(props: {
   onSecret: (shown: { label: string; secret: string }) => void;
 }) {
   const key = props.apiKey;
+  const path = { id: key.id };
   const [status, setStatus] = useState<KeyStatus | null>(null);
   const [confirming, setConfirming] = useState<'revoke' | 'rotate' | null>(null);
   const [showActivity, setShowActivity] = useState(false);
@@ -138,7 +125,7 @@ function KeyItem(props: {
   const copy = useAction(async () => {
     setThrottled(null);
     try {
-      const revealed = await api<{ secret: string }>('POST', `/me/api-keys/${key.id}/reveal`);
+      const revealed = await unwrap(client.POST('/api/v1/me/api-keys/{id}/reveal', { params: { path } }));
       props.onSecret({ label: `Key "${key.name}"`, secret: revealed.secret });
     } catch (error) {
       if (error instanceof ApiError && error.status === 429) {
@@ -151,15 +138,17 @@ function KeyItem(props: {
     }
   });
   const validate = useAction(async () =>
-    setStatus(await api<KeyStatus>('GET', `/me/api-keys/${key.id}/status`)),
+    setStatus(await read('/api/v1/me/api-keys/{id}/status', { params: { path } })),
   );
   const changeState = useAction(async (next: 'active' | 'disabled' | 'revoked') => {
-    await api('PATCH', `/me/api-keys/${key.id}/status`, { status: next });
+    await unwrap(
+      client.PATCH('/api/v1/me/api-keys/{id}/status', { params: { path }, body: { status: next } }),
+    );
     setConfirming(null);
     props.onChanged();
   });
   const rotate = useAction(async () => {
-    const rotated = await api<{ key: ApiKey; secret: string }>('POST', `/me/api-keys/${key.id}/rotate`);
+    const rotated = await unwrap(client.POST('/api/v1/me/api-keys/{id}/rotate', { params: { path } }));
     setConfirming(null);
     props.onSecret({ label: `New secret of "${key.name}"`, secret: rotated.secret });
     props.onChanged();

@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useRead } from '../lib/query.ts';
 import {
   Button,
   Card,
@@ -25,31 +25,26 @@ const SCOPES = [
   ['keys:status', "Disable, enable or revoke a customer's API keys."],
 ] as const;
 
-interface ManagementKey {
-  id: string;
-  name: string;
-  mask: string;
-  scopes: string[];
-  state: 'active' | 'expired' | 'revoked';
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  createdAt: string;
-}
+type ManagementKey = Schemas['ManagementKey'];
 
 /** Keys for the reseller's own software: explicit scopes, the secret shown once. */
 export function ManagementKeysScreen() {
-  const keys = useApi<ManagementKey[]>('/reseller/management-keys');
+  const keys = useRead('/api/v1/reseller/management-keys');
   const [name, setName] = useState('');
-  const [scopes, setScopes] = useState<string[]>([]);
+  const [scopes, setScopes] = useState<ManagementKey['scopes']>([]);
   const [expiresOn, setExpiresOn] = useState('');
   const [secret, setSecret] = useState<string | null>(null);
   const [revoking, setRevoking] = useState<ManagementKey | null>(null);
   const create = useAction(async () => {
-    const created = await api<{ secret: string }>('POST', '/reseller/management-keys', {
-      name,
-      scopes,
-      expiresAt: expiresOn ? new Date(`${expiresOn}T23:59:59Z`).toISOString() : null,
-    });
+    const created = await unwrap(
+      client.POST('/api/v1/reseller/management-keys', {
+        body: {
+          name,
+          scopes,
+          expiresAt: expiresOn ? new Date(`${expiresOn}T23:59:59Z`).toISOString() : null,
+        },
+      }),
+    );
     setSecret(created.secret);
     setName('');
     setScopes([]);
@@ -57,7 +52,7 @@ export function ManagementKeysScreen() {
     await keys.reload();
   });
   const revoke = useAction(async (id: string) => {
-    await api('DELETE', `/reseller/management-keys/${id}`);
+    await unwrap(client.DELETE('/api/v1/reseller/management-keys/{id}', { params: { path: { id } } }));
     setRevoking(null);
     await keys.reload();
   });

@@ -1,8 +1,8 @@
 import { useEffect, useRef } from 'react';
-import { api } from '../lib/api.ts';
+import { client, unwrap } from '../lib/client.ts';
 import { CreditMoney } from '../lib/credit.tsx';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
-import { useAction, useApi, usePagedApi } from '../lib/query.ts';
+import { useAction, usePagedRead, useRead } from '../lib/query.ts';
 import { Link, useLocation } from '../lib/router.tsx';
 import { useSession } from '../lib/session.tsx';
 import {
@@ -20,7 +20,7 @@ import type { Order } from './orders-types.ts';
 import { usePackageNames } from './package-names.ts';
 
 export function OrdersScreen() {
-  const orders = usePagedApi<Order>('/orders?limit=50');
+  const orders = usePagedRead('/api/v1/orders', { limit: 50 });
   const packageName = usePackageNames();
   const items = orders.data?.items ?? [];
   return (
@@ -77,11 +77,12 @@ export function OrdersScreen() {
 /** One order: pay it (and retry a failed payment), follow its status, read its receipt. */
 export function OrderScreen(props: { id: string }) {
   const { search } = useLocation();
-  const order = useApi<Order>(`/orders/${encodeURIComponent(props.id)}`);
+  const path = { id: props.id };
+  const order = useRead('/api/v1/orders/{id}', { params: { path } });
   const packageName = usePackageNames();
   const { account } = useSession();
   const pay = useAction(async () => {
-    const started = await api<Order>('POST', `/orders/${props.id}/payment`);
+    const started = await unwrap(client.POST('/api/v1/orders/{id}/payment', { params: { path } }));
     if (started.payment?.nextStep === 'redirect' && started.payment.redirectUrl) {
       location.assign(started.payment.redirectUrl);
       return;
@@ -89,11 +90,11 @@ export function OrderScreen(props: { id: string }) {
     await order.reload();
   });
   const verify = useAction(async () => {
-    await api<Order>('POST', `/orders/${props.id}/payment/verify`);
+    await unwrap(client.POST('/api/v1/orders/{id}/payment/verify', { params: { path } }));
     await order.reload();
   });
   const cancel = useAction(async () => {
-    await api<Order>('POST', `/orders/${props.id}/cancel`);
+    await unwrap(client.POST('/api/v1/orders/{id}/cancel', { params: { path } }));
     await order.reload();
   });
   const data = order.data;

@@ -1,7 +1,7 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
-import { useAction, useApi } from '../lib/query.ts';
-import { type Account, useSession } from '../lib/session.tsx';
+import { client, unwrap } from '../lib/client.ts';
+import { useAction, useRead } from '../lib/query.ts';
+import { useSession } from '../lib/session.tsx';
 import { Button, Card, Confirm, ErrorMessage, Field, Page } from '../lib/ui.tsx';
 import { EmailSettingsCard } from './email-settings.tsx';
 import { TwoFactorCard } from './two-factor.tsx';
@@ -15,12 +15,14 @@ export function ProfileScreen() {
   const [changed, setChanged] = useState(false);
   const save = useAction(async () => {
     setSaved(false);
-    setAccount(await api<Account>('PATCH', '/me', { displayName: displayName.trim() || null }));
+    setAccount(
+      await unwrap(client.PATCH('/api/v1/me', { body: { displayName: displayName.trim() || null } })),
+    );
     setSaved(true);
   });
   const change = useAction(async () => {
     setChanged(false);
-    await api('POST', '/me/password', { currentPassword, newPassword });
+    await unwrap(client.POST('/api/v1/me/password', { body: { currentPassword, newPassword } }));
     setCurrentPassword('');
     setNewPassword('');
     setChanged(true);
@@ -94,17 +96,13 @@ export function ProfileScreen() {
   );
 }
 
-interface OwnReseller {
-  reseller: { id: string; email: string; displayName: string | null } | null;
-}
-
 /** The reseller that manages this account, which the customer can leave at any time. */
 function ProviderCard() {
-  const own = useApi<OwnReseller>('/me/reseller');
+  const own = useRead('/api/v1/me/reseller');
   const [confirming, setConfirming] = useState(false);
   const [ended, setEnded] = useState<number | null>(null);
   const end = useAction(async () => {
-    const result = await api<{ revokedKeys: number }>('DELETE', '/me/reseller');
+    const result = await unwrap(client.DELETE('/api/v1/me/reseller'));
     setConfirming(false);
     setEnded(result.revokedKeys);
     await own.reload();

@@ -1,10 +1,8 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
-import type { Schemas } from '../lib/client.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
+import { useAction, useFormKey, usePagedRead, useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
-import type { Account } from '../lib/session.tsx';
 import {
   Button,
   Card,
@@ -23,18 +21,13 @@ import { ManagedSpendCaps } from './spend-caps.tsx';
 
 type ApiKey = Schemas['ApiKey'];
 
-interface Usage {
-  balance: { remaining: { tokens: string; credits: string } };
-  days: { day: string; alias: string; requests: number; inputTokens: string; outputTokens: string }[];
-}
-
 export function ResellerCustomersScreen() {
-  const customers = usePagedApi<Account>('/reseller/customers?limit=50');
-  const holdings = useApi<{ remaining: { tokens: string; credits: string } }>('/me/balance');
+  const customers = usePagedRead('/api/v1/reseller/customers', { limit: 50 });
+  const holdings = useRead('/api/v1/me/balance');
   const [email, setEmail] = useState('');
   const [created, setCreated] = useState<string | null>(null);
   const create = useAction(async () => {
-    const invitation = await api<{ email: string }>('POST', '/reseller/customers', { email });
+    const invitation = await unwrap(client.POST('/api/v1/reseller/customers', { body: { email } }));
     setCreated(invitation.email);
     setEmail('');
     await customers.reload();
@@ -120,12 +113,12 @@ export function ResellerCustomersScreen() {
 
 /** One customer of the reseller: grants from its own holdings, usage and keys. */
 export function ResellerCustomerScreen(props: { id: string }) {
-  const base = `/reseller/customers/${encodeURIComponent(props.id)}`;
-  const customer = useApi<Account>(base);
-  const usage = useApi<Usage>(`${base}/usage`);
-  const keys = useApi<ApiKey[]>(`${base}/api-keys`);
+  const params = { path: { id: props.id } };
+  const customer = useRead('/api/v1/reseller/customers/{id}', { params });
+  const usage = useRead('/api/v1/reseller/customers/{id}/usage', { params });
+  const keys = useRead('/api/v1/reseller/customers/{id}/api-keys', { params });
   // What the reseller still holds: grants come out of it.
-  const holdings = useApi<{ remaining: { tokens: string; credits: string } }>('/me/balance');
+  const holdings = useRead('/api/v1/me/balance');
   const formKey = useFormKey();
   const [grantKind, setGrantKind] = useState<'credits' | 'package'>('credits');
   const [amount, setAmount] = useState('');
@@ -140,7 +133,13 @@ export function ResellerCustomerScreen(props: { id: string }) {
         ? { credits: amount.trim() }
         : { packageId: packageId.trim(), ...(amount.trim() ? { tokens: amount.trim() } : {}) };
     // One key per submitted form: sent twice, it grants once.
-    await api('POST', `${base}/grants`, body, { idempotencyKey: formKey.key });
+    await unwrap(
+      client.POST('/api/v1/reseller/customers/{id}/grants', {
+        params,
+        body,
+        headers: { 'idempotency-key': formKey.key },
+      }),
+    );
     setGranted(
       grantKind === 'credits' ? `${groupDigits(amount.trim())} credits granted.` : 'Package tokens granted.',
     );
@@ -149,14 +148,21 @@ export function ResellerCustomerScreen(props: { id: string }) {
     await Promise.all([usage.reload(), holdings.reload()]);
   });
   const createKey = useAction(async () => {
-    const created = await api<{ secret: string }>('POST', `${base}/api-keys`, { name: keyName });
+    const created = await unwrap(
+      client.POST('/api/v1/reseller/customers/{id}/api-keys', { params, body: { name: keyName } }),
+    );
     setSecret(created.secret);
     setKeyName('');
     await keys.reload();
   });
   const [revoking, setRevoking] = useState<ApiKey | null>(null);
   const setState = useAction(async (keyId: string, status: 'active' | 'disabled' | 'revoked') => {
-    await api('PATCH', `${base}/api-keys/${keyId}/status`, { status });
+    await unwrap(
+      client.PATCH('/api/v1/reseller/customers/{id}/api-keys/{keyId}/status', {
+        params: { path: { id: props.id, keyId } },
+        body: { status },
+      }),
+    );
     setRevoking(null);
     await keys.reload();
   });
@@ -294,7 +300,7 @@ export function ResellerCustomerScreen(props: { id: string }) {
         </ul>
       </Card>
       <ManagedSpendCaps
-        base={base}
+        accountId={props.id}
         keys={(keys.data ?? []).filter((key) => key.state !== 'revoked')}
         viewer="reseller"
       />

@@ -1,28 +1,12 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useRead } from '../lib/query.ts';
 import { Button, Card, ErrorMessage, Field } from '../lib/ui.tsx';
 
 /** One spend cap with where it stands (GET /me/spend-caps, docs/billing/spend-caps.md). */
-export interface SpendCap {
-  id: string;
-  keyId: string | null;
-  setBy: 'customer' | 'reseller' | 'admin';
-  unit: 'credits' | 'tokens';
-  period: '5h' | 'day' | 'week' | 'month';
-  timeZone: string;
-  limit: string;
-  used: string;
-  remaining: string;
-  windowStart: string;
-  resetsAt: string | null;
-}
-
-export interface SpendCaps {
-  timeZone: string;
-  caps: SpendCap[];
-}
+export type SpendCap = Schemas['SpendCap'];
+type CapChange = Schemas['SetSpendCapRequest'];
 
 const PERIOD: Record<SpendCap['period'], string> = {
   '5h': 'per 5 hours',
@@ -39,7 +23,7 @@ const SET_BY: Record<Viewer, Record<SpendCap['setBy'], string>> = {
 };
 
 export function useSpendCaps() {
-  return useApi<SpendCaps>('/me/spend-caps');
+  return useRead('/api/v1/me/spend-caps');
 }
 
 /** The caps that bound a key (its own and the account's), or the account's own when keyId is null. */
@@ -84,7 +68,7 @@ export function AccountSpendCaps() {
 export function KeyCapForm(props: { keyId: string; onDone: () => void }) {
   return (
     <CapForm
-      path="/me/spend-caps"
+      save={(body) => unwrap(client.PUT('/api/v1/me/spend-caps', { body }))}
       title="Spend cap on this key"
       idSuffix={props.keyId}
       targets={[{ keyId: props.keyId, label: 'this key' }]}
@@ -95,18 +79,28 @@ export function KeyCapForm(props: { keyId: string; onDone: () => void }) {
 
 /**
  * Sets (or with an empty limit removes) the caller's cap of a unit and period on one target: an
- * account (keyId null) or one of its keys. PUT `path` (docs/billing/spend-caps.md).
+ * account (keyId null) or one of its keys, through `save` (docs/billing/spend-caps.md).
  */
 function CapForm(props: {
-  path: string;
+  save: (change: CapChange) => Promise<unknown>;
   title: string;
   idSuffix: string;
   targets: { keyId: string | null; label: string }[];
   onDone: () => void | Promise<void>;
 }) {
-  const [form, setForm] = useState({ target: 0, unit: 'credits', period: 'day', limit: '' });
+  const [form, setForm] = useState<{
+    target: number;
+    unit: CapChange['unit'];
+    period: CapChange['period'];
+    limit: string;
+  }>({
+    target: 0,
+    unit: 'credits',
+    period: 'day',
+    limit: '',
+  });
   const save = useAction(async () => {
-    await api('PUT', props.path, {
+    await props.save({
       keyId: props.targets[form.target]?.keyId ?? null,
       unit: form.unit,
       period: form.period,
@@ -146,7 +140,7 @@ function CapForm(props: {
         <select
           id={`cap-unit-${props.idSuffix}`}
           value={form.unit}
-          onChange={(event) => setForm({ ...form, unit: event.target.value })}
+          onChange={(event) => setForm({ ...form, unit: event.target.value as CapChange['unit'] })}
         >
           <option value="credits">credits</option>
           <option value="tokens">tokens</option>
@@ -157,7 +151,7 @@ function CapForm(props: {
         <select
           id={`cap-period-${props.idSuffix}`}
           value={form.period}
-          onChange={(event) => setForm({ ...form, period: event.target.value })}
+          onChange={(event) => setForm({ ...form, period: event.target.value as CapChange['period'] })}
         >
           <option value="5h">5 hours (rolling)</option>
           <option value="day">day</option>
@@ -185,15 +179,25 @@ function CapForm(props: {
 
 /**
  * A reseller's or admin's view of an account's caps (its own and its keys'), with a form to set the
- * viewer's own cap on the account or on one key: `base` is the account's path in their area
- * (/reseller/customers/{id} or /admin/accounts/{id}).
+ * viewer's own cap on the account or on one key (through /reseller/customers/{id} or
+ * /admin/accounts/{id}, by the viewer).
  */
 export function ManagedSpendCaps(props: {
-  base: string;
+  accountId: string;
   keys: { id: string; name: string }[];
   viewer: 'reseller' | 'admin';
 }) {
-  const caps = useApi<SpendCaps>(`${props.base}/spend-caps`);
+  const params = { path: { id: props.accountId } };
+  const reseller = props.viewer === 'reseller';
+  const customerCaps = useRead(reseller ? '/api/v1/reseller/customers/{id}/spend-caps' : null, { params });
+  const accountCaps = useRead(reseller ? null : '/api/v1/admin/accounts/{id}/spend-caps', { params });
+  const caps = reseller ? customerCaps : accountCaps;
+  const save = (body: CapChange) =>
+    unwrap(
+      reseller
+        ? client.PUT('/api/v1/reseller/customers/{id}/spend-caps', { params, body })
+        : client.PUT('/api/v1/admin/accounts/{id}/spend-caps', { params, body }),
+    );
   const all = caps.data?.caps ?? [];
   const targets = [
     { keyId: null, label: 'the whole account' },
@@ -229,7 +233,7 @@ export function ManagedSpendCaps(props: {
         </p>
       ) : null}
       <CapForm
-        path={`${props.base}/spend-caps`}
+        save={save}
         title="Set a spend cap"
         idSuffix={props.viewer}
         targets={targets}

@@ -11,6 +11,7 @@ const customer: Account = {
   isReseller: false,
   resellerId: null,
   createdAt: '2026-01-01T00:00:00Z',
+  updatedAt: '2026-01-01T00:00:00Z',
 };
 
 describe('the role guard', () => {

@@ -65,6 +65,7 @@ export interface PagedList<T> {
 type PagedPath = {
   [P in ReadPath]: ReadData<P> extends { items: unknown[]; nextCursor?: string | null } ? P : never;
 }[ReadPath];
+type QueryOf<P extends ReadPath> = paths[P]['get'] extends { parameters: { query?: infer Q } } ? Q : never;
 type ItemOf<P extends PagedPath> = ReadData<P> extends { items: Array<infer T> } ? T : never;
 
 /**
@@ -74,7 +75,7 @@ type ItemOf<P extends PagedPath> = ReadData<P> extends { items: Array<infer T> }
  */
 export function usePagedRead<P extends PagedPath>(
   path: P,
-  query: Record<string, string | number | undefined> = {},
+  query?: Omit<NonNullable<QueryOf<P>>, 'after' | 'cursor'>,
   cursorParam: 'after' | 'cursor' = 'after',
 ): PagedList<ItemOf<P>> {
   const list = useInfiniteQuery({

@@ -1,17 +1,11 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
-import { ApiError, api, mayHaveSession } from './api.ts';
+import { ApiError, mayHaveSession } from './api.ts';
+import type { Schemas } from './client.ts';
+import { read } from './query.ts';
 
-export interface Account {
-  id: string;
-  email: string;
-  displayName: string | null;
-  status: 'active' | 'suspended';
-  isAdmin: boolean;
-  isReseller: boolean;
-  resellerId: string | null;
-  createdAt: string;
-}
+/** The signed-in account, as GET /me answers it. */
+export type Account = Schemas['Account'];
 
 interface SessionState {
   /** undefined while the first GET /me is in flight; null when signed out. */
@@ -40,7 +34,7 @@ export function SessionProvider(props: { children: ReactNode }) {
       return;
     }
     try {
-      setAccount(await api<Account>('GET', '/me'));
+      setAccount(await read('/api/v1/me'));
     } catch (error) {
       // Only the service saying so signs the user out: a network error or a 5xx keeps what is
       // known (a signed-in user stays on the screen) and asks again shortly.

@@ -215,3 +215,79 @@ export async function selectMargin(db: Db, from: Date, end: Date) {
   `.execute(db);
   return result.rows;
 }
+
+export interface AccountFiguresDbRow {
+  account_id: string;
+  credits_available: string;
+  credits_reserved: string;
+  tokens_remaining: string;
+  tokens_reserved: string;
+  /** The unexpired entitlements summed (a lease split applies to those only). */
+  entitlement_ids: string[];
+  spent_requests: string;
+  spent_credits: string;
+  spent_tokens: string;
+  last_call_at: Date | null;
+}
+
+/**
+ * For each account of a page: its credit and unexpired entitlement tokens (as Postgres holds them;
+ * a hot-tier lease is split back out by the caller), what its calls created since `since` (a UTC
+ * day's start) charged, from the usage rollup plus the calls settled after its watermark, and the
+ * time of its latest call. One statement, index lookups per account: the page's size bounds it,
+ * not the number of calls.
+ */
+export async function selectAccountFigures(
+  db: Kysely<Database>,
+  accountIds: readonly string[],
+  since: Date,
+  now: Date,
+): Promise<AccountFiguresDbRow[]> {
+  if (accountIds.length === 0) return [];
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      // A value, not a subquery, as in selectUsageSummary.
+      const state = await sql<{ watermark: string }>`
+        select watermark::text as watermark from usage_rollup_state
+      `.execute(trx);
+      const watermark = state.rows[0]!.watermark;
+      const result = await sql<AccountFiguresDbRow>`
+        select i.id as account_id,
+               coalesce(c.available, 0)::text as credits_available,
+               coalesce(c.reserved, 0)::text as credits_reserved,
+               e.remaining::text as tokens_remaining, e.reserved::text as tokens_reserved,
+               e.ids::text[] as entitlement_ids,
+               u.requests::text as spent_requests, u.credits::text as spent_credits,
+               u.tokens::text as spent_tokens, l.created_at as last_call_at
+        from unnest(${sql.val(accountIds)}::uuid[]) as i(id)
+        left join credit_balances c on c.account_id = i.id
+        cross join lateral (
+          select coalesce(sum(remaining), 0) as remaining, coalesce(sum(reserved), 0) as reserved,
+                 coalesce(array_agg(id), '{}') as ids
+          from entitlements
+          where account_id = i.id and (expires_at is null or expires_at > ${now})
+        ) e
+        cross join lateral (
+          select coalesce(sum(requests), 0) as requests, coalesce(sum(credits), 0) as credits,
+                 coalesce(sum(tokens), 0) as tokens
+          from (
+            select requests, charged_credits as credits, charged_tokens as tokens
+            from usage_daily
+            where account_id = i.id and day >= (${since}::timestamptz at time zone 'UTC')::date
+            union all
+            select 1, charged_credits, charged_tokens
+            from reservations
+            where account_id = i.id and status = 'settled'
+              and finished_at >= ${watermark}::timestamptz and created_at >= ${since}
+          ) parts
+        ) u
+        left join lateral (
+          select created_at from reservations where account_id = i.id
+          order by created_at desc, id desc limit 1
+        ) l on true
+      `.execute(trx);
+      return result.rows;
+    });
+}

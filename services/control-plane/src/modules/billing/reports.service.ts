@@ -207,6 +207,61 @@ export async function summarizeUsage(
   }));
 }
 
+export interface AccountFigures {
+  balance: { remaining: Amounts; reserved: Amounts };
+  /** What calls created since `since` (a UTC day's start) charged. */
+  spent: { since: string; requests: string; credits: string; tokens: string };
+  lastCallAt: string | null;
+}
+
+/**
+ * Balance, spend over the last `days` UTC days (today included) and latest call of each account,
+ * for a page of accounts (the operator's list): one query, then each account's hot-tier lease
+ * split back out as readBalance does.
+ */
+export async function accountFigures(
+  deps: Dependencies,
+  accountIds: readonly string[],
+  days: number,
+): Promise<Map<string, AccountFigures>> {
+  const now = deps.clock.now();
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const since = new Date(today - (days - 1) * 86_400_000);
+  const [rows, splits] = await Promise.all([
+    reports.selectAccountFigures(deps.db, accountIds, since, now),
+    Promise.all(accountIds.map((id) => leaseSplit(deps, id))),
+  ]);
+  const splitOf = new Map(accountIds.map((id, index) => [id, splits[index]!]));
+  const figures = new Map<string, AccountFigures>();
+  for (const row of rows) {
+    const split = splitOf.get(row.account_id)!;
+    let tokens = { remaining: BigInt(row.tokens_remaining), reserved: BigInt(row.tokens_reserved) };
+    // The lease's part of each unexpired entitlement summed, as readAccountBalances does.
+    for (const id of row.entitlement_ids) {
+      const part = split.get(id);
+      if (part) tokens = withLease(tokens, part);
+    }
+    const credits = withLease(
+      { remaining: BigInt(row.credits_available), reserved: BigInt(row.credits_reserved) },
+      split.get('c'),
+    );
+    figures.set(row.account_id, {
+      balance: {
+        remaining: { tokens: String(tokens.remaining), credits: String(credits.remaining) },
+        reserved: { tokens: String(tokens.reserved), credits: String(credits.reserved) },
+      },
+      spent: {
+        since: since.toISOString().slice(0, 10),
+        requests: row.spent_requests,
+        credits: row.spent_credits,
+        tokens: row.spent_tokens,
+      },
+      lastCallAt: row.last_call_at?.toISOString() ?? null,
+    });
+  }
+  return figures;
+}
+
 function mapAmounts(figures: { remaining: bigint; reserved: bigint }) {
   return { remaining: String(figures.remaining), reserved: String(figures.reserved) };
 }

@@ -44,6 +44,7 @@ export async function selectUnannouncedPurchases(db: Kysely<Database>, since: Da
       'o.bonus_tokens',
       'o.bonus_credits',
       'o.paid_at',
+      'o.auto_top_up_generation',
     ])
     .where('o.paid_at', '>=', since)
     .where((eb) => eb.or([eb('s.purchase_emails', 'is', null), eb('s.purchase_emails', '=', true)]))

@@ -64,7 +64,33 @@ function money(amount: bigint, exponent: number, currency: string): string {
 const grouped = (value: bigint) => value.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 /**
- * One pass of the billing emails: a receipt for each order paid since the last pass, and a
+ * What an automatic top-up charged and granted, and how to turn it off. It stands for that order's
+ * purchase email (one email per order, under the same notice and opt-out), and like it is only
+ * sent for an order already paid.
+ */
+function autoTopUpEmail(
+  deps: Pick<Dependencies, 'config'>,
+  order: { id: string; email: string; amount: bigint; exponent: number; currency: string; credits: bigint },
+) {
+  const charged = money(order.amount, order.exponent, order.currency);
+  return {
+    to: order.email,
+    kind: 'auto_top_up',
+    subject: `Automatic top-up: ${charged} charged`,
+    text: [
+      `Your credit balance fell below your automatic top-up threshold, so your kept card was charged ${charged} and ${grouped(order.credits)} credits were added to your balance.`,
+      '',
+      `The receipt: ${dashboardLink(deps.config, `/orders/${order.id}`)}`,
+      '',
+      `To turn automatic top-up off, or change its threshold or amount, open Buy credits: ${dashboardLink(deps.config, '/buy')}`,
+      `To stop these emails, turn purchase emails off in your profile: ${dashboardLink(deps.config, '/profile')}`,
+    ].join('\n'),
+  };
+}
+
+/**
+ * One pass of the billing emails: a receipt for each order paid since the last pass (for an
+ * automatic top-up, what it charged and how to turn it off), and a
  * low-balance notice for each account whose credit fell below LOW_BALANCE_EMAIL_CREDITS since it
  * was last at or above it. Each is mailed once, however many control planes run the pass: the
  * purchase by its row in email_notices, the low balance by taking the account's armed row.
@@ -77,6 +103,11 @@ export async function sendBillingNotices(deps: NoticeDeps, mailer: Mailer) {
   for (const order of await selectUnannouncedPurchases(deps.db, since, BATCH)) {
     if (!(await claimNotice(deps.db, { kind: 'purchase', subjectId: order.id, accountId: order.account_id })))
       continue;
+    if (order.auto_top_up_generation !== null) {
+      await mailer.send(autoTopUpEmail(deps, { ...order, credits: order.credits + order.bonus_credits }));
+      purchases += 1;
+      continue;
+    }
     // A top-up buys credits, a package tokens (and maybe bonus credits).
     const name =
       order.kind === 'top_up' ? 'a credit top-up' : (order.package_name ?? order.package_id ?? 'a package');

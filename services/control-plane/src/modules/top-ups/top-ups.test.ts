@@ -17,6 +17,7 @@ import {
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { createKey } from '../api-keys/api-keys.service.ts';
 import { changeCredit } from '../billing/billing.service.ts';
+import { sendBillingNotices } from '../notifications/notifications.service.ts';
 import { checkAutoTopUp } from './auto-top-up.service.ts';
 
 let fake: StripeFake;
@@ -167,6 +168,24 @@ describe('top-ups', () => {
   });
 });
 
+/** Emails of a kind to an address, oldest first. */
+async function emailsTo(context: TestContext, email: string, kind: string) {
+  return context.deps.db
+    .selectFrom('outbox_emails')
+    .select(['subject', 'body_text'])
+    .where('recipient', '=', email)
+    .where('kind', '=', kind)
+    .orderBy('created_at')
+    .execute();
+}
+
+/** Two control planes' email passes at once, then another: a notice must still go out once. */
+async function emailPasses(context: TestContext): Promise<void> {
+  const mailer = context.publicApp.mailer;
+  await Promise.all([sendBillingNotices(context.deps, mailer), sendBillingNotices(context.deps, mailer)]);
+  await sendBillingNotices(context.deps, mailer);
+}
+
 /** A customer with a kept card (a paid Stripe top-up of 5.00 USD) and a key on the same account. */
 async function customerWithCard(context: TestContext) {
   const buyer = await shopper(context);
@@ -256,6 +275,18 @@ describe.each(ENGINES)('automatic top-up (%s)', (_name, hotTier) => {
     // Back above the threshold: the next settlement arms it again (a new crossing may charge again).
     await checkAutoTopUp(context.deps, buyer.accountId);
     expect((await buyer.client.request('GET', '/me/auto-top-up')).body.data.armed).toBe(true);
+
+    // One email for the automatic top-up, however many passes: what it charged and granted, how to
+    // turn it off; it stands for the order's receipt (the card-keeping top-up keeps its own).
+    await emailPasses(context);
+    const mails = await emailsTo(context, buyer.email, 'auto_top_up');
+    expect(mails).toHaveLength(1);
+    expect(mails[0]!.subject).toBe('Automatic top-up: USD 10.00 charged');
+    expect(mails[0]!.body_text).toContain('charged USD 10.00 and 10,000,000 credits were added');
+    expect(mails[0]!.body_text).toContain(`To turn automatic top-up off`);
+    expect(mails[0]!.body_text).toContain(`http://127.0.0.1:${context.deps.config.port}/buy`);
+    expect(mails[0]!.body_text).toContain(`/orders/${automatic[0].id}`);
+    expect(await emailsTo(context, buyer.email, 'purchase')).toHaveLength(1);
   });
 
   it('a declined card grants nothing, says why, and waits for the balance to rise', async () => {
@@ -286,5 +317,21 @@ describe.each(ENGINES)('automatic top-up (%s)', (_name, hotTier) => {
       cause: 'test',
     });
     expect(await checkAutoTopUp(context.deps, buyer.accountId)).toBe('rearmed');
+    // The declined top-up was never paid: no email says it happened.
+    await emailPasses(context);
+    expect(await emailsTo(context, buyer.email, 'auto_top_up')).toHaveLength(0);
+  });
+
+  it('a customer who turned purchase emails off is not told of an automatic top-up', async () => {
+    const { buyer } = await customerWithCard(context);
+    await emailPasses(context);
+    const off = await buyer.client.request('PATCH', '/me/email-settings', { body: { purchaseEmails: false } });
+    expect(off.status).toBe(200);
+    await buyer.client.request('PUT', '/me/auto-top-up', {
+      body: { enabled: true, threshold: '6000000', amount: '1000' },
+    });
+    expect(await checkAutoTopUp(context.deps, buyer.accountId)).toBe('charged');
+    await emailPasses(context);
+    expect(await emailsTo(context, buyer.email, 'auto_top_up')).toHaveLength(0);
   });
 });

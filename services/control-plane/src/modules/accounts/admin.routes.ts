@@ -7,6 +7,8 @@ import { requireRole, requireSession, type SessionEnv } from '../../http/session
 import { recordAudit } from '../audit/audit.service.ts';
 import { Email } from '../auth/auth.schemas.ts';
 import { createAccountForSomeone } from '../auth/password-reset.service.ts';
+import { BalanceView, IntegerString } from '../billing/billing.schemas.ts';
+import { accountFigures } from '../billing/reports.service.ts';
 import type { Mailer } from '../mail/mail.service.ts';
 import {
   AccountPageView,
@@ -82,6 +84,13 @@ const json = <T extends z.ZodType>(schema: T) => ({
   content: { 'application/json': { schema } },
 });
 
+const AccountFilters = PageQuery.extend({
+  email: z.string().max(254).optional(),
+  resellerId: z.string().uuid().optional(),
+  status: z.enum(['active', 'suspended']).optional(),
+  role: z.enum(['admin', 'reseller']).optional(),
+});
+
 const listAccountsRoute = createRoute({
   method: 'get',
   path: '/admin/accounts',
@@ -91,16 +100,48 @@ const listAccountsRoute = createRoute({
     'Newest first. email: part of the address, any letter case; resellerId: that reseller’s customers; status; role (admin or reseller). Filters combine.',
   security: SESSION,
   middleware: [requireSession(), requireRole('admin')] as const,
-  request: {
-    query: PageQuery.extend({
-      email: z.string().max(254).optional(),
-      resellerId: z.string().uuid().optional(),
-      status: z.enum(['active', 'suspended']).optional(),
-      role: z.enum(['admin', 'reseller']).optional(),
-    }),
-  },
+  request: { query: AccountFilters },
   responses: {
     200: jsonContent(dataOf(AccountPageView), 'Accounts, newest first.'),
+    ...errorResponses(401, 403, 422),
+  },
+});
+
+const AccountSummaryView = z
+  .object({
+    account: AccountView,
+    balance: BalanceView,
+    spent: z
+      .object({
+        since: z
+          .string()
+          .openapi({ description: 'The first UTC day counted (YYYY-MM-DD).', example: '2026-01-01' }),
+        requests: IntegerString,
+        credits: IntegerString,
+        tokens: IntegerString.describe('Entitlement tokens drawn.'),
+      })
+      .describe('What the calls created since that day (today included) charged, once settled.'),
+    lastCallAt: z.string().datetime().nullable().describe('The latest metered call; null: none yet.'),
+  })
+  .openapi('AccountSummary');
+
+const listAccountSummariesRoute = createRoute({
+  method: 'get',
+  path: '/admin/account-summaries',
+  tags: ['admin'],
+  summary: 'Accounts with their balance, spend and last call (admin)',
+  description:
+    'The filters and paging of GET /admin/accounts (newest first; pass nextCursor as after), with each account’s balance, what it spent in the last `days` UTC days (default 30) and the time of its latest call.',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    query: AccountFilters.extend({ days: z.coerce.number().int().min(1).max(366).default(30) }),
+  },
+  responses: {
+    200: jsonContent(
+      dataOf(z.object({ items: z.array(AccountSummaryView), nextCursor: z.string().nullable() })),
+      'Accounts, newest first.',
+    ),
     ...errorResponses(401, 403, 422),
   },
 });
@@ -212,6 +253,21 @@ export function adminRoutes(mailer: Mailer) {
   app.openapi(listAccountsRoute, async (c) => {
     const page = await listAccounts(c.get('deps').db, c.req.valid('query'));
     return c.json({ data: toAccountPageView(page) }, 200);
+  });
+  app.openapi(listAccountSummariesRoute, async (c) => {
+    const deps = c.get('deps');
+    const { days, ...filters } = c.req.valid('query');
+    const page = await listAccounts(deps.db, filters);
+    const figures = await accountFigures(
+      deps,
+      page.items.map((account) => account.id),
+      days,
+    );
+    const items = page.items.map((account) => ({
+      account: toAccountView(account),
+      ...figures.get(account.id)!,
+    }));
+    return c.json({ data: { items, nextCursor: page.nextCursor } }, 200);
   });
   app.openapi(createAccountRoute, async (c) => {
     const deps = c.get('deps');

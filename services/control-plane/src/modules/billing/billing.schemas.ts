@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { INTEGER_STRING } from '@tollgate/schemas';
 
-const IntegerString = z.string().regex(INTEGER_STRING.unsigned).openapi({ example: '125000' });
+export const IntegerString = z.string().regex(INTEGER_STRING.unsigned).openapi({ example: '125000' });
 export const AmountsView = z.object({ tokens: IntegerString, credits: IntegerString }).openapi('Amounts');
 
 export const BalanceView = z

@@ -325,7 +325,9 @@ describe.each(ENGINES)('automatic top-up (%s)', (_name, hotTier) => {
   it('a customer who turned purchase emails off is not told of an automatic top-up', async () => {
     const { buyer } = await customerWithCard(context);
     await emailPasses(context);
-    const off = await buyer.client.request('PATCH', '/me/email-settings', { body: { purchaseEmails: false } });
+    const off = await buyer.client.request('PATCH', '/me/email-settings', {
+      body: { purchaseEmails: false },
+    });
     expect(off.status).toBe(200);
     await buyer.client.request('PUT', '/me/auto-top-up', {
       body: { enabled: true, threshold: '6000000', amount: '1000' },

@@ -178,6 +178,8 @@ describe('the shipped nginx config in front of them', () => {
     });
     expect(plain.status).toBe(200);
     const { readFile } = await import('node:fs/promises');
+    // nginx writes a request's log line after its answer went out: on a loaded box, a moment later.
+    await expect.poll(() => readFile(nginx.accessLog, 'utf8')).toContain('"GET /v1/models HTTP/1.1" 200');
     const access = await readFile(nginx.accessLog, 'utf8');
     expect(access).toContain('"GET /v1/models HTTP/1.1" 401');
     expect(access).toContain('"GET /v1/models HTTP/1.1" 200');

@@ -1,5 +1,5 @@
 import { AppError } from '@tollgate/errors';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { changeBillingEntries } from '../billing/engines.ts';
@@ -168,13 +168,17 @@ export async function setAccountStatus(
   actor: Account,
   accountId: string,
   status: AccountStatus,
+  audit?: StatusAudit,
 ): Promise<Account> {
   if (accountId === actor.id && status === 'suspended') {
     throw new AppError('forbidden', { message: 'You cannot suspend your own account.' });
   }
   if (!isUuid(accountId)) throw new AppError('not_found');
-  return writeAccountStatus(deps, accountId, status);
+  return writeAccountStatus(deps, accountId, status, audit);
 }
+
+/** Writes a status change's audit row in the change's transaction. */
+export type StatusAudit = (trx: Transaction<Database>, account: Account) => Promise<void>;
 
 /**
  * Holds every spending of an account whose payment is disputed: suspended as an admin suspends
@@ -191,10 +195,12 @@ async function writeAccountStatus(
   deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'billing'>,
   accountId: string,
   status: AccountStatus,
+  audit?: StatusAudit,
 ): Promise<Account> {
   // The hot tier refuses a suspended account's calls from the moment this answers (hot-entries.ts).
   const row = await changeBillingEntries(deps, async (trx) => {
     const updated = await updateAccountRow(trx, accountId, { status, updated_at: deps.clock.now() });
+    if (updated && audit) await audit(trx, toAccount(updated));
     return { result: updated, changed: updated ? { accountId, account: updated } : null };
   });
   if (!row) throw new AppError('not_found');

@@ -4,7 +4,6 @@ import { sessionActor } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
-import { recordAudit } from '../audit/audit.service.ts';
 import { Email } from '../auth/auth.schemas.ts';
 import { createAccountForSomeone } from '../auth/password-reset.service.ts';
 import { BalanceView, IntegerString } from '../billing/billing.schemas.ts';
@@ -272,14 +271,9 @@ export function adminRoutes(mailer: Mailer) {
   app.openapi(createAccountRoute, async (c) => {
     const deps = c.get('deps');
     const body = c.req.valid('json');
-    const account = await createAccountForSomeone(deps, mailer, {
+    const account = await createAccountForSomeone(deps, mailer, sessionActor(c), {
       email: body.email,
       displayName: body.displayName ?? null,
-    });
-    await recordAudit(deps.db, sessionActor(c), {
-      action: 'admin.account.create',
-      targetType: 'account',
-      targetId: account.id,
     });
     return c.json({ data: toAccountView(account) }, 201);
   });

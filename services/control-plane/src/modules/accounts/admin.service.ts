@@ -1,4 +1,6 @@
 import { AppError } from '@tollgate/errors';
+import type { Transaction } from 'kysely';
+import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import { changeCredit, grantPackage } from '../billing/billing.service.ts';
@@ -11,7 +13,10 @@ import {
   setResellerLink,
 } from './accounts.service.ts';
 
-/** Admin actions on accounts. Each is audited (who, what, target, from where). */
+/**
+ * Admin actions on accounts. Each is audited (who, what, target, from where) in the transaction
+ * that makes the change: the change and its audit row commit together or not at all.
+ */
 
 export async function readAccount(deps: Pick<Dependencies, 'db'>, accountId: string): Promise<Account> {
   const account = await findAccountById(deps.db, accountId);
@@ -25,13 +30,13 @@ export async function changeAccountStatus(
   accountId: string,
   status: AccountStatus,
 ): Promise<Account> {
-  const account = await setAccountStatus(deps, actor.account, accountId, status);
-  await recordAudit(deps.db, actor, {
-    action: `admin.account.${status === 'suspended' ? 'suspend' : 'unsuspend'}`,
-    targetType: 'account',
-    targetId: account.id,
-  });
-  return account;
+  return setAccountStatus(deps, actor.account, accountId, status, (trx, account) =>
+    recordAudit(trx, actor, {
+      action: `admin.account.${status === 'suspended' ? 'suspend' : 'unsuspend'}`,
+      targetType: 'account',
+      targetId: account.id,
+    }),
+  );
 }
 
 /** Sets or clears the admin and reseller permissions; an admin cannot drop its own admin role. */
@@ -94,37 +99,27 @@ export async function grantToAccount(
 ): Promise<{ entitlementId: string | null; replay: boolean }> {
   const account = await readAccount(deps, accountId);
   const cause = `admin ${actor.accountId}: ${note}`;
-  let outcome: { entitlementId: string | null; replay: boolean };
+  const key = idempotencyKey ? { idempotencyKey: `admin:${idempotencyKey}` } : {};
+  // The audit row commits with the grant, or neither does; a replay grants and records nothing.
+  const audit = (trx: Transaction<Database>, entitlementId: string | null) =>
+    recordAudit(trx, actor, {
+      action: 'admin.grant',
+      targetType: 'account',
+      targetId: account.id,
+      detail: { ...('credits' in grant ? { credits: String(grant.credits) } : grant), note, entitlementId },
+    });
   if ('credits' in grant) {
     const { replay } = await changeCredit(deps, {
       accountId: account.id,
       amount: grant.credits,
       kind: 'grant',
       cause,
-      ...(idempotencyKey ? { idempotencyKey: `admin:${idempotencyKey}` } : {}),
+      ...key,
+      audit: (trx) => audit(trx, null),
     });
-    outcome = { entitlementId: null, replay };
-  } else {
-    outcome = await grantPackage(deps, {
-      accountId: account.id,
-      packageId: grant.packageId,
-      cause,
-      ...(idempotencyKey ? { idempotencyKey: `admin:${idempotencyKey}` } : {}),
-    });
+    return { entitlementId: null, replay };
   }
-  if (!outcome.replay) {
-    await recordAudit(deps.db, actor, {
-      action: 'admin.grant',
-      targetType: 'account',
-      targetId: account.id,
-      detail: {
-        ...('credits' in grant ? { credits: String(grant.credits) } : grant),
-        note,
-        entitlementId: outcome.entitlementId,
-      },
-    });
-  }
-  return outcome;
+  return grantPackage(deps, { accountId: account.id, packageId: grant.packageId, cause, ...key, audit });
 }
 
 /**
@@ -148,14 +143,13 @@ export async function adjustAccountCredit(
     cause: `admin ${actor.accountId}: ${note}`,
     // Its own namespace: a grant form and an adjustment form never replay each other.
     ...(idempotencyKey ? { idempotencyKey: `admin-adjust:${idempotencyKey}` } : {}),
+    audit: (trx) =>
+      recordAudit(trx, actor, {
+        action: 'admin.credit_adjustment',
+        targetType: 'account',
+        targetId: account.id,
+        detail: { amount: String(amount), note },
+      }),
   });
-  if (!replay) {
-    await recordAudit(deps.db, actor, {
-      action: 'admin.credit_adjustment',
-      targetType: 'account',
-      targetId: account.id,
-      detail: { amount: String(amount), note },
-    });
-  }
   return { replay };
 }

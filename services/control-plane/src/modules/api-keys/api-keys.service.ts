@@ -138,7 +138,11 @@ export async function createKey(
   deps: KeyDeps,
   accountId: string,
   input: NewKeyInput,
-  options: { chosenByCustomer?: boolean } = {},
+  options: {
+    chosenByCustomer?: boolean;
+    /** Writes the creation's audit row in the transaction that inserts the key. */
+    audit?: KeyAudit;
+  } = {},
 ): Promise<{ key: ApiKey; secret: string }> {
   const { db, clock, config } = deps;
   const now = clock.now();
@@ -161,7 +165,7 @@ export async function createKey(
         body: [`An account can hold at most ${config.keysPerAccountLimit} keys.`],
       });
     }
-    return insertKey(trx, {
+    const inserted = await insertKey(trx, {
       id,
       account_id: accountId,
       name: input.name,
@@ -173,6 +177,8 @@ export async function createKey(
       requests_per_minute: limits.requestsPerMinute,
       concurrency: limits.concurrency,
     });
+    await options.audit?.(trx, inserted);
+    return inserted;
   });
   await deps.events.publish({ type: 'key.changed', keyId: id });
   return { key: toApiKey(row, now), secret };
@@ -210,6 +216,9 @@ export async function rotateKey(
 
 export type KeyStatusChange = 'active' | 'disabled' | 'revoked';
 
+/** Writes a key change's audit row in the change's transaction. */
+export type KeyAudit = (trx: Transaction<Database>, key: ApiKeyRow) => Promise<void>;
+
 /**
  * Disable, re-enable or revoke. Revoked is permanent: re-enabling or disabling it is forbidden;
  * revoking again changes nothing. Revoking also drops the re-copyable ciphertext.
@@ -219,17 +228,17 @@ export async function changeKeyStatus(
   accountId: string,
   keyId: string,
   target: KeyStatusChange,
+  audit?: KeyAudit,
 ): Promise<ApiKey> {
   const existing = await findOwnKeyRow(deps.db, accountId, keyId);
   const now = deps.clock.now();
+  // Nothing changes, so nothing is audited.
   if (existing.status === target) return toApiKey(existing, now);
-  const changes =
-    target === 'revoked'
-      ? { status: target, revoked_at: now, secret_ciphertext: null, updated_at: now }
-      : { status: target, updated_at: now };
-  const row = await changeKey(deps, accountId, (trx) =>
-    updateUnrevokedKey(trx, accountId, existing.id, changes),
-  );
+  const row = await changeKey(deps, accountId, async (trx) => {
+    const changed = await updateUnrevokedKey(trx, accountId, existing.id, statusChanges(target, now));
+    if (changed && audit) await audit(trx, changed);
+    return changed;
+  });
   if (!row) {
     if (target === 'revoked') return toApiKey(await findOwnKeyRow(deps.db, accountId, keyId), now);
     throw new AppError('forbidden', {
@@ -238,6 +247,32 @@ export async function changeKeyStatus(
   }
   await deps.events.publish({ type: 'key.changed', keyId: row.id });
   return toApiKey(row, now);
+}
+
+function statusChanges(target: KeyStatusChange, now: Date) {
+  return target === 'revoked'
+    ? { status: target, revoked_at: now, secret_ciphertext: null, updated_at: now }
+    : { status: target, updated_at: now };
+}
+
+/**
+ * Revokes these keys of the account inside the caller's transaction, one that changes the account
+ * through changeBillingEntries (the rows returned are the entries it must mark). Keys revoked
+ * already, or not the account's, are left out. The caller publishes key.changed after the commit.
+ */
+export async function revokeKeysIn(
+  trx: Transaction<Database>,
+  accountId: string,
+  keyIds: readonly string[],
+  now: Date,
+): Promise<ApiKeyRow[]> {
+  const revoked: ApiKeyRow[] = [];
+  for (const keyId of keyIds) {
+    if (!isUuid(keyId)) continue;
+    const row = await updateUnrevokedKey(trx, accountId, keyId, statusChanges('revoked', now));
+    if (row) revoked.push(row);
+  }
+  return revoked;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type { AuditLogTable } from './audit.table.ts';
 
@@ -15,11 +15,12 @@ export interface AuditRow {
   created_at: Date;
 }
 
+/** Only inside the transaction of the change it records (audit.service.ts). */
 export async function insertAuditRow(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   values: Omit<AuditLogTable, 'id' | 'created_at' | 'detail'> & { detail: Record<string, unknown> },
 ): Promise<void> {
-  await db
+  await trx
     .insertInto('audit_log')
     .values({
       ...values,

@@ -1,5 +1,5 @@
 import { AppError } from '@tollgate/errors';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { isUuid } from '../accounts/accounts.service.ts';
 import { type AuditFilter, insertAuditRow, selectAuditRows } from './audit.repository.ts';
@@ -20,11 +20,16 @@ export interface AuditEntry {
 }
 
 /**
- * Appends one row to the audit log (the one table of audit rows, this module's). Pass the
- * transaction that makes the change, so that the change and its row commit together.
+ * Appends one row to the audit log (the one table of audit rows, this module's), inside the
+ * transaction that makes the change: the change and its row commit together or not at all. Only a
+ * transaction is accepted, so a row written after (or without) its change does not compile.
  */
-export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: AuditEntry): Promise<void> {
-  await insertAuditRow(db, {
+export async function recordAudit(
+  trx: Transaction<Database>,
+  actor: Actor,
+  entry: AuditEntry,
+): Promise<void> {
+  await insertAuditRow(trx, {
     actor_account_id: actor.accountId,
     actor_management_key_id: actor.managementKeyId ?? null,
     action: entry.action,
@@ -37,8 +42,8 @@ export async function recordAudit(db: Kysely<Database>, actor: Actor, entry: Aud
 }
 
 /** Appends one row the service writes on its own, with no actor (a provider's word, such as a dispute). */
-export async function recordServiceAudit(db: Kysely<Database>, entry: AuditEntry): Promise<void> {
-  await insertAuditRow(db, {
+export async function recordServiceAudit(trx: Transaction<Database>, entry: AuditEntry): Promise<void> {
+  await insertAuditRow(trx, {
     actor_account_id: null,
     actor_management_key_id: null,
     action: entry.action,

@@ -8,6 +8,7 @@ import {
   normalizeEmail,
   setPasswordHash,
 } from '../accounts/accounts.service.ts';
+import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import { dashboardLink } from '../mail/links.ts';
 import type { Mailer } from '../mail/mail.service.ts';
 import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
@@ -58,21 +59,28 @@ async function issueResetToken(
 /**
  * An account an admin opens for someone: a random password nobody knows, and an email with a
  * link to choose one (the reset token; a later "Forgot password" works the same). An address that
- * has an account already is refused, naming the field.
+ * has an account already is refused, naming the field. The account and its audit row
+ * (admin.account.create) commit together.
  */
 export async function createAccountForSomeone(
   deps: ResetDeps,
   mailer: Mailer,
+  actor: Actor,
   input: { email: string; displayName: string | null },
 ): Promise<Account> {
   const email = normalizeEmail(input.email);
   if (await findAccountByEmail(deps.db, email)) {
     throw AppError.validation({ email: ['An account with this email exists already.'] });
   }
-  const account = await createAccount(deps.db, {
-    email,
-    passwordHash: await hashPassword(randomBytes(24).toString('base64url')),
-    displayName: input.displayName,
+  const passwordHash = await hashPassword(randomBytes(24).toString('base64url'));
+  const account = await deps.db.transaction().execute(async (trx) => {
+    const created = await createAccount(trx, { email, passwordHash, displayName: input.displayName });
+    await recordAudit(trx, actor, {
+      action: 'admin.account.create',
+      targetType: 'account',
+      targetId: created.id,
+    });
+    return created;
   });
   const ttlMs = deps.config.emailCodes.resetTtlMs;
   const { link } = await issueResetToken(deps, account.email, ttlMs);

@@ -165,22 +165,22 @@ async function checkSecondFactor(
     return;
   }
   const recovery = normalizeRecoveryCode(trimmed);
+  // The code is spent and its audit row written together: no spent code goes unrecorded.
   const spent =
     recovery.length === 12 &&
-    (await spendRecoveryCode(
-      deps.db,
-      actor.accountId,
-      lookupHashOf(deps.config.keyPepper, recovery),
-      deps.clock.now(),
-    ));
+    (await deps.db.transaction().execute(async (trx) => {
+      const hash = lookupHashOf(deps.config.keyPepper, recovery);
+      if (!(await spendRecoveryCode(trx, actor.accountId, hash, deps.clock.now()))) return false;
+      await recordAudit(trx, actor, {
+        action: 'account.two_factor.recovery_code_used',
+        targetType: 'account',
+        targetId: actor.accountId,
+        detail: { recoveryCodesLeft: await countUnusedRecoveryCodes(trx, actor.accountId) },
+      });
+      return true;
+    }));
   if (!spent) throw AppError.validation({ [field]: [WRONG_CODE] });
   await resetThrottle(deps.db, key);
-  await recordAudit(deps.db, actor, {
-    action: 'account.two_factor.recovery_code_used',
-    targetType: 'account',
-    targetId: actor.accountId,
-    detail: { recoveryCodesLeft: await countUnusedRecoveryCodes(deps.db, actor.accountId) },
-  });
 }
 
 /**

@@ -6,7 +6,9 @@ import {
   type ReserveBatchRequest,
   type ReserveBatchResponse,
 } from '@tollgate/schemas';
+import type { Transaction } from 'kysely';
 import { isOutOfRange } from '../../db/errors.ts';
+import type { Database } from '../../db/schema.ts';
 import type { Dependencies } from '../../deps.ts';
 import { findPackage } from '../catalog/catalog.service.ts';
 import { changeBalances } from './engines.ts';
@@ -41,6 +43,8 @@ export interface GrantPackageInput {
   cause: string;
   /** A repeat with the same key returns the first grant and grants nothing more. */
   idempotencyKey?: string;
+  /** Writes the grant's audit row in the grant's transaction (not on a replay). */
+  audit?: (trx: Transaction<Database>, entitlementId: string) => Promise<void>;
 }
 
 /** Grants a package's entitlement (tokens, validity, covered aliases, ceilings) to an account. */
@@ -75,6 +79,7 @@ export async function grantPackage(
       idempotency_key: input.idempotencyKey ?? null,
       weighted: pack.counts === 'weighted',
     });
+    await input.audit?.(trx, entitlementId);
     return { entitlementId, replay: false };
   });
   if (!result.replay) await deps.events.publish({ type: 'account.changed', accountId: input.accountId });
@@ -109,6 +114,8 @@ export interface ChangeCreditInput {
   cause: string;
   /** A repeat with the same key grants nothing more (grants only). */
   idempotencyKey?: string;
+  /** Writes the change's audit row in the change's transaction (not on a replay). */
+  audit?: (trx: Transaction<Database>) => Promise<void>;
 }
 
 /**
@@ -149,6 +156,7 @@ export async function changeCredit(
       if (isOutOfRange(error)) throw balanceTooLarge(field);
       throw error;
     }
+    await input.audit?.(trx);
     return false;
   }).catch(async (error: unknown) => {
     // Refused after the lease was recalled: Redis must hold again what Postgres still leases.

@@ -84,14 +84,18 @@ export async function createCustomerKey(
 ): Promise<{ key: ApiKey; secret: string }> {
   const customer = await findCustomer(deps.db, actor.accountId, customerId);
   // A reseller chooses for its customer: the customer's maxima and plan ceilings bound it.
-  const created = await createKey(deps, customer.id, input, { chosenByCustomer: true });
-  await recordAudit(deps.db, actor, {
-    action: 'reseller.api_key.create',
-    targetType: 'api_key',
-    targetId: created.key.id,
-    detail: { customerId: customer.id },
+  // The audit row is the record of who made the key (ending the link revokes the reseller's keys
+  // by it), so it commits with the key.
+  return createKey(deps, customer.id, input, {
+    chosenByCustomer: true,
+    audit: (trx, key) =>
+      recordAudit(trx, actor, {
+        action: 'reseller.api_key.create',
+        targetType: 'api_key',
+        targetId: key.id,
+        detail: { customerId: customer.id },
+      }),
   });
-  return created;
 }
 
 export async function changeCustomerKeyStatus(
@@ -102,12 +106,12 @@ export async function changeCustomerKeyStatus(
   status: KeyStatusChange,
 ): Promise<ApiKey> {
   const customer = await findCustomer(deps.db, actor.accountId, customerId);
-  const key = await changeKeyStatus(deps, customer.id, keyId, status);
-  await recordAudit(deps.db, actor, {
-    action: 'reseller.api_key.status',
-    targetType: 'api_key',
-    targetId: key.id,
-    detail: { customerId: customer.id, status },
-  });
-  return key;
+  return changeKeyStatus(deps, customer.id, keyId, status, (trx, key) =>
+    recordAudit(trx, actor, {
+      action: 'reseller.api_key.status',
+      targetType: 'api_key',
+      targetId: key.id,
+      detail: { customerId: customer.id, status },
+    }),
+  );
 }

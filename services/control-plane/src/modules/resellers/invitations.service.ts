@@ -10,10 +10,11 @@ import {
   normalizeEmail,
   setResellerLink,
 } from '../accounts/accounts.service.ts';
-import { changeKeyStatus } from '../api-keys/api-keys.service.ts';
+import { revokeKeysIn } from '../api-keys/api-keys.service.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import { hashEmailCode, newResetToken } from '../auth/email-codes.ts';
 import { hashPassword } from '../auth/passwords.ts';
+import { changeBillingEntries } from '../billing/engines.ts';
 import { dashboardLink } from '../mail/links.ts';
 import type { Mailer } from '../mail/mail.service.ts';
 import { enforceThrottle, throttleKey } from '../throttle/throttle.service.ts';
@@ -223,20 +224,33 @@ export async function acceptInvitation(
  * and they spend the account's balance. The audit log is where a key's maker is recorded.
  */
 async function revokeKeysMadeBy(deps: Dependencies, resellerId: string, accountId: string): Promise<number> {
-  const made = await deps.db
+  const revoked = await changeBillingEntries(deps, async (trx) => {
+    const rows = await revokeKeysIn(
+      trx,
+      accountId,
+      await keysMadeBy(trx, resellerId, accountId),
+      deps.clock.now(),
+    );
+    return { result: rows, changed: rows.length > 0 ? { accountId, keys: rows } : null };
+  });
+  await publishKeyChanges(deps, revoked);
+  return revoked.length;
+}
+
+/** The keys a reseller made for the account, by their audit rows (reseller.api_key.create). */
+async function keysMadeBy(db: Kysely<Database>, resellerId: string, accountId: string): Promise<string[]> {
+  const made = await db
     .selectFrom('audit_log')
     .select('target_id')
     .where('action', '=', 'reseller.api_key.create')
     .where('actor_account_id', '=', resellerId)
     .where(sql<boolean>`detail->>'customerId' = ${accountId}`)
     .execute();
-  let revoked = 0;
-  for (const { target_id: keyId } of made) {
-    if (!keyId) continue;
-    const key = await changeKeyStatus(deps, accountId, keyId, 'revoked').catch(() => null);
-    if (key) revoked += 1;
-  }
-  return revoked;
+  return made.flatMap(({ target_id: keyId }) => (keyId ? [keyId] : []));
+}
+
+async function publishKeyChanges(deps: Dependencies, keys: ReadonlyArray<{ id: string }>): Promise<void> {
+  for (const key of keys) await deps.events.publish({ type: 'key.changed', keyId: key.id });
 }
 
 export interface ResellerOfAccount {
@@ -264,13 +278,20 @@ export async function endOwnReseller(deps: Dependencies, actor: Actor): Promise<
   const account = await findAccountById(deps.db, actor.accountId);
   const resellerId = account?.resellerId;
   if (!resellerId) return { revokedKeys: 0 };
-  await setResellerLink(deps, actor.accountId, null);
-  const revokedKeys = await revokeKeysMadeBy(deps, resellerId, actor.accountId);
-  await recordAudit(deps.db, actor, {
-    action: 'account.reseller.end',
-    targetType: 'account',
-    targetId: actor.accountId,
-    detail: { resellerId, revokedKeys },
+  // The link, the keys' revocation and the audit row commit together, and the hot tier refuses
+  // the revoked keys from the moment this answers (changeBillingEntries).
+  const revoked = await changeBillingEntries(deps, async (trx) => {
+    await setResellerLink({ db: trx, clock: deps.clock }, actor.accountId, null);
+    const keys = await keysMadeBy(trx, resellerId, actor.accountId);
+    const rows = await revokeKeysIn(trx, actor.accountId, keys, deps.clock.now());
+    await recordAudit(trx, actor, {
+      action: 'account.reseller.end',
+      targetType: 'account',
+      targetId: actor.accountId,
+      detail: { resellerId, revokedKeys: rows.length },
+    });
+    return { result: rows, changed: rows.length > 0 ? { accountId: actor.accountId, keys: rows } : null };
   });
-  return { revokedKeys };
+  await publishKeyChanges(deps, revoked);
+  return { revokedKeys: revoked.length };
 }

@@ -41,39 +41,50 @@ begin
 end
 $fn$;
 
--- R3, R4, R16, R21: leases each usable source of an account, up to p_cap, by tollgate_now().
+-- R3, R4, R16, R21: leases the usable sources of an account, in draw order, until what the whole
+-- lease holds reaches p_cap (every source together, so any sum the hot tier's Lua forms stays
+-- exact in a double, docs/decisions/hot-tier-integers.md). Expiry by tollgate_now(). True when
+-- the account keeps some of it in Postgres: the lease then holds a prefix of the draw order, up
+-- to its cut (tollgate_hot_state).
 create or replace function tollgate_hot_take(p_lease uuid, p_account uuid, p_cap bigint)
   returns boolean language plpgsql as $fn$
 declare
   v_source record;
   v_take bigint;
   v_more boolean := false;
+  v_room bigint;
 begin
+  select p_cap - coalesce(sum(tollgate_hot_outstanding(p)), 0) into v_room
+    from hot_lease_parts p where p.lease_id = p_lease;
   for v_source in
-    select null::uuid as entitlement_id, c.available as free,
-           coalesce((select tollgate_hot_outstanding(p) from hot_lease_parts p
-                     where p.lease_id = p_lease and p.entitlement_id is null), 0) as held
-    from credit_balances c where c.account_id = p_account and c.available > 0
-    union all
-    select e.id, e.remaining,
-           coalesce((select tollgate_hot_outstanding(p) from hot_lease_parts p
-                     where p.lease_id = p_lease and p.entitlement_id = e.id), 0)
+    select e.id as entitlement_id, e.remaining as free, 0 as rank, e.expires_at, e.created_at
     from entitlements e
     where e.account_id = p_account and tollgate_entitlement_usable(e.remaining, e.expires_at, e.aliases, null)
+    union all
+    select null::uuid, c.available, 1, null, null
+    from credit_balances c where c.account_id = p_account and c.available > 0
+    order by rank, expires_at asc nulls last, created_at, entitlement_id
   loop
-    v_take := greatest(0, least(v_source.free, p_cap - v_source.held));
+    v_take := greatest(0, least(v_source.free, v_room));
     if v_take < v_source.free then v_more := true; end if;
     perform tollgate_hot_move(p_lease, p_account, v_source.entitlement_id, v_take, 'hot tier lease');
+    v_room := v_room - v_take;
   end loop;
   return v_more;
 end
 $fn$;
 
--- R2b, R4, R21: a lease as Redis is given it, its sources in draw order.
+-- R2b, R4, R21: a lease as Redis is given it, its sources in draw order. `cut` (p_more: the take
+-- left some of the account in Postgres): the first source in draw order still holding some there,
+-- the one the take could not lease whole; a call draws no further than it in Redis (reserve.lua).
 create or replace function tollgate_hot_state(p_lease uuid, p_more boolean)
   returns jsonb language sql stable as $fn$
 select jsonb_build_object(
-  'lease', l.id, 'version', l.version::text, 'more', p_more,
+  'lease', l.id, 'version', l.version::text,
+  'cut', case when p_more then coalesce((
+    select e.id::text from entitlements e
+    where e.account_id = l.account_id and tollgate_entitlement_usable(e.remaining, e.expires_at, e.aliases, null)
+    order by e.expires_at asc nulls last, e.created_at, e.id limit 1), 'c') end,
   'accountStatus', a.status, 'accountVersion', a.state_version::text,
   'sources', coalesce((
     select jsonb_agg(s.source order by s.rank, s.expires_at asc nulls last, s.created_at, s.id)

@@ -615,6 +615,34 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
     });
   });
 
+  describe("the hot tier's bound, 2^43 (R21)", () => {
+    it('reserves and settles an estimate just below it and one at it exactly, losing nothing', async () => {
+      const BOUND = 2n ** 43n;
+      const key = await createFundedKey(context);
+      const granted = 3n * BOUND + 7n;
+      await grantEntitlement(context, key.accountId, { tokens: granted });
+      // Just below: the hot tier answers it from its lease; at the bound: Postgres does (R21).
+      const below = reserveItem(key, 'tokens-only', BOUND - 2n, 1n);
+      const at = reserveItem(key, 'tokens-only', BOUND - 1n, 1n);
+      expect(await reserveOne(below)).toMatchObject({ ok: true, reserved: { tokens: String(BOUND - 1n) } });
+      expect(await reserveOne(at)).toMatchObject({ ok: true, reserved: { tokens: String(BOUND) } });
+      const settled = await api.finish([
+        settleItem(key, below.reservationId, 'tokens-only', BOUND - 3n, 1n),
+        settleItem(key, at.reservationId, 'tokens-only', BOUND - 1n, 1n),
+      ]);
+      expect(settled.body.results.map((result) => result.charged.tokens)).toEqual([
+        String(BOUND - 2n),
+        String(BOUND),
+      ]);
+      expect(await balancesOf(context, key.accountId)).toEqual({
+        tokens: granted - (2n * BOUND - 2n),
+        reservedTokens: 0n,
+        credits: 0n,
+        reservedCredits: 0n,
+      });
+    });
+  });
+
   describe('quantities above 2^53', () => {
     it('are stored, reserved, settled and returned exactly', async () => {
       const key = await createFundedKey(context, { packages: ['huge'], credits: 9_007_199_254_740_993n });

@@ -7,8 +7,10 @@
  * What Redis holds for one account (one hash tag, so each script runs on one node, atomically):
  * The lease (hash `lease`):
  *   lease, ver        the Postgres lease it mirrors and the newest version of it applied
- *   more, tried       1 when Postgres may hold more for it (a grant, a returned hold); when the
- *                     last top-up ran (ms)
+ *   more, tried       1 when Postgres may hold more for it (a grant, a returned hold): taken in
+ *                     before the next call draws; when the last top-up ran (ms)
+ *   cut               '' when the lease holds all the account has; else the source (id or `c`) it
+ *                     could not take whole, at its bound (R21): calls draw no further than it
  *   last              last reservation or finish (ms)
  *   order             its sources in draw order: entitlement ids, then `c` (credit)
  *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it)
@@ -120,7 +122,7 @@ export const SCRIPT_LAYOUTS = {
     file: 'lease.lua',
     common: true,
     keys: ['lease', 'claim'],
-    args: ['clockOffsetMs', 'mode', 'token', 'leaseId', 'version', 'more', 'count'],
+    args: ['clockOffsetMs', 'mode', 'token', 'leaseId', 'version', 'cut', 'count'],
     itemKeys: [],
     itemArgs: ['id', 'net', 'expiresAt', 'aliases', 'weighted'],
   }),

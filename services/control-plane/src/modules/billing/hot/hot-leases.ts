@@ -6,8 +6,12 @@ import * as repository from '../engine.repository.ts';
 import { readEntryRows, writeEntries } from './hot-entries.ts';
 import type { HotStore, LeaseSource } from './hot-store.ts';
 
-/** Each source a lease holds stays below this, so Redis counts every amount exactly. */
-export const LEASE_CAP = 2n ** 50n;
+/**
+ * What a lease holds, all its sources together, stays at or below this, so every amount and every
+ * sum the hot tier's Lua forms is an integer below 2^53, exact in a double, even multiplied by the
+ * overrun cover's per cent (R7, at most 1,000 < 2^10): docs/decisions/hot-tier-integers.md, R21.
+ */
+export const LEASE_CAP = 2n ** 43n;
 
 /** How long a control plane opening a lease keeps the account to itself. */
 const CLAIM_TTL_MS = 5_000;
@@ -16,7 +20,7 @@ const CLAIM_TTL_MS = 5_000;
 interface LeaseState {
   lease: string;
   version: string;
-  more: boolean;
+  cut: string | null;
   sources: Array<{
     id: string | null;
     net: string;
@@ -141,5 +145,5 @@ function leaseWrite(mode: 'install' | 'sync', token: string, state: LeaseState) 
     aliases: source.aliases && source.aliases.length > 0 ? `,${source.aliases.join(',')},` : '',
     weighted: source.weighted ? '1' : '0',
   }));
-  return { mode, token, leaseId: state.lease, version: state.version, more: state.more, sources };
+  return { mode, token, leaseId: state.lease, version: state.version, cut: state.cut ?? '', sources };
 }

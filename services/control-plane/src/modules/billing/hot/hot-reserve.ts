@@ -17,7 +17,10 @@ import { LEASE_CAP } from './hot-leases.ts';
 import { type HotParts, MAX_ROUNDS, type Reply, sleep, waitForLease } from './hot-shared.ts';
 import type { HotStore } from './hot-store.ts';
 
-/** Reservations at least this large are made in Postgres, against what the lease gives back. */
+/**
+ * Reservations at least this large are made in Postgres, against what the lease gives back: a
+ * lease never holds more (R21), and estimates below it keep the scripts' sums exact.
+ */
 const HOT_MAX_ESTIMATE = LEASE_CAP;
 /** A call short of balance asks Postgres for more at most this often (unless told it has more). */
 const TOPUP_EVERY_MS = 1_000;
@@ -62,84 +65,93 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     // Rounds spent waiting for a lease another request is opening count in time, not in rounds.
     const startedAt = performance.now();
     let waits = 0;
-    for (let round = 0; pending.length > 0; round += 1) {
-      if (round - waits === MAX_ROUNDS) {
-        deps.logger.warn(
-          { accountId, calls: pending.length },
-          'hot tier: reservation did not settle in time',
-        );
-        for (const index of pending) results[index] = refusal(request.items[index]!, 'billing_unavailable');
-        return;
-      }
-      const items = pending.map((index) => request.items[index]!);
-      let replies: Reply[];
-      try {
-        replies = await store.run('hotReserve', {
-          keys: { lease: names.lease, calls: names.calls, account: names.account },
-          args: {
-            topupAllowed: topupAllowed ? '1' : '0',
-            coverPercent: deps.coverPercent,
-            leaseTtlMs: request.limiter?.leaseTtlMs ?? 0,
-            topupEveryMs: TOPUP_EVERY_MS,
-          },
-          items: items.map((item) => ({
-            keys: reserveKeys(names, item, request),
-            args: reserveArgs(item, request, catalog),
-          })),
-        });
-      } catch (error) {
-        fail(items, pending, results, error, 'reservation');
-        return;
-      }
-      const next: number[] = [];
-      let cold = false;
-      let missing = false;
-      let topup: string | null = null;
-      replies.forEach((reply, position) => {
-        const index = pending[position]!;
-        const item = request.items[index]!;
-        switch (reply[0]) {
-          case 'ok':
-            results[index] = granted(item, reply, catalog, request);
-            break;
-          case 'no':
-            results[index] = refusal(item, reply[1] as ReserveRefusalCode, Number(reply[2]), reply[3]);
-            break;
-          case 'cold':
-            cold = true;
-            next.push(index);
-            break;
-          case 'miss':
-            missing = true;
-            next.push(index);
-            break;
-          default:
-            topup = reply[1] ?? null;
-            next.push(index);
+    // Calls the lease cannot cover while the account has more than its bound (R21).
+    const inPostgres: number[] = [];
+    try {
+      for (let round = 0; pending.length > 0; round += 1) {
+        if (round - waits === MAX_ROUNDS) {
+          deps.logger.warn(
+            { accountId, calls: pending.length },
+            'hot tier: reservation did not settle in time',
+          );
+          for (const index of pending) results[index] = refusal(request.items[index]!, 'billing_unavailable');
+          return;
         }
-      });
-      if (next.length === 0) return;
-      const keyIds = [...new Set(next.map((index) => request.items[index]!.keyId))];
-      try {
-        if (cold) {
-          if ((await leases.open(accountId, keyIds)) === 'busy') {
-            if (await waitForLease(startedAt, waits)) waits += 1;
+        const items = pending.map((index) => request.items[index]!);
+        let replies: Reply[];
+        try {
+          replies = await store.run('hotReserve', {
+            keys: { lease: names.lease, calls: names.calls, account: names.account },
+            args: {
+              topupAllowed: topupAllowed ? '1' : '0',
+              coverPercent: deps.coverPercent,
+              leaseTtlMs: request.limiter?.leaseTtlMs ?? 0,
+              topupEveryMs: TOPUP_EVERY_MS,
+            },
+            items: items.map((item) => ({
+              keys: reserveKeys(names, item, request),
+              args: reserveArgs(item, request, catalog),
+            })),
+          });
+        } catch (error) {
+          fail(items, pending, results, error, 'reservation');
+          return;
+        }
+        const next: number[] = [];
+        let cold = false;
+        let missing = false;
+        let topup: string | null = null;
+        replies.forEach((reply, position) => {
+          const index = pending[position]!;
+          const item = request.items[index]!;
+          switch (reply[0]) {
+            case 'ok':
+              results[index] = granted(item, reply, catalog, request);
+              break;
+            case 'no':
+              results[index] = refusal(item, reply[1] as ReserveRefusalCode, Number(reply[2]), reply[3]);
+              break;
+            case 'cold':
+              cold = true;
+              next.push(index);
+              break;
+            case 'miss':
+              missing = true;
+              next.push(index);
+              break;
+            case 'postgres':
+              inPostgres.push(index);
+              break;
+            default:
+              topup = reply[1] ?? null;
+              next.push(index);
           }
-        } else if (missing) {
-          await loadEntries(store, deps.db, accountId, keyIds, now());
-          // A change of the key under way holds its entry until it commits (a few ms).
-          if (round > 0) await sleep(5 * 2 ** round);
+        });
+        if (next.length === 0) return;
+        const keyIds = [...new Set(next.map((index) => request.items[index]!.keyId))];
+        try {
+          if (cold) {
+            if ((await leases.open(accountId, keyIds)) === 'busy') {
+              if (await waitForLease(startedAt, waits)) waits += 1;
+            }
+          } else if (missing) {
+            await loadEntries(store, deps.db, accountId, keyIds, now());
+            // A change of the key under way holds its entry until it commits (a few ms).
+            if (round > 0) await sleep(5 * 2 ** round);
+          }
+          if (topup) {
+            await leases.topUp(accountId, topup);
+            topupAllowed = false;
+          }
+        } catch (error) {
+          const nextItems = next.map((index) => request.items[index]!);
+          fail(nextItems, next, results, error, 'reservation slow path');
+          return;
         }
-        if (topup) {
-          await leases.topUp(accountId, topup);
-          topupAllowed = false;
-        }
-      } catch (error) {
-        const nextItems = next.map((index) => request.items[index]!);
-        fail(nextItems, next, results, error, 'reservation slow path');
-        return;
+        pending = next;
       }
-      pending = next;
+    } finally {
+      if (inPostgres.length > 0) await reserveInPostgres(inPostgres, request, results);
     }
   }
 

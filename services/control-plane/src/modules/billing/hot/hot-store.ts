@@ -42,7 +42,8 @@ export interface LeaseWrite {
   token: string;
   leaseId: string;
   version: string;
-  more: boolean;
+  /** The source the lease could not take whole at its bound (R21); '' when it holds everything. */
+  cut: string;
   sources: LeaseSource[];
 }
 
@@ -136,7 +137,7 @@ export function createHotStore(
           token: write.token,
           leaseId: write.leaseId,
           version: write.version,
-          more: write.more ? '1' : '0',
+          cut: write.cut,
         },
         items: write.sources.map((source) => ({ keys: {}, args: source })),
       });

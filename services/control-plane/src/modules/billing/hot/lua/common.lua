@@ -1,10 +1,12 @@
 -- Helpers of the hot tier's scripts, after the generated layout (hot-layout.ts): RECORD, CALL,
 -- KEY_ENTRY and ACCOUNT_ENTRY name the fields of the `|` texts kept in Redis.
 --
--- Amounts are Lua numbers (doubles): exact below 2^53, and every source a lease holds is kept
--- below 2^50 (R21), so every amount moved is exact. Usage and estimates above that only ever meet
--- min() against such amounts; write-offs, which are not bounded, are computed by the control
--- plane from the exact figures the records carry.
+-- Amounts are Lua numbers (doubles): exact below 2^53. What a lease holds, all sources together,
+-- is kept at most 2^43 (R21), so every amount moved and every sum formed is exact, also times the
+-- overrun cover's per cent (at most 1,000 < 2^10). Usage, estimates and costs above that only ever
+-- meet min() against such amounts; write-offs, which are not bounded, are computed by the control
+-- plane from the exact figures the records carry. Each sum and its maximum:
+-- docs/decisions/hot-tier-integers.md.
 local function num(value) return tonumber(value) or 0 end
 -- R16: the hot tier's one clock: Redis TIME, in ms and in µs, moved by `offsetMs` (the control
 -- plane's clock's distance from real time: 0 but in tests, which move it).

@@ -12,7 +12,9 @@ if mode == 'install' then
 elseif st['lease'] ~= leaseId or num(st['ver']) > version then
   return 'stale'
 end
-local values = {'lease', leaseId, 'ver', fmt(version), 'more', ARGV[ARG.more], 'tried', now}
+-- Postgres's state is taken in whole: nothing more to take (`more`) until it changes again; `cut`
+-- says where the lease stops when the account has more than its bound (R21).
+local values = {'lease', leaseId, 'ver', fmt(version), 'more', '0', 'cut', ARGV[ARG.cut], 'tried', now}
 if mode == 'install' then
   values[#values + 1] = 'last'
   values[#values + 1] = now

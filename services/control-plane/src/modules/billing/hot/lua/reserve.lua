@@ -2,7 +2,8 @@
 -- alias, the limits, then draws from the lease, all or nothing per call. KEYS and ARGV: hot-layout.ts.
 -- Returns per call: {'ok', legs, tokens, credits, budget} | {'no', code, retry ms, budget} |
 -- {'miss'} (a key or account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short;
--- Postgres may hold more).
+-- Postgres may hold more) | {'postgres'} (short, and the account has more than the lease's bound:
+-- made in Postgres).
 -- R16: every expiry this script decides is by clockNow (Redis TIME).
 local now, createdUs = clockNow(ARGV[ARG.clockOffsetMs])
 local st = loadHash(KEYS[KEY.lease])
@@ -18,6 +19,10 @@ local leaseTtl = tonumber(ARGV[ARG.leaseTtlMs])
 local topupEvery = tonumber(ARGV[ARG.topupEveryMs])
 local count = tonumber(ARGV[ARG.count])
 local reserved = 0
+-- R21: '' when the lease holds all the account has; else the lease holds a prefix of the draw
+-- order up to this source (an entitlement id or 'c'), the rest is in Postgres. Nothing is drawn
+-- past it, so every call drawn here draws as the Postgres engine would.
+local cut = st['cut'] or ''
 
 -- limit:remaining:ms to reset, as rateTake left it.
 local function budgetText(l)
@@ -101,6 +106,7 @@ local function reserveOne(a, k)
         units = units + covered * per
       end
     end
+    if s == cut then break end
   end
   local credit = 0
   local short = nil
@@ -109,7 +115,7 @@ local function reserveOne(a, k)
   local prices = priced and priceList(inPrice) or nil
   if tokens < need then
     local covered = false
-    if priced then
+    if priced and (cut == '' or cut == 'c') then
       local coveredIn = math.min(tokens, estIn)
       local highest = math.max(prices[1], prices[2], prices[3], prices[4])
       local cost = (estIn - coveredIn) * highest + (estOut - (tokens - coveredIn)) * tonumber(outPrice) + prices[5]
@@ -140,6 +146,14 @@ local function reserveOne(a, k)
   if not short and cover > 0 and credit > 0 then
     local held, free = num(st['h:c']), num(st['r:c'])
     if held > 0 and (free - credit) * 100 < cover * (held + credit) then short = 'insufficient_credits' end
+  end
+  if short and cut ~= '' then
+    -- R21: the lease cannot answer for this call, and Postgres holds more of the account: a
+    -- top-up (this call asks again, counted then), else the call is made in Postgres, which
+    -- answers with everything the account has. Only a call the lease cannot cover goes there.
+    if limits then rateGive(limits, now) end
+    if topupAllowed then return {'topup', st['lease']} end
+    return {'postgres'}
   end
   if short then
     if topupAllowed and (st['more'] == '1' or now - num(st['tried']) >= topupEvery) then

@@ -74,7 +74,9 @@ begin
 end
 $fn$;
 
--- R2b, R4, R21: a lease as Redis is given it, its sources in draw order. `cut` (p_more: the take
+-- R2b, R4, R21: a lease as Redis is given it, its sources in draw order. `net` (leased less
+-- returned over the lease's life, which spending through it may take past 2^53) goes modulo 2^52,
+-- so Redis, counting in doubles, gets its change between two versions exactly (lease.lua). `cut` (p_more: the take
 -- left some of the account in Postgres): the first source in draw order still holding some there,
 -- the one the take could not lease whole; a call draws no further than it in Redis (reserve.lua).
 create or replace function tollgate_hot_state(p_lease uuid, p_more boolean)
@@ -91,7 +93,7 @@ select jsonb_build_object(
     from (
       select 0 as rank, e.id, e.expires_at, e.created_at,
              jsonb_build_object('id', e.id,
-               'net', coalesce((select p.leased - p.returned from hot_lease_parts p
+               'net', coalesce((select mod(p.leased - p.returned, 4503599627370496) from hot_lease_parts p
                                 where p.lease_id = l.id and p.entitlement_id = e.id), 0)::text,
                'expiresAt', coalesce(floor(extract(epoch from e.expires_at) * 1000)::bigint, 0)::text,
                'aliases', e.aliases, 'weighted', e.weighted) as source
@@ -100,7 +102,7 @@ select jsonb_build_object(
       union all
       select 1, null, null, null,
              jsonb_build_object('id', null,
-               'net', coalesce((select p.leased - p.returned from hot_lease_parts p
+               'net', coalesce((select mod(p.leased - p.returned, 4503599627370496) from hot_lease_parts p
                                 where p.lease_id = l.id and p.entitlement_id is null), 0)::text)
     ) s), '[]'::jsonb))
 from hot_leases l join accounts a on a.id = l.account_id

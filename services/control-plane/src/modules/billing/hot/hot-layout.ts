@@ -13,7 +13,8 @@
  *                     could not take whole, at its bound (R21): calls draw no further than it
  *   last              last reservation or finish (ms)
  *   order             its sources in draw order: entitlement ids, then `c` (credit)
- *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it)
+ *   n:<s>             what the lease holds of source s, net of returns (as Postgres has it),
+ *                     modulo 2^52 (only its change is used, R21)
  *   r:<s>, h:<s>      of that, what is free, and what calls in flight hold
  *   x:<s>, a:<s>      an entitlement's expiry (ms, 0 = none) and covered aliases (`,a,b,`; '' = all)
  *   w:<s>             '1' when the entitlement is weighted (R2b): a token costs the alias's package rate

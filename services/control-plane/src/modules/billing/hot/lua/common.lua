@@ -8,6 +8,15 @@
 -- plane from the exact figures the records carry. Each sum and its maximum:
 -- docs/decisions/hot-tier-integers.md.
 local function num(value) return tonumber(value) or 0 end
+-- R21: a source's `n:` (net leased over the lease's life) is kept modulo 2^52, as Postgres sends
+-- it: it grows with all that is ever spent through the lease, and only its change between two
+-- versions (at most the bound, 2^43, either way) is used.
+local NET_MOD = 4503599627370496
+local function netChange(new, old)
+  local change = (new - old) % NET_MOD
+  if change > NET_MOD / 2 then change = change - NET_MOD end
+  return change
+end
 -- R16: the hot tier's one clock: Redis TIME, in ms and in µs, moved by `offsetMs` (the control
 -- plane's clock's distance from real time: 0 but in tests, which move it).
 local function clockNow(offsetMs)

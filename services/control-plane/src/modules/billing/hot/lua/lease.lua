@@ -25,7 +25,7 @@ for i = 1, count do
   local a = ARGS_HEAD + (i - 1) * ITEM_ARGS
   local s, net = ARGV[a + ITEM_ARG.id], tonumber(ARGV[a + ITEM_ARG.net])
   order[#order + 1] = s
-  local delta = net - num(st['n:' .. s])
+  local delta = netChange(net, num(st['n:' .. s]))
   for _, pair in ipairs({ {'n:' .. s, fmt(net)}, {'r:' .. s, fmt(num(st['r:' .. s]) + delta)},
                           {'h:' .. s, fmt(num(st['h:' .. s]))}, {'x:' .. s, ARGV[a + ITEM_ARG.expiresAt]},
                           {'a:' .. s, ARGV[a + ITEM_ARG.aliases]}, {'w:' .. s, ARGV[a + ITEM_ARG.weighted]} }) do

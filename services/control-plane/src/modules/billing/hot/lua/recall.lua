@@ -12,7 +12,7 @@ for field, value in pairs(st) do
   local s = string.sub(field, 1, 2) == 'r:' and string.sub(field, 3) or nil
   local free = s and num(value) or 0
   if free > 0 then
-    for _, pair in ipairs({ {'r:' .. s, '0'}, {'n:' .. s, fmt(num(st['n:' .. s]) - free)} }) do
+    for _, pair in ipairs({ {'r:' .. s, '0'}, {'n:' .. s, fmt((num(st['n:' .. s]) - free) % NET_MOD)} }) do
       values[#values + 1] = pair[1]
       values[#values + 1] = pair[2]
     end

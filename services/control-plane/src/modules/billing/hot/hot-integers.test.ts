@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
@@ -144,5 +145,46 @@ describe('an account holding far more than the bound (10^15 credits)', () => {
       credits: credits - held - cost(2n ** 40n, 1n),
       reservedCredits: 0n,
     });
+  });
+});
+
+describe("a source's net leased amount, past 2^53 over a lease's long life", () => {
+  // Postgres sends it modulo 2^52 (tollgate_hot_state); the scripts use only its change.
+  const MOD = 2n ** 52n;
+
+  it('moves what the lease holds free by exactly its change, across the modulus too', async () => {
+    const store = tier().store;
+    const accountId = randomUUID();
+    const leaseId = randomUUID();
+    const names = store.keysOf(accountId);
+    const write = (mode: 'install' | 'sync', version: bigint, net: bigint, token = '') =>
+      store.writeLease(accountId, {
+        mode,
+        token,
+        leaseId,
+        version: String(version),
+        cut: '',
+        sources: [{ id: 'c', net: String(net % MOD), expiresAt: '0', aliases: '', weighted: '0' }],
+      });
+    const token = randomUUID();
+    expect(await store.claim(accountId, token, 5_000, 'claim')).toBe('claimed');
+    expect(await write('install', 1n, 100n, token)).toBe('installed');
+    // Long after: 2^53 + 2^52 - 3 leased net in all, 100 of it free (the rest spent).
+    const before = 2n ** 53n + MOD - 3n;
+    await redis.hset(names.lease, 'n:c', String(before % MOD), 'r:c', '100');
+    // A top-up of 10 takes the net past a multiple of the modulus.
+    expect(await write('sync', 2n, before + 10n)).toBe('synced');
+    expect(await redis.hget(names.lease, 'r:c')).toBe('110');
+    // A recall gives back all 110 free; Postgres's net is then 110 lower: nothing moves.
+    const recalled = await store.run('hotRecall', {
+      keys: { lease: names.lease, claim: names.claim },
+      args: { version: '3' },
+    });
+    expect(recalled.slice(2)).toEqual(['c', '110']);
+    expect(await write('sync', 4n, before + 10n - 110n)).toBe('synced');
+    expect(await redis.hget(names.lease, 'r:c')).toBe('0');
+    expect(await write('sync', 5n, before + 10n - 110n + 2n ** 43n)).toBe('synced');
+    expect(await redis.hget(names.lease, 'r:c')).toBe(String(2n ** 43n));
+    await redis.del(names.lease);
   });
 });

@@ -16,12 +16,17 @@
  * level; 500), BENCH_STREAM_TARGETS ("direct,floor,portkey,gateway"), BENCH_PORTKEY_NODE (a Node binary
  * to run Portkey under instead of this one), and BENCH_DATABASE_URL /
  * BENCH_REDIS_URL, BENCH_PROFILE_DIR and BENCH_GATEWAY_ENV as for `pnpm bench`.
+ * BENCH_STREAM_INSPECT_PORT starts the gateway with its inspector on that port and reports, per
+ * stream, its memory after a full collection (RSS, JS heap, external and array buffers);
+ * BENCH_STREAM_SNAPSHOT=1 also has it write a heap snapshot at each level's idle point and plateau
+ * (in services/gateway, through --heapsnapshot-signal).
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import path from 'node:path';
 import { createHistogram, monitorEventLoopDelay, type RecordableHistogram } from 'node:perf_hooks';
 import { cpuMs } from './src/cpu.ts';
+import { type CollectedMemory, collectedMemory } from './src/inspector-memory.ts';
 import { portkeyHeaders, startPortkey } from './src/portkey.ts';
 import { format } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
@@ -35,6 +40,8 @@ const targetNames = (process.env.BENCH_STREAM_TARGETS ?? 'direct,floor,portkey,g
 const portkeyNode = process.env.BENCH_PORTKEY_NODE;
 const warmupStreams = Number(process.env.BENCH_STREAM_WARMUP ?? 500);
 const promptKiB = Number(process.env.BENCH_STREAM_PROMPT_KIB ?? 0);
+const inspectPort = Number(process.env.BENCH_STREAM_INSPECT_PORT ?? 0);
+const snapshots = process.env.BENCH_STREAM_SNAPSHOT === '1';
 
 /** Why streams failed, with how many: printed under the table. */
 const failures = new Map<string, number>();
@@ -56,6 +63,8 @@ interface Target {
   /** Headers that depend on the surface called (Portkey's provider). */
   headersFor?: (surfacePath: string) => Record<string, string>;
   metricsPort?: number;
+  /** Its inspector's port: memory after a full collection is read through it. */
+  inspectPort?: number;
 }
 
 interface LevelResult {
@@ -65,6 +74,8 @@ interface LevelResult {
   errors: number;
   events: number;
   rssPerStreamKiB: number;
+  /** After a full collection, per stream held (BENCH_STREAM_INSPECT_PORT). */
+  collectedPerStreamKiB: CollectedMemory | null;
   cpuPerEventUs: number;
   cpuPerCallUs: number;
   gap: { p50: number; p99: number; max: number };
@@ -151,6 +162,18 @@ async function memoryLow(
     lagP99Ms = maxOrNull(lagP99Ms, scraped.lagP99Ms);
   }
   return { rss, metrics: scrapedAny ? { lagP99Ms } : null };
+}
+
+/** The target's memory after a full collection (and a heap snapshot, if asked), when it has an inspector. */
+async function inspectMemory(target: Target, pid: number): Promise<CollectedMemory | null> {
+  if (!target.inspectPort) return null;
+  const memory = await collectedMemory(target.inspectPort);
+  if (snapshots) {
+    process.kill(pid, 'SIGUSR2');
+    // The snapshot is written synchronously by the target; give it time before the load resumes.
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+  }
+  return memory;
 }
 
 /** One stream: counts its events and records the gaps between them and its first byte. */
@@ -245,6 +268,7 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
   await new Promise((resolve) => setTimeout(resolve, 1000));
   // Its metrics are read too, which starts the lag histogram afresh for this level.
   const { rss: idleRss } = await memoryLow(target, pid, 3);
+  const idleCollected = await inspectMemory(target, pid);
   const cpuBefore = cpuMs(pid);
   generatorLag.enable();
   const calls: Promise<{ ok: boolean; events: number }>[] = [];
@@ -257,6 +281,7 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
   await new Promise((resolve) => setTimeout(resolve, Math.max(1000, (duration * 1000) / 3)));
   const held = open.count;
   const { rss: plateauRss, metrics: plateauMetrics } = await memoryLow(target, pid, 6);
+  const plateauCollected = await inspectMemory(target, pid);
   const results = await Promise.all(calls);
   const cpu = cpuMs(pid) - cpuBefore;
   generatorLag.disable();
@@ -270,6 +295,15 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
     errors: results.filter((result) => !result.ok).length,
     events,
     rssPerStreamKiB: held > 0 ? (plateauRss - idleRss) / held : 0,
+    collectedPerStreamKiB:
+      idleCollected && plateauCollected && held > 0
+        ? {
+            rss: (plateauCollected.rss - idleCollected.rss) / held,
+            heapUsed: (plateauCollected.heapUsed - idleCollected.heapUsed) / held,
+            external: (plateauCollected.external - idleCollected.external) / held,
+            arrayBuffers: (plateauCollected.arrayBuffers - idleCollected.arrayBuffers) / held,
+          }
+        : null,
     cpuPerEventUs: events > 0 ? (cpu * 1000) / events : 0,
     cpuPerCallUs: (cpu * 1000) / streams,
     gap: { p50: us(gaps, 50), p99: us(gaps, 99), max: gaps.max / 1000 },
@@ -279,6 +313,12 @@ async function runLevel(target: Target, streams: number, duration = seconds): Pr
 
     generatorLagP99Ms: generatorLag.percentile(99) / 1e6,
   };
+}
+
+function collectedText(row: LevelResult): string {
+  const per = row.collectedPerStreamKiB;
+  if (!per) return '';
+  return `; after a full collection per stream: RSS ${format(per.rss, 1)}, heap ${format(per.heapUsed, 1)}, external ${format(per.external, 1)} (array buffers ${format(per.arrayBuffers, 1)}) KiB`;
 }
 
 function render(rows: LevelResult[]): string[] {
@@ -294,6 +334,10 @@ function render(rows: LevelResult[]): string[] {
       `| ${row.streams} | ${row.target} | ${row.held} | ${row.errors} | ${format(row.rssPerStreamKiB, 1)} | ${format(row.cpuPerEventUs, 1)} | ${format(row.cpuPerCallUs, 0)} | ${format(row.gap.p50, 1)} / ${format(row.gap.p99, 1)} / ${format(row.gap.max, 0)} | ${added} | ${format(row.ttfb.p50, 1)} / ${format(row.ttfb.p99, 1)} | ${row.targetLagP99Ms === null ? '-' : format(row.targetLagP99Ms, 1)} / ${format(row.generatorLagP99Ms, 1)} |`,
     );
   }
+  for (const row of rows) {
+    const text = collectedText(row);
+    if (text) lines.push(`${row.streams} ${row.target}${text}`);
+  }
   lines.push('', `Nominal gap ${format(nominal, 1)} ms (${rate} events/s), ${seconds} s per stream.`);
   return lines;
 }
@@ -303,7 +347,15 @@ async function main(): Promise<void> {
   const stack: BenchStack = await startBenchStack({
     adminUrl: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    gatewayEnv: { METRICS_PORT: String(PORTS.metrics), ...parseEnvChanges(process.env.BENCH_GATEWAY_ENV) },
+    gatewayEnv: {
+      METRICS_PORT: String(PORTS.metrics),
+      ...(inspectPort
+        ? {
+            NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}${snapshots ? ' --heapsnapshot-signal=SIGUSR2' : ''}`,
+          }
+        : {}),
+      ...parseEnvChanges(process.env.BENCH_GATEWAY_ENV),
+    },
     profileDir: process.env.BENCH_PROFILE_DIR,
     keyConcurrency: Math.max(...levels) * 2,
   });
@@ -339,6 +391,7 @@ async function main(): Promise<void> {
           'anthropic-version': '2023-06-01',
         },
         metricsPort: PORTS.metrics,
+        ...(inspectPort ? { inspectPort } : {}),
       },
     ];
     if (targetNames.includes('portkey')) {
@@ -363,7 +416,7 @@ async function main(): Promise<void> {
         const row = await runLevel(target, streams);
         rows.push(row);
         console.error(
-          `${streams} streams ${target.name}: held ${row.held}, errors ${row.errors}, gap p99 ${format(row.gap.p99, 1)} ms, ${format(row.rssPerStreamKiB, 1)} KiB/stream, ${format(row.cpuPerEventUs, 1)} µs/event`,
+          `${streams} streams ${target.name}: held ${row.held}, errors ${row.errors}, gap p99 ${format(row.gap.p99, 1)} ms, ${format(row.rssPerStreamKiB, 1)} KiB/stream, ${format(row.cpuPerEventUs, 1)} µs/event${collectedText(row)}`,
         );
       }
     }

@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { AppError } from '@tollgate/errors';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createUpstreamClient, type UpstreamClient, type UpstreamResponse } from './client.ts';
+import { createUpstreamClient, ownBytes, type UpstreamClient, type UpstreamResponse } from './client.ts';
 import { type FakeHandler, type FakeUpstream, startFakeUpstream } from './testing/fake-upstream.ts';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -167,5 +167,13 @@ describe('upstream client', () => {
     await arriving; // the call is in flight at the provider
     controller.abort();
     await expectAppError(sending, 'client_disconnected');
+  });
+
+  it('keeps the body sent upstream in memory of its own size, not in a shared 64 KiB pool block', () => {
+    const text = '{"prompt":"héllo"}';
+    const bytes = ownBytes(text);
+    expect(bytes.toString('utf8')).toBe(text);
+    // A stream keeps these bytes for its whole life: a pool slice would keep the whole block.
+    expect(bytes.buffer.byteLength).toBe(Buffer.byteLength(text));
   });
 });

@@ -47,6 +47,16 @@ export function toTransportError(error: unknown, signal: AbortSignal): AppError 
 }
 
 /**
+ * The UTF-8 bytes of a text in memory of their own. Buffer.from takes texts under 32 KiB from a
+ * shared 64 KiB pool, and a slice kept for a stream's life keeps its whole pool block alive.
+ */
+export function ownBytes(text: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+  bytes.write(text);
+  return bytes;
+}
+
+/**
  * One undici Agent for every provider: it keeps a keep-alive pool per origin, so connections
  * (and TLS sessions) are reused across requests and providers never share sockets.
  */
@@ -68,7 +78,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           headers: request.headers,
           // As bytes: undici keeps the body it was given for the whole response (a stream's whole
           // life), and of a string it keeps that string and its own encoded copy.
-          body: Buffer.from(request.body),
+          body: ownBytes(request.body),
           signal: request.signal,
         });
         return { status: response.statusCode, headers: response.headers, body: response.body };

@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { api } from './lib/api.ts';
+import { client, unwrap } from './lib/client.ts';
 import { Link, navigate } from './lib/router.tsx';
 import { useSession } from './lib/session.tsx';
 
@@ -40,7 +40,7 @@ export function Shell(props: { signedIn: boolean; children: ReactNode }) {
   const links = props.signedIn ? CUSTOMER_LINKS : PUBLIC_LINKS;
   async function logOut() {
     try {
-      await api('POST', '/auth/logout');
+      await unwrap(client.POST('/api/v1/auth/logout'));
     } finally {
       setAccount(null);
       navigate('/login');

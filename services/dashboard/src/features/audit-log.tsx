@@ -1,28 +1,10 @@
 import { useState } from 'react';
-import { ApiError, api } from '../lib/api.ts';
+import type { Schemas } from '../lib/client.ts';
 import { formatDate } from '../lib/format.ts';
-import { useApi } from '../lib/query.ts';
+import { usePagedRead } from '../lib/query.ts';
 import { Button, Empty, ErrorMessage, Field, Loading, TableWrap } from '../lib/ui.tsx';
 
-export interface AuditEvent {
-  id: string;
-  action: string;
-  actor: {
-    accountId: string | null;
-    managementKeyId: string | null;
-    email: string | null;
-    managementKeyName: string | null;
-  };
-  target: { type: string | null; id: string | null; email: string | null };
-  detail: Record<string, unknown>;
-  ip: string | null;
-  createdAt: string;
-}
-
-interface AuditPage {
-  items: AuditEvent[];
-  nextCursor: string | null;
-}
+type AuditEvent = Schemas['AuditEvent'];
 
 /** The actions an admin filters by most; any other name can be typed. */
 const ACTIONS = [
@@ -66,13 +48,15 @@ function detailOf(event: AuditEvent): string {
     .join(' · ');
 }
 
-function queryOf(filters: { action: string; email: string; since: string; until: string }): string {
-  const query = new URLSearchParams({ limit: '25' });
-  if (filters.action) query.set('action', filters.action);
-  if (filters.email) query.set('email', filters.email);
-  if (filters.since) query.set('since', new Date(`${filters.since}T00:00:00Z`).toISOString());
-  if (filters.until) query.set('until', new Date(`${filters.until}T00:00:00Z`).toISOString());
-  return query.toString();
+function queryOf(filters: { action: string; email: string; since: string; until: string }) {
+  const day = (value: string) => (value ? new Date(`${value}T00:00:00Z`).toISOString() : undefined);
+  return {
+    limit: 25,
+    action: filters.action || undefined,
+    email: filters.email || undefined,
+    since: day(filters.since),
+    until: day(filters.until),
+  };
 }
 
 /**
@@ -83,30 +67,8 @@ export function AuditLog() {
   const empty = { action: '', email: '', since: '', until: '' };
   const [draft, setDraft] = useState(empty);
   const [filters, setFilters] = useState(empty);
-  const first = useApi<AuditPage>(`/admin/audit?${queryOf(filters)}`);
-  const [older, setOlder] = useState<{ for: string; items: AuditEvent[]; cursor: string | null } | null>(
-    null,
-  );
-  const [loadingOlder, setLoadingOlder] = useState(false);
-  const [olderError, setOlderError] = useState<ApiError | null>(null);
-  const query = queryOf(filters);
-  const more = older?.for === query ? older : null;
-  const items = [...(first.data?.items ?? []), ...(more?.items ?? [])];
-  const cursor = more ? more.cursor : (first.data?.nextCursor ?? null);
-
-  async function loadOlder() {
-    if (!cursor) return;
-    setLoadingOlder(true);
-    setOlderError(null);
-    try {
-      const page = await api<AuditPage>('GET', `/admin/audit?${query}&cursor=${encodeURIComponent(cursor)}`);
-      setOlder({ for: query, items: [...(more?.items ?? []), ...page.items], cursor: page.nextCursor });
-    } catch (caught) {
-      setOlderError(caught instanceof ApiError ? caught : null);
-    } finally {
-      setLoadingOlder(false);
-    }
-  }
+  const log = usePagedRead('/api/v1/admin/audit', queryOf(filters), 'cursor');
+  const items = log.data?.items ?? [];
 
   return (
     <>
@@ -160,9 +122,9 @@ export function AuditLog() {
           <Button type="submit">Filter</Button>
         </form>
       </search>
-      <ErrorMessage error={first.error ?? olderError} />
-      {first.loading && !first.data ? <Loading /> : null}
-      {first.data && items.length === 0 ? (
+      <ErrorMessage error={log.error} />
+      {log.loading && !log.data ? <Loading /> : null}
+      {log.data && items.length === 0 ? (
         <Empty title="No audited action matches">
           Admin, reseller and management-key actions and key reveals appear here.
         </Empty>
@@ -198,8 +160,8 @@ export function AuditLog() {
           </table>
         </TableWrap>
       ) : null}
-      {cursor ? (
-        <Button onClick={() => void loadOlder()} pending={loadingOlder}>
+      {log.hasMore ? (
+        <Button onClick={log.loadMore} pending={log.loadingMore}>
           Older entries
         </Button>
       ) : null}

@@ -1,8 +1,8 @@
 import { type FormEvent, useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, unwrap } from '../lib/client.ts';
 import { useAction } from '../lib/query.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
-import { type Account, useSession } from '../lib/session.tsx';
+import { useSession } from '../lib/session.tsx';
 import { Button, ErrorMessage, Field, Page } from '../lib/ui.tsx';
 
 /** Only same-site paths are followed after login, never another origin. */
@@ -27,11 +27,11 @@ export function LoginScreen() {
   const [password, setPassword] = useState('');
   const [twoFactorCode, setTwoFactorCode] = useState('');
   const login = useAction(async () => {
-    const result = await api<{ account: Account }>('POST', '/auth/login', {
-      email,
-      password,
-      ...(askCode ? { twoFactorCode } : {}),
-    });
+    const result = await unwrap(
+      client.POST('/api/v1/auth/login', {
+        body: { email, password, ...(askCode ? { twoFactorCode } : {}) },
+      }),
+    );
     setAccount(result.account);
     navigate(safeNext(search.get('next')));
   });
@@ -113,16 +113,15 @@ export function SignUpScreen() {
   const [displayName, setDisplayName] = useState('');
   const [codeSent, setCodeSent] = useState(false);
   const sendCode = useAction(async () => {
-    await api('POST', '/auth/register/code', { email });
+    await unwrap(client.POST('/api/v1/auth/register/code', { body: { email } }));
     setCodeSent(true);
   });
   const register = useAction(async () => {
-    await api('POST', '/auth/register', {
-      email,
-      code,
-      password,
-      ...(displayName.trim() ? { displayName: displayName.trim() } : {}),
-    });
+    await unwrap(
+      client.POST('/api/v1/auth/register', {
+        body: { email, code, password, ...(displayName.trim() ? { displayName: displayName.trim() } : {}) },
+      }),
+    );
     registeredEmail = email;
     navigate('/login?registered=1');
   });
@@ -210,7 +209,7 @@ export function ForgotPasswordScreen() {
   const [email, setEmail] = useState('');
   const [sent, setSent] = useState(false);
   const forgot = useAction(async () => {
-    await api('POST', '/auth/forgot-password', { email });
+    await unwrap(client.POST('/api/v1/auth/forgot-password', { body: { email } }));
     setSent(true);
   });
   return (
@@ -253,7 +252,7 @@ export function ResetPasswordScreen() {
   const [token, setToken] = useState(() => new URLSearchParams(location.hash.slice(1)).get('token') ?? '');
   const [password, setPassword] = useState('');
   const reset = useAction(async () => {
-    await api('POST', '/auth/reset-password', { token, password });
+    await unwrap(client.POST('/api/v1/auth/reset-password', { body: { token, password } }));
     history.replaceState(null, '', '/reset-password');
     navigate('/login?reset=1');
   });
@@ -305,7 +304,9 @@ export function AcceptInvitationScreen() {
   const newAccount = fragment.get('new') === '1';
   const { account } = useSession();
   const accept = useAction(async () => {
-    await api('POST', '/auth/accept-invitation', newAccount ? { token, password } : { token });
+    await unwrap(
+      client.POST('/api/v1/auth/accept-invitation', { body: newAccount ? { token, password } : { token } }),
+    );
     history.replaceState(null, '', '/accept-invitation');
     // Signed in already: the profile shows the provider; otherwise log in first.
     navigate(account ? '/profile' : '/login?invited=1');

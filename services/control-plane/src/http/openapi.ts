@@ -11,6 +11,15 @@ export const ErrorBody = z
   })
   .openapi('Error');
 
+/**
+ * A named schema or null. `.nullable()` on a named schema loses the null in the document (a bare
+ * $ref, or allOf with an object that is also null), so generated clients would type it as never
+ * null; a union documents it as anyOf [ref, null].
+ */
+export function nullableRef<T extends z.ZodType>(schema: T) {
+  return z.union([schema, z.null()]);
+}
+
 /** `{data: T}`: every successful control-plane body. */
 export function dataOf<T extends z.ZodType>(schema: T) {
   return z.object({ data: schema });

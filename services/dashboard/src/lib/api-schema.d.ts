@@ -1940,7 +1940,8 @@ export interface components {
             note: string;
         };
         AliasUpstream: {
-            cost: components["schemas"]["ModelPrice"] & unknown;
+            /** @description The operator's own cost price of this upstream, in credits like the alias's price (the margin report); null: not known. */
+            cost: components["schemas"]["ModelPrice"] | null;
             /** @description The provider's concurrency limit on the operator's account: calls at once across all gateways; at it, the upstream is skipped (null: none). */
             maxConcurrency?: number | null;
             /** @description Lower first: the next priority serves only when every upstream of this one failed. */
@@ -2050,7 +2051,8 @@ export interface components {
             maxOutputTokens: number;
             /** @description Units of a weighted package (counts: weighted) one token of this model costs, whatever its part. */
             packageRate: string;
-            price: components["schemas"]["ModelPrice"];
+            /** @description Credits per token of each usage part, and per call; null when only token packages pay for this model. */
+            price: components["schemas"]["ModelPrice"] | null;
             protocols: ("messages" | "count_tokens" | "responses" | "chat_completions")[];
         };
         CatalogPackage: {
@@ -2409,7 +2411,6 @@ export interface components {
                 outputTokens: string;
             };
         };
-        /** @description Credits per token of each usage part, and per call; null when only token packages pay for this model. */
         ModelPrice: {
             /** @description Per input token read from the prompt cache. */
             cacheRead: string;
@@ -2423,7 +2424,7 @@ export interface components {
             output: string;
             /** @description Per call paid from credit. */
             request: string;
-        } | null;
+        };
         Money: {
             amount: string;
             currency: string;
@@ -2463,7 +2464,7 @@ export interface components {
             packageId: string | null;
             /** Format: date-time */
             paidAt: string | null;
-            payment: components["schemas"]["Payment"];
+            payment: components["schemas"]["Payment"] | null;
             price: components["schemas"]["Money"];
             promotionCode: string | null;
             /** @enum {string} */
@@ -2520,10 +2521,10 @@ export interface components {
             status: "pending" | "succeeded" | "failed" | "refunded";
             /** Format: date-time */
             updatedAt: string;
-        } | null;
+        };
         Promotion: {
             active: boolean;
-            amountOff: components["schemas"]["Money"] & (Record<string, never> | null);
+            amountOff: components["schemas"]["Money"] | null;
             bonus: string | null;
             code: string;
             /** Format: date-time */
@@ -2534,7 +2535,7 @@ export interface components {
             id: string;
             /** @enum {string} */
             kind: "percent_off" | "amount_off" | "bonus_tokens" | "bonus_credit";
-            minAmount: components["schemas"]["Money"] & (Record<string, never> | null);
+            minAmount: components["schemas"]["Money"] | null;
             packageIds: string[] | null;
             perAccountLimit: number | null;
             percentOff: number | null;

@@ -12,6 +12,7 @@ import {
   UPSTREAM_WEIGHT_MAX,
   UPSTREAMS_MAX,
 } from '@tollgate/schemas';
+import { nullableRef } from '../../http/openapi.ts';
 
 // Bounded to the Postgres column ranges, so an oversized value is refused here rather than by the database.
 const INT4_MAX = 2_147_483_647;
@@ -56,7 +57,7 @@ export const PublicModelView = z
   .object({
     alias: z.string(),
     protocols: z.array(z.enum(PROTOCOLS)),
-    price: ModelPriceView.nullable().describe(
+    price: nullableRef(ModelPriceView).describe(
       'Credits per token of each usage part, and per call; null when only token packages pay for this model.',
     ),
     maxOutputTokens: z.number().int(),
@@ -115,7 +116,7 @@ export const UpstreamView = z
       .positive()
       .max(UPSTREAM_WEIGHT_MAX)
       .describe('Share of the calls among the upstreams of one priority.'),
-    cost: ModelPriceView.nullable().describe(
+    cost: nullableRef(ModelPriceView).describe(
       "The operator's own cost price of this upstream, in credits like the alias's price (the margin report); null: not known.",
     ),
     maxConcurrency: z

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import type { Dependencies } from '../../deps.ts';
+import { nullableRef } from '../../http/openapi.ts';
 import type { OrderWithPayment, PaymentRow } from './orders.service.ts';
 
 const INTEGER = /^(?:0|[1-9][0-9]*)$/;
@@ -68,7 +69,7 @@ export const OrderView = z
     paidAt: z.string().datetime().nullable(),
     closedAt: z.string().datetime().nullable(),
     createdAt: z.string().datetime(),
-    payment: PaymentView.nullable(),
+    payment: nullableRef(PaymentView),
     receipt: z
       .object({
         seller: z

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { fitsStoredQuantity, MoneySchema } from '@tollgate/schemas';
+import { nullableRef } from '../../http/openapi.ts';
 import { MoneyView } from '../orders/orders.schemas.ts';
 import type { PromotionRow } from './pricing.ts';
 
@@ -90,8 +91,8 @@ export const PromotionView = z
     code: z.string(),
     kind: z.enum(KINDS),
     percentOff: z.number().int().nullable(),
-    amountOff: MoneyView.nullable(),
-    minAmount: MoneyView.nullable(),
+    amountOff: nullableRef(MoneyView),
+    minAmount: nullableRef(MoneyView),
     bonus: z.string().nullable(),
     startsAt: z.string().datetime().nullable(),
     endsAt: z.string().datetime().nullable(),

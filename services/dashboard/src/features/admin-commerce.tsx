@@ -1,9 +1,9 @@
 import { useQuery } from '@tanstack/react-query';
 import { Fragment, useState } from 'react';
-import { ApiError, api } from '../lib/api.ts';
-import { client, unwrap } from '../lib/client.ts';
+import { ApiError } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
-import { useAction, useFormKey, usePagedApi } from '../lib/query.ts';
+import { useAction, useFormKey, usePagedRead } from '../lib/query.ts';
 import {
   Button,
   Card,
@@ -11,11 +11,11 @@ import {
   Empty,
   ErrorMessage,
   Field,
+  ListTable,
   Loading,
   MoreButton,
   Page,
   StateBadge,
-  TableWrap,
 } from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
 import { usePackageNames } from './package-names.ts';
@@ -34,6 +34,9 @@ function AccountName(props: { id: string }) {
 
 const ORDER_STATUSES = ['pending', 'paid', 'expired', 'cancelled', 'failed', 'refunded'] as const;
 const PAYMENT_PROVIDERS = ['stripe', 'manual', 'development'] as const;
+type OrderStatus = (typeof ORDER_STATUSES)[number];
+type PaymentProvider = (typeof PAYMENT_PROVIDERS)[number];
+const ORDER_COLUMNS = ['Date', 'Reference', 'Customer', 'Package', 'Price', 'Provider', 'Status', 'Actions'];
 
 /** Paid orders' money per UTC day of payment and currency, newest day first. */
 function revenuePerDay(orders: Order[]): { day: string; currency: string; total: string; orders: number }[] {
@@ -117,11 +120,8 @@ const ACTION_WORDS: Record<OrderAction, { title: string; confirm: string; done: 
  * audit log) and carries one idempotency key per dialog, so sending it twice refunds once.
  */
 export function AdminOrdersScreen() {
-  const [filters, setFilters] = useState({ status: '', provider: '' });
-  const query = new URLSearchParams({ limit: '50' });
-  if (filters.status) query.set('status', filters.status);
-  if (filters.provider) query.set('provider', filters.provider);
-  const orders = usePagedApi<Order>(`/admin/orders?${query}`);
+  const [filters, setFilters] = useState<{ status?: OrderStatus; provider?: PaymentProvider }>({});
+  const orders = usePagedRead('/api/v1/admin/orders', { limit: 50, ...filters });
   const [opened, setOpened] = useState<string | null>(null);
   const packageName = usePackageNames({ admin: true });
   const [acting, setActing] = useState<{ order: Order; action: OrderAction } | null>(null);
@@ -132,11 +132,18 @@ export function AdminOrdersScreen() {
   const act = useAction(async (order: Order, action: OrderAction) => {
     setDone(null);
     const note = reason.trim();
-    await api(
-      'POST',
-      `/admin/orders/${order.id}/${action}`,
-      note ? { note } : {},
-      action === 'refund' ? { idempotencyKey: formKey.key } : {},
+    const params = { path: { id: order.id } };
+    const body = note ? { note } : {};
+    await unwrap(
+      action === 'refund'
+        ? client.POST('/api/v1/admin/orders/{id}/refund', {
+            params,
+            body: { note },
+            headers: { 'idempotency-key': formKey.key },
+          })
+        : action === 'payment/confirm'
+          ? client.POST('/api/v1/admin/orders/{id}/payment/confirm', { params, body })
+          : client.POST('/api/v1/admin/orders/{id}/payment/reject', { params, body }),
     );
     setDone(`Order ${order.reference} ${ACTION_WORDS[action].done} (${formatMoney(order.price)}).`);
     setActing(null);
@@ -168,8 +175,10 @@ export function AdminOrdersScreen() {
           {(id) => (
             <select
               id={id}
-              value={filters.status}
-              onChange={(e) => setFilters({ ...filters, status: e.target.value })}
+              value={filters.status ?? ''}
+              onChange={(e) =>
+                setFilters({ ...filters, status: (e.target.value || undefined) as OrderStatus })
+              }
             >
               <option value="">any</option>
               {ORDER_STATUSES.map((status) => (
@@ -182,8 +191,10 @@ export function AdminOrdersScreen() {
           {(id) => (
             <select
               id={id}
-              value={filters.provider}
-              onChange={(e) => setFilters({ ...filters, provider: e.target.value })}
+              value={filters.provider ?? ''}
+              onChange={(e) =>
+                setFilters({ ...filters, provider: (e.target.value || undefined) as PaymentProvider })
+              }
             >
               <option value="">any</option>
               {PAYMENT_PROVIDERS.map((provider) => (
@@ -210,83 +221,71 @@ export function AdminOrdersScreen() {
       ) : null}
       {items.length > 0 ? (
         <Card>
-          <TableWrap label="Orders">
-            <table data-testid="admin-orders">
-              <caption className="sr-only">Every order, newest first</caption>
-              <thead>
+          <ListTable
+            label="Orders"
+            caption="Every order, newest first"
+            testId="admin-orders"
+            columns={ORDER_COLUMNS}
+            list={orders}
+          >
+            {items.map((order) => (
+              <Fragment key={order.id}>
                 <tr>
-                  <th scope="col">Date</th>
-                  <th scope="col">Reference</th>
-                  <th scope="col">Customer</th>
-                  <th scope="col">Package</th>
-                  <th scope="col">Price</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((order) => (
-                  <Fragment key={order.id}>
-                    <tr>
-                      <td>{formatDate(order.createdAt)}</td>
-                      <td>{order.reference}</td>
-                      <td>
-                        <AccountName id={order.accountId} />
-                      </td>
-                      <td>{order.kind === 'top_up' ? 'Credit top-up' : packageName(order.packageId)}</td>
-                      <td>{formatMoney(order.price)}</td>
-                      <td>{order.provider}</td>
-                      <td>
-                        <StateBadge state={order.status} />
-                      </td>
-                      <td className="row">
-                        {order.status === 'pending' && order.provider === 'manual' ? (
-                          <>
-                            <Button
-                              onClick={() => open(order, 'payment/confirm')}
-                              label={`Confirm payment of ${order.reference}`}
-                            >
-                              Confirm
-                            </Button>
-                            <Button
-                              onClick={() => open(order, 'payment/reject')}
-                              label={`Reject payment of ${order.reference}`}
-                            >
-                              Reject
-                            </Button>
-                          </>
-                        ) : null}
-                        {order.status === 'paid' ? (
-                          <Button
-                            kind="danger"
-                            onClick={() => open(order, 'refund')}
-                            label={`Refund ${order.reference}`}
-                          >
-                            Refund
-                          </Button>
-                        ) : null}
+                  <td>{formatDate(order.createdAt)}</td>
+                  <td>{order.reference}</td>
+                  <td>
+                    <AccountName id={order.accountId} />
+                  </td>
+                  <td>{order.kind === 'top_up' ? 'Credit top-up' : packageName(order.packageId)}</td>
+                  <td>{formatMoney(order.price)}</td>
+                  <td>{order.provider}</td>
+                  <td>
+                    <StateBadge state={order.status} />
+                  </td>
+                  <td className="row">
+                    {order.status === 'pending' && order.provider === 'manual' ? (
+                      <>
                         <Button
-                          onClick={() => setOpened(opened === order.id ? null : order.id)}
-                          label={`${opened === order.id ? 'Hide' : 'Show'} the details of ${order.reference}`}
+                          onClick={() => open(order, 'payment/confirm')}
+                          label={`Confirm payment of ${order.reference}`}
                         >
-                          {opened === order.id ? 'Hide' : 'Details'}
+                          Confirm
                         </Button>
-                      </td>
-                    </tr>
-                    {opened === order.id ? (
-                      <tr>
-                        <td colSpan={8}>
-                          <OrderDetails order={order} />
-                        </td>
-                      </tr>
+                        <Button
+                          onClick={() => open(order, 'payment/reject')}
+                          label={`Reject payment of ${order.reference}`}
+                        >
+                          Reject
+                        </Button>
+                      </>
                     ) : null}
-                  </Fragment>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <MoreButton list={orders} />
+                    {order.status === 'paid' ? (
+                      <Button
+                        kind="danger"
+                        onClick={() => open(order, 'refund')}
+                        label={`Refund ${order.reference}`}
+                      >
+                        Refund
+                      </Button>
+                    ) : null}
+                    <Button
+                      onClick={() => setOpened(opened === order.id ? null : order.id)}
+                      label={`${opened === order.id ? 'Hide' : 'Show'} the details of ${order.reference}`}
+                    >
+                      {opened === order.id ? 'Hide' : 'Details'}
+                    </Button>
+                  </td>
+                </tr>
+                {opened === order.id ? (
+                  <tr>
+                    <td colSpan={ORDER_COLUMNS.length}>
+                      <OrderDetails order={order} />
+                    </td>
+                  </tr>
+                ) : null}
+              </Fragment>
+            ))}
+          </ListTable>
         </Card>
       ) : null}
       {acting ? (
@@ -340,39 +339,44 @@ export function AdminOrdersScreen() {
   );
 }
 
-interface Promotion {
-  id: string;
-  code: string;
-  kind: string;
-  percentOff: number | null;
-  bonus: string | null;
-  packageIds: string[] | null;
-  redemptionsTaken: number;
-  totalLimit: number | null;
-  active: boolean;
-}
+type Promotion = Schemas['Promotion'];
+type PromotionKind = Schemas['CreatePromotionRequest']['kind'];
 
 export function AdminPromotionsScreen() {
-  const promotions = usePagedApi<Promotion>('/admin/promotions?limit=50');
-  const [form, setForm] = useState({ code: '', kind: 'percent_off', value: '', packageIds: '' });
+  const promotions = usePagedRead('/api/v1/admin/promotions', { limit: 50 });
+  const [form, setForm] = useState<{ code: string; kind: PromotionKind; value: string; packageIds: string }>({
+    code: '',
+    kind: 'percent_off',
+    value: '',
+    packageIds: '',
+  });
   const create = useAction(async () => {
     const value = form.value.trim();
     const packageIds = form.packageIds
       .split(',')
       .map((id) => id.trim())
       .filter(Boolean);
-    await api('POST', '/admin/promotions', {
-      // Empty: the server makes a random code that cannot be guessed.
-      ...(form.code.trim() ? { code: form.code.trim() } : {}),
-      kind: form.kind,
-      ...(form.kind === 'percent_off' ? { percentOff: Number(value) } : { bonus: value }),
-      ...(packageIds.length > 0 ? { packageIds } : {}),
-    });
+    await unwrap(
+      client.POST('/api/v1/admin/promotions', {
+        body: {
+          // Empty: the server makes a random code that cannot be guessed.
+          ...(form.code.trim() ? { code: form.code.trim() } : {}),
+          kind: form.kind,
+          ...(form.kind === 'percent_off' ? { percentOff: Number(value) } : { bonus: value }),
+          ...(packageIds.length > 0 ? { packageIds } : {}),
+        },
+      }),
+    );
     setForm({ code: '', kind: form.kind, value: '', packageIds: '' });
     await promotions.reload();
   });
   const toggle = useAction(async (promotion: Promotion) => {
-    await api('PATCH', `/admin/promotions/${promotion.id}`, { active: !promotion.active });
+    await unwrap(
+      client.PATCH('/api/v1/admin/promotions/{id}', {
+        params: { path: { id: promotion.id } },
+        body: { active: !promotion.active },
+      }),
+    );
     await promotions.reload();
   });
   return (
@@ -400,7 +404,7 @@ export function AdminPromotionsScreen() {
             <select
               id="promotion-kind"
               value={form.kind}
-              onChange={(event) => setForm({ ...form, kind: event.target.value })}
+              onChange={(event) => setForm({ ...form, kind: event.target.value as PromotionKind })}
             >
               <option value="percent_off">Percent off</option>
               <option value="bonus_tokens">Bonus tokens</option>

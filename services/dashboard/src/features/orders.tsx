@@ -5,17 +5,7 @@ import { formatDate, formatMoney, groupDigits } from '../lib/format.ts';
 import { useAction, usePagedRead, useRead } from '../lib/query.ts';
 import { Link, useLocation } from '../lib/router.tsx';
 import { useSession } from '../lib/session.tsx';
-import {
-  Button,
-  Card,
-  Empty,
-  ErrorMessage,
-  Loading,
-  MoreButton,
-  Page,
-  StateBadge,
-  TableWrap,
-} from '../lib/ui.tsx';
+import { Button, Card, Empty, ErrorMessage, ListTable, Loading, Page, StateBadge } from '../lib/ui.tsx';
 import type { Order } from './orders-types.ts';
 import { usePackageNames } from './package-names.ts';
 
@@ -34,40 +24,31 @@ export function OrdersScreen() {
       ) : null}
       {items.length > 0 ? (
         <Card>
-          <TableWrap label="Orders">
-            <table data-testid="orders">
-              <caption className="sr-only">Your orders, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Date</th>
-                  <th scope="col">Bought</th>
-                  <th scope="col">Price</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Reference</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((order) => (
-                  <tr key={order.id}>
-                    <td>{formatDate(order.createdAt)}</td>
-                    <td>{orderLabel(order, packageName)}</td>
-                    <td>{formatMoney(order.price)}</td>
-                    <td>
-                      <StateBadge state={order.status} />
-                    </td>
-                    <td>
-                      <Link to={`/orders/${order.id}`}>
-                        {order.status === 'paid' || order.status === 'refunded' ? 'Receipt' : 'Details'}{' '}
-                        <span className="sr-only">of order </span>
-                        {order.reference}
-                      </Link>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-          <MoreButton list={orders} />
+          <ListTable
+            label="Orders"
+            caption="Your orders, newest first"
+            testId="orders"
+            columns={['Date', 'Bought', 'Price', 'Status', 'Reference']}
+            list={orders}
+          >
+            {items.map((order) => (
+              <tr key={order.id}>
+                <td>{formatDate(order.createdAt)}</td>
+                <td>{orderLabel(order, packageName)}</td>
+                <td>{formatMoney(order.price)}</td>
+                <td>
+                  <StateBadge state={order.status} />
+                </td>
+                <td>
+                  <Link to={`/orders/${order.id}`}>
+                    {order.status === 'paid' || order.status === 'refunded' ? 'Receipt' : 'Details'}{' '}
+                    <span className="sr-only">of order </span>
+                    {order.reference}
+                  </Link>
+                </td>
+              </tr>
+            ))}
+          </ListTable>
         </Card>
       ) : null}
     </Page>

@@ -1,14 +1,15 @@
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { client, type Schemas, unwrap } from '../lib/client.ts';
+import type { Schemas } from '../lib/client.ts';
 import { type CreditValue, creditsToMoney, formatDate, groupDigits } from '../lib/format.ts';
+import { usePagedRead, useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
-import { Button, Card, Empty, ErrorMessage, Loading, Page, StateBadge, TableWrap } from '../lib/ui.tsx';
+import { Card, Empty, ErrorMessage, ListTable, Loading, Page, StateBadge } from '../lib/ui.tsx';
 import { ReceiptRow } from './activity.tsx';
 
 type LogItem = Schemas['ActivityItem'];
 
 const PAGE = 50;
+const COLUMNS = ['When', 'Model', 'Cost', 'Key', 'Input', 'Output', 'Duration', 'Finish', 'State', 'Receipt'];
 
 /** What ended the call, in words (the settlement's outcome). */
 function finishOf(item: LogItem): string {
@@ -39,29 +40,17 @@ function costOf(item: LogItem, value: CreditValue | null): string {
  * tokens, cost, duration, how it finished and its state; each row opens its receipt.
  */
 export function RequestLogScreen() {
-  const log = useInfiniteQuery({
-    queryKey: ['/api/v1/me/activity', 'log'],
-    initialPageParam: undefined as string | undefined,
-    queryFn: ({ pageParam }) =>
-      unwrap(client.GET('/api/v1/me/activity', { params: { query: { limit: PAGE, cursor: pageParam } } })),
-    getNextPageParam: (page) => page.nextCursor ?? undefined,
-  });
-  const credit = useQuery({
-    queryKey: ['/api/v1/catalog/credit'],
-    queryFn: () => unwrap(client.GET('/api/v1/catalog/credit')),
-  });
-  const keys = useQuery({
-    queryKey: ['/api/v1/me/api-keys'],
-    queryFn: () => unwrap(client.GET('/api/v1/me/api-keys')),
-  });
+  const log = usePagedRead('/api/v1/me/activity', { limit: PAGE }, 'cursor');
+  const credit = useRead('/api/v1/catalog/credit');
+  const keys = useRead('/api/v1/me/api-keys');
   const [open, setOpen] = useState<string | null>(null);
-  const items = log.data?.pages.flatMap((page) => page.items) ?? [];
+  const items = log.data?.items ?? [];
   const keyName = (id: string) => keys.data?.find((key) => key.id === id)?.name ?? '…';
   return (
     <Page title="Request log">
       <Card>
         <ErrorMessage error={log.error} />
-        {log.isPending ? <Loading label="Loading calls…" /> : null}
+        {log.loading && !log.data ? <Loading label="Loading calls…" /> : null}
         {log.data && items.length === 0 ? (
           <Empty title="No calls yet">
             Every call made with your keys appears here with its cost.{' '}
@@ -69,55 +58,38 @@ export function RequestLogScreen() {
           </Empty>
         ) : null}
         {items.length > 0 ? (
-          <TableWrap label="Request log">
-            <table data-testid="request-log">
-              <caption className="sr-only">Calls made with your keys, newest first</caption>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Cost</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Input</th>
-                  <th scope="col">Output</th>
-                  <th scope="col">Duration</th>
-                  <th scope="col">Finish</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Receipt</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((item) => (
-                  <ReceiptRow
-                    key={item.id}
-                    item={item}
-                    columns={10}
-                    open={open === item.id}
-                    onToggle={() => setOpen(open === item.id ? null : item.id)}
-                  >
-                    <td>{formatDate(item.createdAt)}</td>
-                    <td>
-                      <code>{item.alias}</code>
-                    </td>
-                    <td>{costOf(item, credit.data?.value ?? null)}</td>
-                    <td>{keyName(item.keyId)}</td>
-                    <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
-                    <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
-                    <td>{durationOf(item)}</td>
-                    <td>{finishOf(item)}</td>
-                    <td>
-                      <StateBadge state={item.status} />
-                    </td>
-                  </ReceiptRow>
-                ))}
-              </tbody>
-            </table>
-          </TableWrap>
-        ) : null}
-        {log.hasNextPage ? (
-          <Button onClick={() => void log.fetchNextPage()} pending={log.isFetchingNextPage}>
-            Older calls
-          </Button>
+          <ListTable
+            label="Request log"
+            caption="Calls made with your keys, newest first"
+            testId="request-log"
+            columns={COLUMNS}
+            list={log}
+            moreLabel="Older calls"
+          >
+            {items.map((item) => (
+              <ReceiptRow
+                key={item.id}
+                item={item}
+                columns={COLUMNS.length}
+                open={open === item.id}
+                onToggle={() => setOpen(open === item.id ? null : item.id)}
+              >
+                <td>{formatDate(item.createdAt)}</td>
+                <td>
+                  <code>{item.alias}</code>
+                </td>
+                <td>{costOf(item, credit.data?.value ?? null)}</td>
+                <td>{keyName(item.keyId)}</td>
+                <td>{item.inputTokens ? groupDigits(item.inputTokens) : '–'}</td>
+                <td>{item.outputTokens ? groupDigits(item.outputTokens) : '–'}</td>
+                <td>{durationOf(item)}</td>
+                <td>{finishOf(item)}</td>
+                <td>
+                  <StateBadge state={item.status} />
+                </td>
+              </ReceiptRow>
+            ))}
+          </ListTable>
         ) : null}
       </Card>
     </Page>

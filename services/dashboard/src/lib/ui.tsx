@@ -253,16 +253,56 @@ export function TableWrap(props: { label: string; children: ReactNode }) {
   );
 }
 
-/** "Show more" under a list read page by page; nothing once every page is loaded. */
-export function MoreButton(props: {
-  list: { hasMore: boolean; loadingMore: boolean; loadMore: () => void };
-}) {
+/** A list read page by page, as MoreButton and ListTable take it. */
+interface MoreList {
+  hasMore: boolean;
+  loadingMore: boolean;
+  loadMore: () => void;
+}
+
+/** "Show more" (or `label`) under a list read page by page; nothing once every page is loaded. */
+export function MoreButton(props: { list: MoreList; label?: string }) {
   if (!props.list.hasMore) return null;
   return (
     <p className="more">
       <Button onClick={props.list.loadMore} pending={props.list.loadingMore}>
-        Show more
+        {props.label ?? 'Show more'}
       </Button>
     </p>
+  );
+}
+
+/**
+ * The shell of a list's table: a labelled region that scrolls sideways, a caption for screen
+ * readers, the column heads, the rows given, and the button for the next page while there is one.
+ */
+export function ListTable(props: {
+  label: string;
+  caption: string;
+  testId: string;
+  columns: string[];
+  list: MoreList;
+  moreLabel?: string;
+  children: ReactNode;
+}) {
+  return (
+    <>
+      <TableWrap label={props.label}>
+        <table data-testid={props.testId}>
+          <caption className="sr-only">{props.caption}</caption>
+          <thead>
+            <tr>
+              {props.columns.map((column) => (
+                <th key={column} scope="col">
+                  {column}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>{props.children}</tbody>
+        </table>
+      </TableWrap>
+      <MoreButton list={props.list} label={props.moreLabel} />
+    </>
   );
 }

@@ -94,3 +94,22 @@ describe('the body limit in the document', () => {
     expect(((await tooLarge.json()) as { code: string }).code).toBe('request_too_large');
   });
 });
+
+describe('a named schema that may be null', () => {
+  it('is documented as anyOf [ref, null], so generated clients type the null', async () => {
+    const response = await context.publicApp.request('/api/v1/openapi.json');
+    const document = (await response.json()) as {
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    };
+    const property = (schema: string, name: string) =>
+      document.components.schemas[schema]?.properties?.[name];
+    const nullMoney = { anyOf: [{ $ref: '#/components/schemas/Money' }, { type: 'null' }] };
+    expect(property('Promotion', 'amountOff')).toEqual(nullMoney);
+    expect(property('Order', 'payment')).toMatchObject({
+      anyOf: [{ $ref: '#/components/schemas/Payment' }, { type: 'null' }],
+    });
+    expect(property('CatalogModel', 'price')).toMatchObject({
+      anyOf: [{ $ref: '#/components/schemas/ModelPrice' }, { type: 'null' }],
+    });
+  });
+});

@@ -42,6 +42,7 @@ import type { PromotionRedemptionsTable, PromotionsTable } from '../modules/prom
 import type { ResellerInvitationsTable } from '../modules/resellers/invitations.table.ts';
 import type {
   SpendCapAccountsTable,
+  SpendCapCountersTable,
   SpendCapsTable,
   SpendCapUsageTable,
 } from '../modules/spend-caps/spend-caps.table.ts';
@@ -95,6 +96,7 @@ export interface Database {
   spend_cap_accounts: SpendCapAccountsTable;
   spend_caps: SpendCapsTable;
   spend_cap_usage: SpendCapUsageTable;
+  spend_cap_counters: SpendCapCountersTable;
   catalog_settings: CatalogSettingsTable;
   auto_top_ups: AutoTopUpsTable;
 }

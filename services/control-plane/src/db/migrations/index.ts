@@ -28,6 +28,7 @@ import * as twoFactor from './0026_two_factor.ts';
 import * as emailNotices from './0027_email_notices.ts';
 import * as oneAuditLog from './0028_one_audit_log.ts';
 import * as weightedPackages from './0029_weighted_packages.ts';
+import * as spendCapCounters from './0030_spend_cap_counters.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -60,4 +61,5 @@ export const migrations: Record<string, Migration> = {
   '0027_email_notices': emailNotices,
   '0028_one_audit_log': oneAuditLog,
   '0029_weighted_packages': weightedPackages,
+  '0030_spend_cap_counters': spendCapCounters,
 };

@@ -17,7 +17,7 @@ import type { Clock } from '../../clock.ts';
 import type { PreparedQueries } from '../../db/database.ts';
 import type { Database } from '../../db/schema.ts';
 import type { SpendCapCache } from '../spend-caps/spend-caps.cache.ts';
-import type { CapCall } from '../spend-caps/spend-caps.counting.ts';
+import type { CapCounts } from '../spend-caps/spend-caps.counting.ts';
 import type { OtherFinish } from '../spend-caps/spend-caps.finish.ts';
 import type { ChangedEntries } from './hot/hot-entries.ts';
 
@@ -55,8 +55,14 @@ export interface BillingEngine {
    * holds were just released in Postgres. Returns the ids it held (settlement_missing).
    */
   reconcile(released: ReadonlySet<string>): Promise<{ held: string[] }>;
-  /** What the account's calls counted against spend caps since `since` (ms). */
-  capCalls(accountId: string, since: number): Promise<CapCall[]>;
+  /**
+   * What the account's calls counted against spend caps: the calls since `callsSince` (ms; none
+   * when null), the calendar sums of windows ending after `countersSince`.
+   */
+  capCounts(
+    accountId: string,
+    since: { callsSince: number | null; countersSince: number },
+  ): Promise<CapCounts>;
   /** Corrects what finishes that did not come from the gateway count (capped accounts' only). */
   countOtherFinishes(finishes: readonly OtherFinish[]): Promise<void>;
   /**

@@ -6,7 +6,7 @@ import type {
   ReserveItem,
   ReserveResult,
 } from '@tollgate/schemas';
-import { readCountedCalls } from '../spend-caps/spend-caps.counting.ts';
+import { readCounts } from '../spend-caps/spend-caps.counting.ts';
 import { capRefusal, countFinished, countOtherFinishesInPostgres } from '../spend-caps/spend-caps.finish.ts';
 import { judgeBatchInTransaction } from '../spend-caps/spend-caps.postgres.ts';
 import { finishResultOf, finishRowOfItem, reserveResultOf, reserveRowOf } from './billing.rows.ts';
@@ -89,7 +89,7 @@ export function createPostgresEngine(
     },
     leaseSplit: async () => new Map(),
     reconcile: async () => ({ held: [] }),
-    capCalls: (accountId, since) => readCountedCalls(db, accountId, since),
+    capCounts: (accountId, since) => readCounts(db, accountId, since),
     countOtherFinishes: (capped) => countOtherFinishesInPostgres(db, capped),
     renewSlots: async () => ({ renewed: 0 }),
     catalogChanged: () => {},

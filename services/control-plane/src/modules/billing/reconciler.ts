@@ -1,5 +1,6 @@
 import type { Dependencies } from '../../deps.ts';
 import { pruneUsage } from '../spend-caps/spend-caps.repository.ts';
+import { ROLLING_MS } from '../spend-caps/windows.ts';
 import * as repository from './engine.repository.ts';
 import { countOtherFinishes } from './engines.ts';
 
@@ -57,8 +58,13 @@ export async function reconcileOnce(deps: Dependencies): Promise<ReconcileResult
       changes.map(({ row, action, reason }) => repository.finishRowOf(row, action, reason, occurredAt)),
     );
   }
-  // Spend caps reach back a month at most (docs/billing/spend-caps.md): older counts go.
-  await pruneUsage(deps.db, new Date(now - 32 * 86_400_000), 10_000);
+  // Spend caps reach back a month at most (docs/billing/spend-caps.md): older counts go, and
+  // finished calls once past the rolling window (the calendar sums keep what they counted).
+  await pruneUsage(
+    deps.db,
+    { callsBefore: new Date(now - ROLLING_MS), before: new Date(now - 32 * 86_400_000) },
+    10_000,
+  );
   // A released hold counts in no spend cap any more (a new hold keeps counting its estimate).
   await countOtherFinishes(
     deps,

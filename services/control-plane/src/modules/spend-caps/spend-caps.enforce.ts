@@ -1,6 +1,6 @@
 import {
   type AccountCaps,
-  type CapCall,
+  type CapCounts,
   capsOfKey,
   countedFor,
   type SpendCap,
@@ -34,21 +34,21 @@ export function capMessage(cap: SpendCap, timeZone: string, used: bigint, freeAt
 
 /**
  * Whether a call with these amounts fits every cap that bounds its key, counting the calls already
- * counted. Refused: the message names the cap that frees last, and Retry-After is when every cap
+ * counted (the rolling window's calls, the calendar windows' sums). Refused: the message names the cap that frees last, and Retry-After is when every cap
  * has room (absent when the call alone is larger than a rolling cap).
  */
 export function judgeCall(
   account: AccountCaps,
   keyId: string,
   amounts: CapAmounts,
-  calls: readonly CapCall[],
+  counts: CapCounts,
   now: number,
 ): CapVerdict {
   let worst: { cap: SpendCap; used: bigint; freeAt: number | null } | null = null;
   for (const cap of capsOfKey(account, keyId)) {
     const window = capWindow(cap.period, account.timeZone, now);
     const amount = cap.unit === 'credits' ? amounts.credits : amounts.tokens;
-    const check = checkCap(cap.period, window, cap.limit, countedFor(cap, calls), amount);
+    const check = checkCap(cap.period, window, cap.limit, countedFor(cap, counts, window), amount);
     if (check.fits) continue;
     if (!worst || (worst.freeAt !== null && (check.freeAt === null || check.freeAt > worst.freeAt))) {
       worst = { cap, used: check.used, freeAt: check.freeAt };

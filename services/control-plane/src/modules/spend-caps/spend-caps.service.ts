@@ -3,12 +3,12 @@ import type { Dependencies } from '../../deps.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
 import {
   type AccountCaps,
-  type CapCall,
+  type CapCounts,
   type CapParty,
   type CapUnit,
   capsOfKey,
   countedFor,
-  earliestStart,
+  countsSince,
   loadAccountCaps,
   type SpendCap,
 } from './spend-caps.counting.ts';
@@ -36,12 +36,12 @@ export interface CapStatus {
 export function statusOf(
   account: AccountCaps,
   caps: readonly SpendCap[],
-  calls: CapCall[],
+  counts: CapCounts,
   now: number,
 ): CapStatus[] {
   return caps.map((cap) => {
     const window = capWindow(cap.period, account.timeZone, now);
-    const counted = countedFor(cap, calls).filter(
+    const counted = countedFor(cap, counts, window).filter(
       (call) => call.at >= window.start && (window.end === null || call.at < window.end),
     );
     const { used } = checkCap(cap.period, window, cap.limit, counted, 0n);
@@ -65,13 +65,13 @@ export function statusOf(
   });
 }
 
-/** What the account's calls counted since `since`, from whichever engine counts them. */
-export function readEngineCalls(
+/** What the account's calls counted (see countsSince), from whichever engine counts them. */
+export function readEngineCounts(
   deps: Pick<Dependencies, 'billing'>,
   accountId: string,
-  since: number,
-): Promise<CapCall[]> {
-  return deps.billing.capCalls(accountId, since);
+  since: { callsSince: number | null; countersSince: number },
+): Promise<CapCounts> {
+  return deps.billing.capCounts(accountId, since);
 }
 
 /** Caps of an account (every one, or those that bound one key) with what each has used. */
@@ -83,15 +83,15 @@ export async function readCapStatus(
   const account = (await loadAccountCaps(deps.db, [accountId])).get(accountId) as AccountCaps;
   const caps = keyId ? capsOfKey(account, keyId) : account.caps;
   const now = deps.clock.now().getTime();
-  const calls =
+  const counts =
     caps.length === 0
-      ? []
-      : await readEngineCalls(deps, accountId, earliestStart(caps, account.timeZone, now));
+      ? { calls: [], counters: [] }
+      : await readEngineCounts(deps, accountId, countsSince(caps, account.timeZone, now));
   const order = (cap: CapStatus) =>
     `${cap.keyId ?? ''}|${CAP_ORDER.indexOf(cap.period)}|${cap.unit}|${RANK[cap.setBy]}`;
   return {
     timeZone: account.timeZone,
-    caps: statusOf(account, caps, calls, now).sort((a, b) => order(a).localeCompare(order(b))),
+    caps: statusOf(account, caps, counts, now).sort((a, b) => order(a).localeCompare(order(b))),
   };
 }
 const CAP_ORDER: readonly CapPeriod[] = ['5h', 'day', 'week', 'month'];

@@ -31,4 +31,21 @@ export interface SpendCapUsageTable {
   /** input, output, cache read, cache write, 1-hour cache write, per call; null: unpriced. */
   prices: bigint[] | null;
   state: Generated<'reserved' | 'settled' | 'released' | 'held'>;
+  /** The starts of the day, week and month it counts in (migration 0030); null: counted before. */
+  windows: Date[] | null;
+}
+
+/**
+ * The running sum of one subject in one calendar window (migration 0030): what the calls reserved
+ * in it count, in flight at their estimate, corrected at their settlement.
+ */
+export interface SpendCapCountersTable {
+  account_id: string;
+  /** A key's id, or 00000000-0000-0000-0000-000000000000 for every key of the account together. */
+  subject: string;
+  period: 'day' | 'week' | 'month';
+  window_start: Date;
+  window_end: Date;
+  credits: bigint;
+  tokens: bigint;
 }

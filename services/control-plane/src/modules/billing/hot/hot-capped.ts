@@ -9,12 +9,15 @@ import {
 } from '@tollgate/schemas';
 import type { Clock } from '../../../clock.ts';
 import type { SpendCapCache } from '../../spend-caps/spend-caps.cache.ts';
-import { capsOfKey, earliestStart } from '../../spend-caps/spend-caps.counting.ts';
+import { callWindows, capsOfKey, countsSince } from '../../spend-caps/spend-caps.counting.ts';
 import { capMessage } from '../../spend-caps/spend-caps.enforce.ts';
 import { capRefusal, type OtherFinish } from '../../spend-caps/spend-caps.finish.ts';
 import { estimateAmounts, pricesList } from '../../spend-caps/spend-caps.prices.ts';
 import { capWindow, retryAfterSeconds } from '../../spend-caps/windows.ts';
 import type { HotTier } from './hot-tier.ts';
+
+/** How long calendar sums are kept after their window ends: no current window reaches further back. */
+const MONTH_AND_MORE_MS = 32 * 86_400_000;
 
 type HotDeps = { caps: SpendCapCache; clock: Clock; hot: HotTier };
 
@@ -44,7 +47,15 @@ export async function reserveCappedHot(
     [...byAccount].map(async ([accountId, indexes]) => {
       const account = accounts.get(accountId);
       if (!account) return;
-      const earliest = earliestStart(account.caps, account.timeZone, now);
+      const windows = callWindows(account.timeZone, now);
+      const clock = {
+        now,
+        keepAfter: capWindow('5h', account.timeZone, now).start,
+        ...countsSince(account.caps, account.timeZone, now),
+        pruneBefore: now - MONTH_AND_MORE_MS,
+        expireAt: Math.max(...windows.map((window) => window.end)) + MONTH_AND_MORE_MS,
+        windows,
+      };
       const calls = indexes.map((index) => {
         const item = request.items[index] as ReserveItem;
         const price = prices.get(item.alias);
@@ -61,6 +72,7 @@ export async function reserveCappedHot(
               return {
                 keyId: cap.keyId,
                 unit: cap.unit,
+                period: cap.period,
                 start: window.start,
                 end: window.end,
                 limit: cap.limit,
@@ -71,7 +83,7 @@ export async function reserveCappedHot(
       });
       const verdicts = await deps.hot.caps.judge(
         accountId,
-        { now, keepAfter: earliest, earliest },
+        clock,
         calls.map((each) => each.call),
       );
       const admitted: number[] = [];

@@ -1,3 +1,5 @@
+import type { CalendarPeriod, CapCounts } from '../../spend-caps/spend-caps.counting.ts';
+import type { CapPeriod } from '../../spend-caps/windows.ts';
 import type { HotStore } from './hot-store.ts';
 
 /** One cap a call is judged against: its window as the control plane computed it. */
@@ -5,6 +7,7 @@ export interface HotCapWindow {
   /** Null: the whole account. */
   keyId: string | null;
   unit: 'credits' | 'tokens';
+  period: CapPeriod;
   start: number;
   /** Null: the rolling window. */
   end: number | null;
@@ -25,12 +28,20 @@ export type HotCapVerdict =
   | { ok: true }
   | { ok: false; capIndex: number; used: bigint; freeAt: number | null };
 
-/** What a call counted, as status listings read it. */
-export interface HotCountedCall {
-  keyId: string;
-  at: number;
-  credits: bigint;
-  tokens: bigint;
+/** What one script needs of the clock: the instant, the current calendar windows, how far back to read and keep. */
+export interface HotCapClock {
+  now: number;
+  /** Finished calls counted before are dropped (the rolling window's start). */
+  keepAfter: number;
+  /** Null: no rolling cap, no call is read. */
+  callsSince: number | null;
+  /** Sums of windows ending before are not read. */
+  countersSince: number;
+  /** Sums of windows ending before are dropped. */
+  pruneBefore: number;
+  /** When the sums expire unless a later call counts (32 days after the latest window ends). */
+  expireAt: number;
+  windows: Array<{ period: CalendarPeriod; start: number; end: number }>;
 }
 
 const STATE = { settled: 's', released: 'x', held: 'h' } as const;
@@ -38,19 +49,19 @@ const STATE = { settled: 's', released: 'x', held: 'h' } as const;
 /** Spend caps in Redis (hot-caps.lua.ts): judge and count, uncount, correct on finish, read. */
 export function createHotCaps(store: HotStore) {
   return {
-    async judge(
-      accountId: string,
-      window: { now: number; keepAfter: number; earliest: number },
-      calls: HotCapCall[],
-    ): Promise<HotCapVerdict[]> {
+    async judge(accountId: string, clock: HotCapClock, calls: HotCapCall[]): Promise<HotCapVerdict[]> {
       const keys = store.keysOf(accountId);
       const replies = await store.runCaps<string[][]>(
         'hotCapReserve',
-        [keys.capTimes, keys.capCalls],
+        [keys.capTimes, keys.capCalls, keys.capCounters, keys.capWindows],
         [
-          window.now,
-          window.keepAfter,
-          window.earliest,
+          clock.now,
+          clock.keepAfter,
+          clock.callsSince ?? '',
+          clock.countersSince,
+          clock.pruneBefore,
+          clock.expireAt,
+          ...clock.windows.flatMap((window) => [window.start, window.end]),
           calls.length,
           ...calls.flatMap((call) => [
             call.id,
@@ -62,6 +73,7 @@ export function createHotCaps(store: HotStore) {
             ...call.caps.flatMap((cap) => [
               cap.keyId ?? '',
               cap.unit,
+              cap.period,
               cap.start,
               cap.end ?? '',
               cap.limit.toString(),
@@ -83,7 +95,7 @@ export function createHotCaps(store: HotStore) {
     async uncount(accountId: string, ids: string[]): Promise<void> {
       if (ids.length === 0) return;
       const keys = store.keysOf(accountId);
-      await store.runCaps('hotCapUncount', [keys.capTimes, keys.capCalls], ids);
+      await store.runCaps('hotCapUncount', [keys.capTimes, keys.capCalls, keys.capCounters], ids);
     },
     async finish(
       accountId: string,
@@ -94,15 +106,18 @@ export function createHotCaps(store: HotStore) {
       const keys = store.keysOf(accountId);
       await store.runCaps(
         'hotCapFinish',
-        [keys.capTimes, keys.capCalls],
+        [keys.capTimes, keys.capCalls, keys.capCounters],
         [
           items.length,
           ...items.flatMap((item) => [item.id, STATE[item.status], item.parts.map(String).join(',')]),
         ],
       );
     },
-    async calls(accountId: string, since: number): Promise<HotCountedCall[]> {
-      return store.readCapCalls(accountId, since);
+    async counts(
+      accountId: string,
+      since: { callsSince: number | null; countersSince: number },
+    ): Promise<CapCounts> {
+      return store.readCapCounts(accountId, since);
     },
   };
 }

@@ -78,7 +78,7 @@ export function createHotEngine(hot: HotTier, parts: EngineParts): HotEngine {
       const swept = await hot.sweep();
       return { held: swept.held };
     },
-    capCalls: (accountId, since) => hot.caps.calls(accountId, since),
+    capCounts: (accountId, since) => hot.caps.counts(accountId, since),
     countOtherFinishes: (capped) => countOtherFinishesHot(hot, capped),
     renewSlots: (request) => renewSlots(hot.store, request),
     catalogChanged: () => hot.catalogChanged(),

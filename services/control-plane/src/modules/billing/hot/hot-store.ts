@@ -7,6 +7,7 @@ import {
   type RedisTarget,
   redisReady,
 } from '@tollgate/service-kit';
+import type { CalendarPeriod, CapCounter, CapCounts } from '../../spend-caps/spend-caps.counting.ts';
 import { CAP_FINISH_LUA, CAP_RESERVE_LUA, CAP_UNCOUNT_LUA } from './hot-caps.lua.ts';
 import { encodeCall, type ScriptCall, type ScriptName, type ScriptReplies } from './hot-layout.ts';
 import { SCRIPT_SOURCES } from './hot-scripts.ts';
@@ -21,6 +22,8 @@ export function hotKeys(prefix: string, accountId: string) {
     claim: `${base}:claim`,
     capTimes: `${base}:capt`,
     capCalls: `${base}:capc`,
+    capCounters: `${base}:capn`,
+    capWindows: `${base}:capw`,
     key: (keyId: string) => `${base}:k:${keyId}`,
   };
 }
@@ -169,14 +172,26 @@ export function createHotStore(
       }
       return { leaseId: hash.lease, sources };
     },
-    /** What the account's calls counted against spend caps since `since` (hot-caps.lua.ts); released ones not. */
-    async readCapCalls(accountId: string, since: number) {
+    /**
+     * What the account's calls counted against spend caps (hot-caps.lua.ts): the calls since
+     * `callsSince` (none when null; released ones not), the sums of windows ending after `countersSince`.
+     */
+    async readCapCounts(
+      accountId: string,
+      since: { callsSince: number | null; countersSince: number },
+    ): Promise<CapCounts> {
       if (redis.status !== 'ready' && !(await connected())) throw new AppError('rate_limiter_unavailable');
       const keys = hotKeys(prefix, accountId);
-      const listed = await redis.zrangebyscore(keys.capTimes, since, '+inf', 'WITHSCORES');
+      const [listed, windows, sums] = await Promise.all([
+        since.callsSince === null
+          ? Promise.resolve([] as string[])
+          : redis.zrangebyscore(keys.capTimes, since.callsSince, '+inf', 'WITHSCORES'),
+        redis.hgetall(keys.capWindows),
+        redis.hgetall(keys.capCounters),
+      ]);
       const ids = listed.filter((_, index) => index % 2 === 0);
       const values = ids.length === 0 ? [] : await redis.hmget(keys.capCalls, ...ids);
-      return values.flatMap((value, index) => {
+      const calls = values.flatMap((value, index) => {
         const [keyId, credits, tokens, , state] = (value ?? '').split('|');
         if (!value || state === 'x') return [];
         return [
@@ -188,6 +203,28 @@ export function createHotStore(
           },
         ];
       });
+      const counters = new Map<string, CapCounter>();
+      for (const [field, value] of Object.entries(sums)) {
+        const [period, start, subject, unit] = field.split('|');
+        const end = Number(windows[`${period}|${start}`]);
+        if (!(end > since.countersSince)) continue;
+        const name = `${period}|${start}|${subject}`;
+        let counter = counters.get(name);
+        if (!counter) {
+          counter = {
+            keyId: subject === '' ? null : (subject as string),
+            period: period as CalendarPeriod,
+            start: Number(start),
+            end,
+            credits: 0n,
+            tokens: 0n,
+          };
+          counters.set(name, counter);
+        }
+        if (unit === 'c') counter.credits = BigInt(value);
+        else counter.tokens = BigInt(value);
+      }
+      return { calls, counters: [...counters.values()] };
     },
     /**
      * Forgets finished calls once Postgres has them; a release or hold of a call Redis never saw

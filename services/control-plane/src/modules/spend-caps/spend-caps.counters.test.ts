@@ -13,6 +13,7 @@ import {
 } from '../../../test/billing.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { resolveHold } from '../billing/holds.service.ts';
+import { reconcileOnce } from '../billing/reconciler.ts';
 import type { CapParty } from './spend-caps.counting.ts';
 import { type CapChange, readCapStatus, setSpendCap } from './spend-caps.service.ts';
 import { capWindow } from './windows.ts';
@@ -60,7 +61,7 @@ describe.each(ENGINES.filter(([name]) => process.env.CAPS_ENGINES?.includes(name
       return { credits: found[0]?.credits, tokens: found[0]?.tokens };
     };
 
-    it(`keeps one sum per window for ${MANY} calls and judges from it exactly`, async () => {
+    it(`keeps one sum per window for ${MANY} calls, without the calls, and judges from it exactly`, async () => {
       const key = await createFundedKey(context, { credits: 100_000_000n });
       // An hour into a UTC day, so that every call falls in one day.
       const day = capWindow('day', 'UTC', context.clock.now().getTime());
@@ -85,6 +86,15 @@ describe.each(ENGINES.filter(([name]) => process.env.CAPS_ENGINES?.includes(name
         );
         expect(settled.status).toBe(200);
       }
+      // Past the rolling window the reconciler drops the calls themselves: the sums keep the count.
+      context.clock.advance(6 * 3_600_000);
+      await reconcileOnce(context.deps);
+      const rows = await context.deps.db
+        .selectFrom('spend_cap_usage')
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .where('account_id', '=', key.accountId)
+        .executeTakeFirstOrThrow();
+      expect(Number(rows.n)).toBe(0);
       // One sum per subject (the account, the key) and calendar window: 6, not 2,000 calls.
       const counts = await sums(key);
       expect(counts.calls).toEqual([]);

@@ -213,7 +213,7 @@ export async function finishUsage(db: Kysely<Database>, rows: FinishedUsage[]): 
     })),
   );
   await db.transaction().execute(async (trx) => {
-    // `old` locks each row before reading what it counted, so the difference is against the
+    // `was` locks each row before reading what it counted, so the difference is against the
     // count a concurrent finish may just have written.
     const changed = await sql<{
       account_id: string;
@@ -226,7 +226,7 @@ export async function finishUsage(db: Kysely<Database>, rows: FinishedUsage[]): 
         select (r->>'reservation_id')::uuid as reservation_id, r->>'state' as state,
                array(select jsonb_array_elements_text(r->'parts')::numeric) as p
         from jsonb_array_elements(${items}::jsonb) r),
-      old as materialized (
+      was as materialized (
         select u.reservation_id, u.credits, u.tokens from spend_cap_usage u
         where u.reservation_id in (select reservation_id from f) and u.state in ('reserved', 'held')
         order by u.reservation_id for update)
@@ -238,10 +238,10 @@ export async function finishUsage(db: Kysely<Database>, rows: FinishedUsage[]): 
                            + f.p[2] * u.prices[2] + f.p[3] * u.prices[3] + f.p[4] * u.prices[4]
                            + f.p[5] * u.prices[5], 0), ${MAX})::bigint
                          when f.state = 'released' then 0 else u.credits end
-      from f join old using (reservation_id)
+      from f join was using (reservation_id)
       where u.reservation_id = f.reservation_id and u.state in ('reserved', 'held')
       returning u.account_id, u.key_id, u.windows,
-                (u.credits - old.credits)::text as credits, (u.tokens - old.tokens)::text as tokens
+                (u.credits - was.credits)::text as credits, (u.tokens - was.tokens)::text as tokens
     `.execute(trx);
     const deltas = changed.rows.flatMap((row) => {
       const credits = BigInt(row.credits);

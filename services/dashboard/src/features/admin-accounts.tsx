@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'react';
 import { ApiError, api } from '../lib/api.ts';
 import type { Schemas } from '../lib/client.ts';
+import { CreditMoney } from '../lib/credit.tsx';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi, useFormKey, usePagedApi } from '../lib/query.ts';
+import { useAction, useApi, useFormKey, usePagedRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
 import {
@@ -77,9 +78,12 @@ export function AdminAccountsScreen() {
   const [query, setQuery] = useState('');
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<Account | null>(null);
-  const accounts = usePagedApi<Account>(
-    `/admin/accounts?limit=50${query ? `&email=${encodeURIComponent(query)}` : ''}`,
-  );
+  const [days, setDays] = useState(30);
+  const accounts = usePagedRead('/api/v1/admin/account-summaries', {
+    limit: 50,
+    days,
+    ...(query ? { email: query } : {}),
+  });
   const items = accounts.data?.items ?? [];
   return (
     <Page
@@ -118,6 +122,16 @@ export function AdminAccountsScreen() {
         >
           <Field label="Search by email" name="email" value={email} onChange={setEmail} />
           <Button type="submit">Search</Button>
+          <div className="field">
+            <label htmlFor="accounts-days">Spend over</label>
+            <select id="accounts-days" value={days} onChange={(event) => setDays(Number(event.target.value))}>
+              {[7, 30, 90, 365].map((count) => (
+                <option key={count} value={count}>
+                  the last {count} days
+                </option>
+              ))}
+            </select>
+          </div>
         </form>
       </search>
       <ErrorMessage error={accounts.error} />
@@ -129,21 +143,40 @@ export function AdminAccountsScreen() {
         <Card>
           <TableWrap label="Accounts">
             <table data-testid="accounts">
-              <caption className="sr-only">Accounts, newest first</caption>
+              <caption className="sr-only">
+                Accounts, newest first, with balance, spend over the last {days} days and last call
+              </caption>
               <thead>
                 <tr>
                   <th scope="col">Email</th>
+                  <th scope="col">Credit (money)</th>
+                  <th scope="col">Tokens</th>
+                  <th scope="col">Spent, last {days} days</th>
+                  <th scope="col">Last call</th>
                   <th scope="col">Status</th>
                   <th scope="col">Roles</th>
                   <th scope="col">Created</th>
                 </tr>
               </thead>
               <tbody>
-                {items.map((account) => (
+                {items.map(({ account, balance, spent, lastCallAt }) => (
                   <tr key={account.id}>
                     <td>
                       <Link to={`/admin/accounts/${account.id}`}>{account.email}</Link>
                     </td>
+                    <td>
+                      {groupDigits(balance.remaining.credits)}{' '}
+                      <CreditMoney credits={balance.remaining.credits} />
+                    </td>
+                    <td>{groupDigits(balance.remaining.tokens)}</td>
+                    <td data-testid="account-spent">
+                      {groupDigits(spent.credits)} credits <CreditMoney credits={spent.credits} />
+                      {spent.tokens !== '0' ? (
+                        <div className="hint">{groupDigits(spent.tokens)} tokens</div>
+                      ) : null}
+                      <div className="hint">{groupDigits(spent.requests)} calls</div>
+                    </td>
+                    <td>{lastCallAt ? formatDate(lastCallAt) : 'never'}</td>
                     <td>
                       <StateBadge state={account.status} />
                     </td>

@@ -538,6 +538,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/reports/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Settled usage and spend across customers: per day, per customer, or per key of one customer
+         * @description Days are each account’s days in its timezone (the one of its spend caps; UTC without one). by=day: one row per day (of every account, or of accountId); by=account: the customers who spent most first; by=key: the keys of accountId, most spent first.
+         */
+        get: operations["getAdminReportsUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/reports/write-offs": {
         parameters: {
             query?: never;
@@ -1258,7 +1278,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Settled usage in its parts per UTC day and alias (or key) within a date range (default: the last 30 days) */
+        /** Settled usage in its parts per day and alias (or key) within a date range (default: the last 30 days); days in the account’s timezone (the one of its spend caps; UTC without one) */
         get: operations["getMeUsageSummary"];
         put?: never;
         post?: never;
@@ -2973,6 +2993,29 @@ export interface components {
              */
             outputTokens: string;
             requests: number;
+        };
+        UsageTotalsRow: {
+            /**
+             * Format: uuid
+             * @description The account (by account or key).
+             */
+            accountId: string | null;
+            charged: components["schemas"]["Amounts"];
+            /** @description The day (by day); null otherwise. */
+            day: string | null;
+            /** @description The account’s email (by account). */
+            email: string | null;
+            /** @description Input read neither from nor into a cache. */
+            inputTokens: string;
+            /**
+             * Format: uuid
+             * @description The key (by key).
+             */
+            keyId: string | null;
+            /** @description The key’s name (by key). */
+            keyName: string | null;
+            outputTokens: string;
+            requests: string;
         };
         WriteOffRow: {
             /** Format: uuid */
@@ -5025,6 +5068,67 @@ export interface operations {
                         data: {
                             from: string;
                             items: components["schemas"]["MarginRow"][];
+                            to: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error (401) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (403) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error (422) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAdminReportsUsage: {
+        parameters: {
+            query?: {
+                accountId?: string;
+                by?: "day" | "account" | "key";
+                /** @description First day (in the account's timezone), inclusive; default 29 days before `to`. */
+                from?: string;
+                limit?: number;
+                /** @description Last day, inclusive; default today (UTC). */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage and spend, integer strings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            from: string;
+                            items: components["schemas"]["UsageTotalsRow"][];
                             to: string;
                         };
                     };
@@ -7396,9 +7500,9 @@ export interface operations {
             query?: {
                 /** @description Group each day by alias (default) or by key. */
                 by?: "alias" | "key";
-                /** @description First UTC day, inclusive; default 29 days before `to`. */
+                /** @description First day (in the account's timezone), inclusive; default 29 days before `to`. */
                 from?: string;
-                /** @description Last UTC day, inclusive; default today. */
+                /** @description Last day, inclusive; default today (UTC). */
                 to?: string;
             };
             header?: never;

@@ -29,6 +29,7 @@ import * as emailNotices from './0027_email_notices.ts';
 import * as oneAuditLog from './0028_one_audit_log.ts';
 import * as weightedPackages from './0029_weighted_packages.ts';
 import * as spendCapCounters from './0030_spend_cap_counters.ts';
+import * as usageLocalDays from './0031_usage_local_days.ts';
 
 /** Every migration, by name. Names sort in the order they apply. */
 export const migrations: Record<string, Migration> = {
@@ -62,4 +63,5 @@ export const migrations: Record<string, Migration> = {
   '0028_one_audit_log': oneAuditLog,
   '0029_weighted_packages': weightedPackages,
   '0030_spend_cap_counters': spendCapCounters,
+  '0031_usage_local_days': usageLocalDays,
 };

@@ -81,7 +81,7 @@ const summaryRoute = createRoute({
   method: 'get',
   path: '/me/usage/summary',
   summary:
-    'Settled usage in its parts per UTC day and alias (or key) within a date range (default: the last 30 days)',
+    'Settled usage in its parts per day and alias (or key) within a date range (default: the last 30 days); days in the account’s timezone (the one of its spend caps; UTC without one)',
   request: { query: UsageSummaryQuery },
   responses: {
     200: jsonContent(dataOf(z.array(UsageSummaryRowView)), 'Usage per day and alias.'),

@@ -127,9 +127,9 @@ const Day = z
 export const SUMMARY_DEFAULT_DAYS = 30;
 export const UsageSummaryQuery = z.object({
   from: Day.optional().openapi({
-    description: `First UTC day, inclusive; default ${SUMMARY_DEFAULT_DAYS - 1} days before \`to\`.`,
+    description: `First day (in the account's timezone), inclusive; default ${SUMMARY_DEFAULT_DAYS - 1} days before \`to\`.`,
   }),
-  to: Day.optional().openapi({ description: 'Last UTC day, inclusive; default today.' }),
+  to: Day.optional().openapi({ description: 'Last day, inclusive; default today (UTC).' }),
   by: z
     .enum(['alias', 'key'])
     .optional()

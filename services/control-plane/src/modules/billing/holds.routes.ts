@@ -5,9 +5,10 @@ import { sessionActor } from '../../http/management-key.ts';
 import { dataOf, errorResponses, jsonContent } from '../../http/openapi.ts';
 import { SESSION, SESSION_AND_CSRF } from '../../http/openapi-security.ts';
 import { requireRole, requireSession, type SessionEnv } from '../../http/session.ts';
-import { AmountsView } from './billing.schemas.ts';
+import { AmountsView, summaryRange, UsageSummaryQuery } from './billing.schemas.ts';
 import { listHeld, resolveHold } from './holds.service.ts';
 import { reportMargin } from './margin.ts';
+import { reportUsageTotals } from './reports.service.ts';
 import { reportWriteOffs } from './write-offs.ts';
 
 const HeldView = z
@@ -171,6 +172,45 @@ const marginRoute = createRoute({
   },
 });
 
+const UsageTotalsView = z
+  .object({
+    day: z.string().nullable().describe('The day (by day); null otherwise.'),
+    accountId: z.string().uuid().nullable().describe('The account (by account or key).'),
+    email: z.string().nullable().describe('The account’s email (by account).'),
+    keyId: z.string().uuid().nullable().describe('The key (by key).'),
+    keyName: z.string().nullable().describe('The key’s name (by key).'),
+    requests: IntegerString,
+    inputTokens: IntegerString.describe('Input read neither from nor into a cache.'),
+    outputTokens: IntegerString,
+    charged: AmountsView,
+  })
+  .openapi('UsageTotalsRow');
+
+const usageRoute = createRoute({
+  method: 'get',
+  path: '/admin/reports/usage',
+  tags: ['admin'],
+  summary: 'Settled usage and spend across customers: per day, per customer, or per key of one customer',
+  description:
+    'Days are each account’s days in its timezone (the one of its spend caps; UTC without one). by=day: one row per day (of every account, or of accountId); by=account: the customers who spent most first; by=key: the keys of accountId, most spent first.',
+  security: SESSION,
+  middleware: [requireSession(), requireRole('admin')] as const,
+  request: {
+    query: UsageSummaryQuery.omit({ by: true }).extend({
+      by: z.enum(['day', 'account', 'key']).default('day'),
+      accountId: z.string().uuid().optional(),
+      limit: z.coerce.number().int().min(1).max(1000).default(100),
+    }),
+  },
+  responses: {
+    200: jsonContent(
+      dataOf(z.object({ from: z.string(), to: z.string(), items: z.array(UsageTotalsView) })),
+      'Usage and spend, integer strings.',
+    ),
+    ...errorResponses(401, 403, 422),
+  },
+});
+
 export function holdsRoutes() {
   const app = new OpenAPIHono<SessionEnv>({ defaultHook: validationHook });
   app.openapi(listRoute, async (c) =>
@@ -201,6 +241,12 @@ export function holdsRoutes() {
       { data: await reportMargin(c.get('deps'), { ...(from ? { from } : {}), ...(to ? { to } : {}) }) },
       200,
     );
+  });
+  app.openapi(usageRoute, async (c) => {
+    const { by, accountId, limit, ...days } = c.req.valid('query');
+    const range = summaryRange(days);
+    const items = await reportUsageTotals(c.get('deps'), range, { by, accountId: accountId ?? null, limit });
+    return c.json({ data: { ...range, items } }, 200);
   });
   app.openapi(writeOffsRoute, async (c) => {
     const { from, to, limit } = c.req.valid('query');

@@ -22,18 +22,18 @@ export interface UsageSummaryDbRow {
 export type SummaryGrouping = 'alias' | 'key';
 
 /**
- * Settled usage per UTC day (of creation) and alias or key, for calls created in [from, end): the
- * rollup of calls settled before its watermark plus the calls settled since, in one snapshot.
- * Input is input outside any cache (calls settled before usage was kept in parts: every input
- * token), the cache parts beside it.
+ * Settled usage per day (of creation, in the account's timezone) and alias or key, for the days in
+ * [from, end) (YYYY-MM-DD): the rollup of calls settled before its watermark plus the calls settled
+ * since, in one snapshot. Input is input outside any cache (calls settled before usage was kept in
+ * parts: every input token), the cache parts beside it. Also answers the timezone.
  */
 export async function selectUsageSummary(
   db: Kysely<Database>,
   accountId: string,
-  from: Date,
-  end: Date,
+  from: string,
+  end: string,
   by: SummaryGrouping = 'alias',
-) {
+): Promise<{ timeZone: string; rows: UsageSummaryDbRow[] }> {
   const name = by === 'key' ? sql`key_id::text` : sql`alias`;
   return db
     .transaction()
@@ -45,22 +45,22 @@ export async function selectUsageSummary(
         select watermark::text as watermark from usage_rollup_state
       `.execute(trx);
       const watermark = state.rows[0]!.watermark;
+      const zone = await rollupZone(trx, accountId);
       const result = await sql<UsageSummaryDbRow>`
         with parts as (
           select day, ${name} as name, requests, input_tokens, output_tokens, cache_read_tokens,
                  cache_write_tokens, cache_write_1h_tokens, charged_tokens, charged_credits
           from usage_daily
-          where account_id = ${accountId}::uuid
-            and day >= (${from}::timestamptz at time zone 'UTC')::date
-            and day < (${end}::timestamptz at time zone 'UTC')::date
+          where account_id = ${accountId}::uuid and day >= ${from}::date and day < ${end}::date
           union all
-          select (created_at at time zone 'UTC')::date, ${name}, 1, coalesce(input_tokens, 0),
+          select (created_at at time zone ${zone})::date, ${name}, 1, coalesce(input_tokens, 0),
                  coalesce(output_tokens, 0), coalesce(cache_read_tokens, 0), coalesce(cache_write_tokens, 0),
                  coalesce(cache_write_1h_tokens, 0), charged_tokens, charged_credits
           from reservations
           where account_id = ${accountId}::uuid and status = 'settled'
             and finished_at >= ${watermark}::timestamptz
-            and created_at >= ${from} and created_at < ${end}
+            and created_at >= (${from}::date::timestamp at time zone ${zone})
+            and created_at < (${end}::date::timestamp at time zone ${zone})
         )
         select to_char(day, 'YYYY-MM-DD') as day, name, sum(requests)::int as requests,
                sum(input_tokens)::bigint as input_tokens, sum(output_tokens)::bigint as output_tokens,
@@ -72,8 +72,48 @@ export async function selectUsageSummary(
         group by day, name
         order by day, name
       `.execute(trx);
-      return result.rows;
+      return { timeZone: zone, rows: result.rows };
     });
+}
+
+/** The timezone of each account counted in another than UTC (tollgate_day_zone). */
+const KNOWN_ZONES = sql`
+  select account_id, tollgate_day_zone(time_zone) as time_zone from spend_cap_accounts where time_zone <> 'UTC'
+`;
+
+/** The timezone the account's usage days are counted in. */
+async function rollupZone(db: Db, accountId: string): Promise<string> {
+  const result = await sql<{ zone: string }>`
+    select tollgate_day_zone((select time_zone from spend_cap_accounts where account_id = ${accountId}::uuid)) as zone
+  `.execute(db);
+  return result.rows[0]!.zone;
+}
+
+/**
+ * Counts an account's rolled-up calls again in its timezone (after it changed, in the same
+ * transaction): its rows are replaced by its calls settled before the watermark, by day of creation. Waits for
+ * a pass under way (it holds the state row) and holds one off until it commits. Reads every
+ * settled call of the account once (its settled index).
+ */
+export async function recountAccountUsage(trx: Transaction<Database>, accountId: string): Promise<void> {
+  const state = await sql<{ watermark: string }>`
+    select watermark::text as watermark from usage_rollup_state for share
+  `.execute(trx);
+  const watermark = state.rows[0]!.watermark;
+  const timeZone = await rollupZone(trx, accountId);
+  await sql`delete from usage_daily where account_id = ${accountId}::uuid`.execute(trx);
+  await sql`
+    insert into usage_daily (account_id, day, alias, key_id, requests, input_tokens, output_tokens,
+                             cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
+                             charged_tokens, charged_credits)
+    select account_id, (created_at at time zone ${timeZone})::date, alias, key_id, count(*),
+           coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
+           coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0),
+           coalesce(sum(cache_write_1h_tokens), 0), sum(charged_tokens), sum(charged_credits)
+    from reservations
+    where account_id = ${accountId}::uuid and status = 'settled' and finished_at < ${watermark}::timestamptz
+    group by 1, 2, 3, 4
+  `.execute(trx);
 }
 
 /**
@@ -100,9 +140,11 @@ export async function advanceUsageRollup(
     `.execute(trx);
     const to = next.rows[0]!.next;
     if (from !== null && to <= from) return { from, to: from, calls: 0 };
-    // A later statement: its snapshot sees every transaction that began before `to`.
+    // A later statement: its snapshot sees every transaction that began before `to`. Each call
+    // counts on its day of creation in its account's timezone (zones: the names Postgres knows).
     const settled = sql`
-      select r.account_id, (r.created_at at time zone 'UTC')::date as day, r.alias, r.key_id, count(*) as requests,
+      select r.account_id, (r.created_at at time zone coalesce(z.time_zone, 'UTC'))::date as day, r.alias,
+             r.key_id, count(*) as requests,
              coalesce(sum(r.input_tokens), 0) as input_tokens, coalesce(sum(r.output_tokens), 0) as output_tokens,
              coalesce(sum(r.cache_read_tokens), 0) as cache_read_tokens,
              coalesce(sum(r.cache_write_tokens), 0) as cache_write_tokens,
@@ -112,13 +154,15 @@ export async function advanceUsageRollup(
     // The first pass reads the whole table; later ones walk each account's settled-index range.
     const source =
       from === null
-        ? sql`${settled} from reservations r where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3, 4`
-        : sql`${settled} from accounts a cross join lateral (
+        ? sql`${settled} from reservations r left join zones z on z.account_id = r.account_id
+            where r.status = 'settled' and r.finished_at < ${to} group by 1, 2, 3, 4`
+        : sql`${settled} from accounts a left join zones z on z.account_id = a.id cross join lateral (
               select * from reservations where account_id = a.id and status = 'settled'
                 and finished_at >= ${from} and finished_at < ${to}) r
             group by 1, 2, 3, 4`;
     const added = await sql<{ calls: string | null }>`
-      with source as (${source}),
+      with zones as (${KNOWN_ZONES}),
+      source as (${source}),
       added as (
         insert into usage_daily as u (account_id, day, alias, key_id, requests, input_tokens, output_tokens,
                                       cache_read_tokens, cache_write_tokens, cache_write_1h_tokens,
@@ -288,6 +332,87 @@ export async function selectAccountFigures(
           order by created_at desc, id desc limit 1
         ) l on true
       `.execute(trx);
+      return result.rows;
+    });
+}
+
+/** What the operator's usage report groups by: each day, each account, or each key of one account. */
+export type TotalsGrouping = 'day' | 'account' | 'key';
+
+export interface UsageTotalsDbRow {
+  day: string | null;
+  account_id: string | null;
+  email: string | null;
+  key_id: string | null;
+  key_name: string | null;
+  requests: string;
+  input_tokens: string;
+  output_tokens: string;
+  charged_tokens: string;
+  charged_credits: string;
+}
+
+/**
+ * Settled usage across accounts (or of one) for the days in [from, end) (YYYY-MM-DD), each call
+ * on its day in its account's timezone: the rollup plus the calls settled after its watermark (one
+ * settled-index range per account), grouped by day, account (largest spend first) or key.
+ */
+export async function selectUsageTotals(
+  db: Kysely<Database>,
+  query: { from: string; end: string; accountId: string | null; by: TotalsGrouping; limit: number },
+): Promise<UsageTotalsDbRow[]> {
+  const { from, end, accountId, by, limit } = query;
+  const oneAccount = (column: string) =>
+    accountId === null ? sql`true` : sql`${sql.ref(column)} = ${accountId}::uuid`;
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      const state = await sql<{ watermark: string }>`
+        select watermark::text as watermark from usage_rollup_state
+      `.execute(trx);
+      const watermark = state.rows[0]!.watermark;
+      const parts = sql`
+        zones as (
+          select a.id as account_id,
+                 case when z.time_zone is null then 'UTC' else tollgate_day_zone(z.time_zone) end as zone
+          from accounts a left join spend_cap_accounts z on z.account_id = a.id
+          where ${oneAccount('a.id')}
+        ),
+        parts as (
+          select account_id, day, key_id, requests, input_tokens, output_tokens, charged_tokens, charged_credits
+          from usage_daily
+          where ${oneAccount('account_id')} and day >= ${from}::date and day < ${end}::date
+          union all
+          select r.account_id, (r.created_at at time zone zo.zone)::date, r.key_id, 1,
+                 coalesce(r.input_tokens, 0), coalesce(r.output_tokens, 0), r.charged_tokens, r.charged_credits
+          from zones zo cross join lateral (
+            select * from reservations
+            where account_id = zo.account_id and status = 'settled' and finished_at >= ${watermark}::timestamptz
+              and created_at >= (${from}::date::timestamp at time zone zo.zone)
+              and created_at < (${end}::date::timestamp at time zone zo.zone)
+          ) r
+        )`;
+      const sums = sql`sum(p.requests)::text as requests, sum(p.input_tokens)::text as input_tokens,
+        sum(p.output_tokens)::text as output_tokens, sum(p.charged_tokens)::text as charged_tokens,
+        sum(p.charged_credits)::text as charged_credits`;
+      const grouped =
+        by === 'day'
+          ? sql`select to_char(p.day, 'YYYY-MM-DD') as day, null as account_id, null as email, null as key_id,
+                  null as key_name, ${sums}
+                from parts p group by p.day order by p.day`
+          : by === 'account'
+            ? sql`select null as day, a.id::text as account_id, a.email, null as key_id, null as key_name, ${sums}
+                  from parts p join accounts a on a.id = p.account_id
+                  group by a.id order by sum(p.charged_credits) desc, sum(p.charged_tokens) desc, a.id
+                  limit ${limit}`
+            : sql`select null as day, p.account_id::text as account_id, null as email, p.key_id::text as key_id,
+                    k.name as key_name, ${sums}
+                  from parts p left join api_keys k on k.id = p.key_id
+                  group by p.account_id, p.key_id, k.name
+                  order by sum(p.charged_credits) desc, sum(p.charged_tokens) desc, p.key_id
+                  limit ${limit}`;
+      const result = await sql<UsageTotalsDbRow>`with ${parts} ${grouped}`.execute(trx);
       return result.rows;
     });
 }

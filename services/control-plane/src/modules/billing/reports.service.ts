@@ -179,7 +179,7 @@ export interface UsageSummaryRow {
 
 const MAX_SUMMARY_DAYS = 366;
 
-/** Settled usage per UTC day and alias, for days in [from, to] (YYYY-MM-DD, inclusive). */
+/** Settled usage per day (in the account's timezone) and alias or key, for days in [from, to] (YYYY-MM-DD, inclusive). */
 export async function summarizeUsage(
   deps: Dependencies,
   accountId: string,
@@ -192,9 +192,9 @@ export async function summarizeUsage(
   if ((to.getTime() - from.getTime()) / 86_400_000 >= MAX_SUMMARY_DAYS) {
     throw AppError.validation({ to: [`The range may span at most ${MAX_SUMMARY_DAYS} days.`] });
   }
-  const end = new Date(to.getTime() + 86_400_000);
-  const result = await reports.selectUsageSummary(deps.db, accountId, from, end, by);
-  return result.map((row) => ({
+  const end = new Date(to.getTime() + 86_400_000).toISOString().slice(0, 10);
+  const result = await reports.selectUsageSummary(deps.db, accountId, range.from, end, by);
+  return result.rows.map((row) => ({
     day: row.day,
     ...(by === 'key' ? { alias: null, keyId: row.name } : { alias: row.name }),
     requests: row.requests,
@@ -260,6 +260,51 @@ export async function accountFigures(
     });
   }
   return figures;
+}
+
+export interface UsageTotalsRow {
+  day: string | null;
+  accountId: string | null;
+  email: string | null;
+  keyId: string | null;
+  keyName: string | null;
+  requests: string;
+  inputTokens: string;
+  outputTokens: string;
+  charged: Amounts;
+}
+
+/**
+ * The operator's usage report for days in [from, to] (YYYY-MM-DD, inclusive): per day (across
+ * accounts, or of one), per account, or per key of one account.
+ */
+export async function reportUsageTotals(
+  deps: Dependencies,
+  range: { from: string; to: string },
+  options: { by: reports.TotalsGrouping; accountId: string | null; limit: number },
+): Promise<UsageTotalsRow[]> {
+  const from = new Date(`${range.from}T00:00:00Z`);
+  const to = new Date(`${range.to}T00:00:00Z`);
+  if (to < from) throw AppError.validation({ to: ['Must not be before from.'] });
+  if ((to.getTime() - from.getTime()) / 86_400_000 >= MAX_SUMMARY_DAYS) {
+    throw AppError.validation({ to: [`The range may span at most ${MAX_SUMMARY_DAYS} days.`] });
+  }
+  if (options.by === 'key' && options.accountId === null) {
+    throw AppError.validation({ accountId: ['Name the account whose keys to report.'] });
+  }
+  const end = new Date(to.getTime() + 86_400_000).toISOString().slice(0, 10);
+  const rows = await reports.selectUsageTotals(deps.db, { from: range.from, end, ...options });
+  return rows.map((row) => ({
+    day: row.day,
+    accountId: row.account_id,
+    email: row.email,
+    keyId: row.key_id,
+    keyName: row.key_name,
+    requests: row.requests,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    charged: { tokens: row.charged_tokens, credits: row.charged_credits },
+  }));
 }
 
 function mapAmounts(figures: { remaining: bigint; reserved: bigint }) {

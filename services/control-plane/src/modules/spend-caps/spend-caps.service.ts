@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import type { Dependencies } from '../../deps.ts';
 import { type Actor, recordAudit } from '../audit/audit.service.ts';
+import { recountAccountUsage } from '../billing/reports.repository.ts';
 import {
   type AccountCaps,
   type CapCounts,
@@ -170,6 +171,10 @@ export async function setCapTimeZone(
   if (!isValidTimeZone(timeZone)) {
     throw AppError.validation({ timeZone: ['Use an IANA timezone name, e.g. Europe/Paris.'] });
   }
-  await upsertTimeZone(deps.db, accountId, timeZone, deps.clock.now());
+  await deps.db.transaction().execute(async (trx) => {
+    await upsertTimeZone(trx, accountId, timeZone, deps.clock.now());
+    // Usage reports count days in this timezone too: the days already rolled up are counted again.
+    await recountAccountUsage(trx, accountId);
+  });
   deps.caps.forget(accountId);
 }

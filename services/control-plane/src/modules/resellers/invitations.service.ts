@@ -163,7 +163,9 @@ export async function acceptInvitation(
   );
   if (!TOKEN_PATTERN.test(input.token)) throw AppError.validation({ token: [WRONG_TOKEN] });
   const passwordHash = input.password ? await hashPassword(input.password) : null;
-  const outcome = await db.transaction().execute(async (trx) => {
+  // Moving to another reseller ends the previous one's access as ending the link would: its keys
+  // are revoked in the same transaction (changeBillingEntries: the hot tier refuses them at once).
+  const outcome = await changeBillingEntries(deps, async (trx) => {
     const now = clock.now();
     const row = await trx
       .selectFrom('reseller_invitations')
@@ -209,35 +211,25 @@ export async function acceptInvitation(
         detail: { resellerId: reseller.id, created: !existing },
       },
     );
-    return { account, created: !existing, previousResellerId: existing?.resellerId ?? null };
+    const previous = existing?.resellerId;
+    const revoked =
+      previous && previous !== reseller.id
+        ? await revokeKeysIn(trx, account.id, await keysMadeBy(trx, previous, account.id), now)
+        : [];
+    return {
+      result: { accepted: { account, created: !existing }, revoked },
+      changed: revoked.length > 0 ? { accountId: account.id, keys: revoked } : null,
+    };
   });
-  // Moving to another reseller ends the previous one's access as ending the link would.
-  const { previousResellerId, ...accepted } = outcome;
-  if (previousResellerId && previousResellerId !== accepted.account.resellerId) {
-    await revokeKeysMadeBy(deps, previousResellerId, accepted.account.id);
-  }
-  return accepted;
+  await publishKeyChanges(deps, outcome.revoked);
+  return outcome.accepted;
 }
 
 /**
- * Revokes the keys a reseller made for an account it no longer manages: it holds their secrets,
- * and they spend the account's balance. The audit log is where a key's maker is recorded.
+ * The keys a reseller made for the account, by their audit rows (reseller.api_key.create, written
+ * with each key): an account it no longer manages has them revoked, since the reseller holds
+ * their secrets and they spend the account's balance.
  */
-async function revokeKeysMadeBy(deps: Dependencies, resellerId: string, accountId: string): Promise<number> {
-  const revoked = await changeBillingEntries(deps, async (trx) => {
-    const rows = await revokeKeysIn(
-      trx,
-      accountId,
-      await keysMadeBy(trx, resellerId, accountId),
-      deps.clock.now(),
-    );
-    return { result: rows, changed: rows.length > 0 ? { accountId, keys: rows } : null };
-  });
-  await publishKeyChanges(deps, revoked);
-  return revoked.length;
-}
-
-/** The keys a reseller made for the account, by their audit rows (reseller.api_key.create). */
 async function keysMadeBy(db: Kysely<Database>, resellerId: string, accountId: string): Promise<string[]> {
   const made = await db
     .selectFrom('audit_log')

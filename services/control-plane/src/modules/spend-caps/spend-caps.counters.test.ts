@@ -15,7 +15,7 @@ import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { resolveHold } from '../billing/holds.service.ts';
 import { reconcileOnce } from '../billing/reconciler.ts';
 import type { CapParty } from './spend-caps.counting.ts';
-import { type CapChange, readCapStatus, setSpendCap } from './spend-caps.service.ts';
+import { type CapChange, readCapStatus, setCapTimeZone, setSpendCap } from './spend-caps.service.ts';
 import { capWindow } from './windows.ts';
 
 // Calendar caps are judged from one running sum per subject and window (docs/decisions/spend-caps.md):
@@ -122,6 +122,34 @@ describe.each(ENGINES.filter(([name]) => process.env.CAPS_ENGINES?.includes(name
       const toMidnight = ((day.end as number) + 86_400_000 - context.clock.now().getTime()) / 1000;
       expect(Math.abs((refused.retryAfterSeconds as number) - toMidnight)).toBeLessThanOrEqual(1);
     }, 240_000);
+
+    it('keeps counting a window after the account changes timezone, in the new windows it overlaps', async () => {
+      const key = await createFundedKey(context, { credits: 1_000_000n });
+      // An hour into a UTC day: 10:00 in Tokyo, whose day began 9 hours before the UTC one.
+      const day = capWindow('day', 'UTC', context.clock.now().getTime());
+      context.clock.advance((day.end as number) + 3_600_000 - context.clock.now().getTime());
+      await cap(
+        'customer',
+        { accountId: key.accountId, keyId: null },
+        {
+          unit: 'tokens',
+          period: 'day',
+          limit: CALL_TOKENS * 3n,
+        },
+      );
+      const items = [1, 2, 3].map(() => reserveItem(key, 'priced', 10n, 20n));
+      expect((await api.reserve(items)).body.results.every((result: ReserveResult) => result.ok)).toBe(true);
+      await api.finish(items.map((item) => settleItem(key, item.reservationId, 'priced', 10n, 20n)));
+
+      await setCapTimeZone(context.deps, key.accountId, 'Asia/Tokyo');
+      const status = await readCapStatus(context.deps, key.accountId, key.keyId);
+      expect(status.caps).toMatchObject([
+        { period: 'day', timeZone: 'Asia/Tokyo', used: CALL_TOKENS * 3n, remaining: 0n },
+      ]);
+      const refused = (await api.reserve([reserveItem(key, 'priced', 10n, 20n)])).body.results[0];
+      expect(refused).toMatchObject({ ok: false, code: 'rate_limit_exceeded' });
+      expect((refused as { message: string }).message).toContain('per day (Asia/Tokyo)');
+    }, 60_000);
 
     it('corrects the sums at settlement and release; a held call keeps its estimate', async () => {
       const key = await createFundedKey(context, { credits: 1_000_000n });

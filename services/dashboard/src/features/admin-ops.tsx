@@ -1,24 +1,16 @@
 import { useState } from 'react';
-import { api } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi } from '../lib/query.ts';
+import { useAction, useRead } from '../lib/query.ts';
 import { Button, Card, Confirm, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
 import { AuditLog } from './audit-log.tsx';
 
 function AccountEmail(props: { id: string }) {
-  const account = useApi<{ email: string }>(`/admin/accounts/${encodeURIComponent(props.id)}`);
+  const account = useRead('/api/v1/admin/accounts/{id}', { params: { path: { id: props.id } } });
   return <strong>{account.data?.email ?? props.id}</strong>;
 }
 
-interface Held {
-  id: string;
-  accountId: string;
-  reserved: { tokens: string; credits: string };
-  alias: string;
-  surface: string;
-  reason: string | null;
-  heldAt: string | null;
-}
+type Held = Schemas['HeldReservation'];
 
 const PRICE_PARTS = [
   ['input', 'Input token'],
@@ -31,46 +23,9 @@ const PRICE_PARTS = [
 type PricePart = (typeof PRICE_PARTS)[number][0];
 type AliasPrice = Record<PricePart, string>;
 
-interface AdminAlias {
-  alias: string;
-  protocols: string[];
-  providerId: string;
-  upstreamModel: string;
-  upstreams: {
-    providerId: string;
-    upstreamModel: string;
-    priority: number;
-    weight: number;
-    /** The operator's cost price of the upstream (kept as it is when prices are edited). */
-    cost?: AliasPrice | null;
-  }[];
-  published: boolean;
-  price: AliasPrice | null;
-  maxOutputTokens: number;
-  defaultMaxOutputTokens: number;
-  /** Units of a weighted package one token costs (docs/pricing.md#weighted-packages). */
-  packageRate: string;
-}
-
-interface AdminPackage {
-  id: string;
-  name: string;
-  tokens: string;
-  validityDays: number | null;
-  aliases: string[] | null;
-  ceilings: { maxOutputTokens: number | null; requestsPerMinute: number | null; concurrency: number | null };
-  price: { amount: string; currency: string; exponent: number };
-  published: boolean;
-  counts: 'tokens' | 'weighted';
-}
-
-interface AdminCatalog {
-  providers: { id: string; kind: string }[];
-  aliases: AdminAlias[];
-  packages: AdminPackage[];
-  /** Entries of CATALOG_FILE: edited in the file, refused by the admin routes. */
-  managedByFile?: { file: string | null; providers: string[]; aliases: string[]; packages: string[] };
-}
+type AdminCatalog = Schemas['AdminCatalog'];
+type AdminAlias = AdminCatalog['aliases'][number];
+type AdminPackage = AdminCatalog['packages'][number];
 
 /** The alias as PUT takes it, with new prices (null: only packages pay) and package rate. */
 function aliasBody(alias: AdminAlias, price: AliasPrice | null, packageRate: string) {
@@ -112,10 +67,11 @@ function AliasPriceForm(props: { alias: AdminAlias; onSaved: () => Promise<void>
     const packagesOnly = price.input === '' && price.output === '';
     // Parts left empty take their defaults (docs/pricing.md): the input price, or 0 per call.
     const given = Object.fromEntries(Object.entries(price).filter(([, value]) => value !== ''));
-    await api(
-      'PUT',
-      `/admin/catalog/aliases/${encodeURIComponent(props.alias.alias)}`,
-      aliasBody(props.alias, packagesOnly ? null : (given as AliasPrice), packageRate),
+    await unwrap(
+      client.PUT('/api/v1/admin/catalog/aliases/{alias}', {
+        params: { path: { alias: props.alias.alias } },
+        body: aliasBody(props.alias, packagesOnly ? null : (given as AliasPrice), packageRate),
+      }),
     );
     await props.onSaved();
   });
@@ -189,12 +145,14 @@ function ResolveHold(props: {
   const [inputTokens, setInputTokens] = useState('');
   const [outputTokens, setOutputTokens] = useState('');
   const resolve = useAction(async () => {
-    const answer = await api<{ charged: { tokens: string; credits: string } }>(
-      'POST',
-      `/admin/reservations/${item.id}/resolve`,
-      action === 'settle'
-        ? { action, note, inputTokens: inputTokens.trim(), outputTokens: outputTokens.trim() }
-        : { action, note },
+    const answer = await unwrap(
+      client.POST('/api/v1/admin/reservations/{id}/resolve', {
+        params: { path: { id: item.id } },
+        body:
+          action === 'settle'
+            ? { action, note, inputTokens: inputTokens.trim(), outputTokens: outputTokens.trim() }
+            : { action, note },
+      }),
     );
     await props.onDone(
       action === 'settle'
@@ -242,35 +200,6 @@ function ResolveHold(props: {
   );
 }
 
-interface WriteOffRow {
-  accountId: string;
-  alias: string;
-  reservations: string;
-  writtenOff: { tokens: string; credits: string };
-}
-
-interface RefusedCredential {
-  providerId: string;
-  credential: string;
-  upstreamStatus: number | null;
-  refusedAt: string;
-  gateways: number;
-}
-
-interface UpstreamBreaker {
-  providerId: string;
-  upstreamModel: string;
-  state: 'open' | 'closed';
-  reason: string | null;
-  cause: string | null;
-  trips: number;
-  failures: number;
-  calls: number;
-  changedAt: string;
-  openUntil: string | null;
-  benchedUntil: string | null;
-}
-
 /** Why a breaker opened, in words (docs/routing.md, circuit breakers). */
 const BREAKER_REASONS: Record<string, string> = {
   consecutive_failures: 'failures in a row',
@@ -278,30 +207,25 @@ const BREAKER_REASONS: Record<string, string> = {
   probe_failed: 'its probe failed',
 };
 
-interface MarginRow {
-  alias: string;
-  providerId: string;
-  upstreamModel: string;
-  calls: string;
-  revenue: { credits: string; tokens: string };
-  costCredits: string | null;
-  marginCredits: string | null;
-}
-
 /** Held reservations, refused provider credentials, margin, the audit log and the catalogue. */
 export function AdminOperationsScreen() {
-  const held = useApi<Held[]>('/admin/reservations/held');
-  const refused = useApi<RefusedCredential[]>('/admin/routing/credentials');
-  const breakers = useApi<UpstreamBreaker[]>('/admin/routing/breakers');
-  const margin = useApi<{ from: string; to: string; items: MarginRow[] }>('/admin/reports/margin');
-  const catalog = useApi<AdminCatalog>('/admin/catalog');
+  const held = useRead('/api/v1/admin/reservations/held');
+  const refused = useRead('/api/v1/admin/routing/credentials');
+  const breakers = useRead('/api/v1/admin/routing/breakers');
+  const margin = useRead('/api/v1/admin/reports/margin');
+  const catalog = useRead('/api/v1/admin/catalog');
   const [editing, setEditing] = useState<string | null>(null);
   const countPackage = useAction(async (pack: AdminPackage) => {
     const counts = pack.counts === 'weighted' ? 'tokens' : 'weighted';
-    await api('PUT', `/admin/catalog/packages/${encodeURIComponent(pack.id)}`, packageBody(pack, counts));
+    await unwrap(
+      client.PUT('/api/v1/admin/catalog/packages/{id}', {
+        params: { path: { id: pack.id } },
+        body: packageBody(pack, counts),
+      }),
+    );
     await catalog.reload();
   });
-  const writeOffs = useApi<{ from: string; to: string; items: WriteOffRow[] }>('/admin/reports/write-offs');
+  const writeOffs = useRead('/api/v1/admin/reports/write-offs');
   const [resolving, setResolving] = useState<{ item: Held; action: 'settle' | 'release' } | null>(null);
   const [resolved, setResolved] = useState<string | null>(null);
   return (

@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'react';
-import { ApiError, api } from '../lib/api.ts';
-import type { Schemas } from '../lib/client.ts';
+import { ApiError } from '../lib/api.ts';
+import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { CreditMoney } from '../lib/credit.tsx';
 import { formatDate, groupDigits } from '../lib/format.ts';
-import { useAction, useApi, useFormKey, usePagedRead } from '../lib/query.ts';
+import { useAction, useFormKey, usePagedRead, useRead } from '../lib/query.ts';
 import { Link } from '../lib/router.tsx';
 import type { Account } from '../lib/session.tsx';
 import {
@@ -22,17 +22,16 @@ import {
 import { ActivityTable } from './activity.tsx';
 import { ManagedSpendCaps } from './spend-caps.tsx';
 
-type ApiKey = Schemas['ApiKey'];
-
 /** Opens an account for someone; they are emailed a link to choose their password. */
 function CreateAccountForm(props: { onCreated: (account: Account) => void; onCancel: () => void }) {
   const [email, setEmail] = useState('');
   const [name, setName] = useState('');
   const create = useAction(async () => {
-    const account = await api<Account>('POST', '/admin/accounts', {
-      email: email.trim(),
-      ...(name.trim() ? { displayName: name.trim() } : {}),
-    });
+    const account = await unwrap(
+      client.POST('/api/v1/admin/accounts', {
+        body: { email: email.trim(), ...(name.trim() ? { displayName: name.trim() } : {}) },
+      }),
+    );
     props.onCreated(account);
   });
   return (
@@ -205,15 +204,30 @@ export function AdminAccountsScreen() {
 type GrantKind = 'credits' | 'package' | 'adjust';
 
 /** A change of the account waiting for the admin's confirmation. */
-interface PendingChange {
+/** A change of an account's status, roles or reseller link, as its route takes it. */
+type AccountChange =
+  | { path: '/status'; body: Schemas['AccountStatusRequest'] }
+  | { path: '/roles'; body: Schemas['AccountRolesRequest'] }
+  | { path: '/reseller'; body: Schemas['AccountResellerRequest'] };
+
+function sendChange(id: string, change: AccountChange) {
+  const params = { path: { id } };
+  switch (change.path) {
+    case '/status':
+      return unwrap(client.PATCH('/api/v1/admin/accounts/{id}/status', { params, body: change.body }));
+    case '/roles':
+      return unwrap(client.PATCH('/api/v1/admin/accounts/{id}/roles', { params, body: change.body }));
+    case '/reseller':
+      return unwrap(client.PUT('/api/v1/admin/accounts/{id}/reseller', { params, body: change.body }));
+  }
+}
+
+type PendingChange = AccountChange & {
   title: string;
   text: string;
   confirmLabel: string;
-  path: string;
-  method: string;
-  body: unknown;
   done: string;
-}
+};
 
 function grantSummary(kind: GrantKind, value: string, email: string, packageName = value): string {
   const amount = groupDigits(value.trim());
@@ -232,13 +246,11 @@ function grantSummary(kind: GrantKind, value: string, email: string, packageName
  * submission or a retry after a lost answer moves the money once.
  */
 export function AdminAccountScreen(props: { id: string }) {
-  const base = `/admin/accounts/${encodeURIComponent(props.id)}`;
-  const account = useApi<Account>(base);
-  const balance = useApi<{ remaining: { tokens: string; credits: string } }>(`${base}/balance`);
-  const keys = useApi<ApiKey[]>(`${base}/api-keys`);
-  const packages = useApi<{ packages: { id: string; name: string; tokens: string; published: boolean }[] }>(
-    '/admin/catalog',
-  );
+  const params = { path: { id: props.id } };
+  const account = useRead('/api/v1/admin/accounts/{id}', { params });
+  const balance = useRead('/api/v1/admin/accounts/{id}/balance', { params });
+  const keys = useRead('/api/v1/admin/accounts/{id}/api-keys', { params });
+  const packages = useRead('/api/v1/admin/catalog');
   const packageName = (id: string) => packages.data?.packages.find((pack) => pack.id === id)?.name ?? id;
   const [resellerId, setResellerId] = useState('');
   const [grant, setGrant] = useState<{ kind: GrantKind; value: string; note: string }>({
@@ -251,10 +263,10 @@ export function AdminAccountScreen(props: { id: string }) {
   const [pendingChange, setPendingChange] = useState<PendingChange | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const formKey = useFormKey();
-  const change = useAction(async (path: string, method: string, body: unknown, message: string) => {
+  const change = useAction(async (pending: PendingChange) => {
     setDone(null);
-    await api(method, `${base}${path}`, body);
-    setDone(message);
+    await sendChange(props.id, pending);
+    setDone(pending.done);
     setPendingChange(null);
     await Promise.all([account.reload(), balance.reload()]);
   });
@@ -262,18 +274,25 @@ export function AdminAccountScreen(props: { id: string }) {
     setDone(null);
     const email = account.data?.email ?? 'the account';
     const summary = grantSummary(grant.kind, grant.value, email, packageName(grant.value));
-    const options = { idempotencyKey: formKey.key };
+    const headers = { 'idempotency-key': formKey.key };
     if (grant.kind === 'adjust') {
-      await api(
-        'POST',
-        `${base}/credit-adjustments`,
-        { amount: grant.value.trim(), note: grant.note.trim() },
-        options,
+      await unwrap(
+        client.POST('/api/v1/admin/accounts/{id}/credit-adjustments', {
+          params,
+          body: { amount: grant.value.trim(), note: grant.note.trim() },
+          headers,
+        }),
       );
     } else {
       const body =
         grant.kind === 'credits' ? { credits: grant.value.trim() } : { packageId: grant.value.trim() };
-      await api('POST', `${base}/grants`, { ...body, note: grant.note.trim() }, options);
+      await unwrap(
+        client.POST('/api/v1/admin/accounts/{id}/grants', {
+          params,
+          body: { ...body, note: grant.note.trim() },
+          headers,
+        }),
+      );
     }
     // Done: the form starts empty with a new key, so Apply again is a new, deliberate grant.
     setGrant({ kind: grant.kind, value: '', note: '' });
@@ -331,7 +350,6 @@ export function AdminAccountScreen(props: { id: string }) {
                           text: 'Every key of the account stops working at once, and the account cannot sign in until reactivated.',
                           confirmLabel: 'Suspend',
                           path: '/status',
-                          method: 'PATCH',
                           body: { status: 'suspended' },
                           done: `${data.email} is suspended.`,
                         }
@@ -340,7 +358,6 @@ export function AdminAccountScreen(props: { id: string }) {
                           text: 'The account can sign in again and its keys work again.',
                           confirmLabel: 'Reactivate',
                           path: '/status',
-                          method: 'PATCH',
                           body: { status: 'active' },
                           done: `${data.email} is active again.`,
                         },
@@ -360,7 +377,6 @@ export function AdminAccountScreen(props: { id: string }) {
                       : 'It can invite customers, grant them from its own holdings and create management keys.',
                     confirmLabel: data.isReseller ? 'Remove reseller role' : 'Make reseller',
                     path: '/roles',
-                    method: 'PATCH',
                     body: { reseller: !data.isReseller },
                     done: data.isReseller
                       ? `${data.email} is no longer a reseller.`
@@ -381,7 +397,6 @@ export function AdminAccountScreen(props: { id: string }) {
                       : 'It can grant money, refund orders, change roles and edit the catalogue.',
                     confirmLabel: data.isAdmin ? 'Remove admin role' : 'Make admin',
                     path: '/roles',
-                    method: 'PATCH',
                     body: { admin: !data.isAdmin },
                     done: data.isAdmin
                       ? `${data.email} is no longer an admin.`
@@ -407,7 +422,6 @@ export function AdminAccountScreen(props: { id: string }) {
                     : 'No reseller will manage this account any more.',
                   confirmLabel: target ? 'Attach' : 'Detach',
                   path: '/reseller',
-                  method: 'PUT',
                   body: { resellerId: target || null },
                   done: 'Reseller link changed.',
                 });
@@ -532,14 +546,7 @@ export function AdminAccountScreen(props: { id: string }) {
           confirmLabel={pendingChange.confirmLabel}
           pending={change.pending}
           error={change.error}
-          onConfirm={() =>
-            void change.execute(
-              pendingChange.path,
-              pendingChange.method,
-              pendingChange.body,
-              pendingChange.done,
-            )
-          }
+          onConfirm={() => void change.execute(pendingChange)}
           onCancel={() => {
             setPendingChange(null);
             change.clearError();

@@ -1,6 +1,6 @@
 /**
- * The one API client: every call goes to our own /api/v1 with the session cookie (sent by the
- * browser) and, on state-changing requests, the CSRF token read from the readable cookie.
+ * What the typed client (client.ts) builds on: the error the dashboard shows for a failed call,
+ * and the CSRF cookie it reads. Every call goes through the typed client.
  */
 
 export type FieldErrors = Record<string, string[]>;
@@ -42,46 +42,6 @@ export function csrfToken(): string | null {
       return decodeURIComponent(rest.join('='));
   }
   return null;
-}
-
-/**
- * `idempotencyKey`: one per submitted form (see useFormKey), so the form sent twice, by a double
- * click or a retry after a lost answer, is acted on once by the service.
- */
-export async function api<T>(
-  method: string,
-  path: string,
-  body?: unknown,
-  options: { idempotencyKey?: string } = {},
-): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
-  if (method !== 'GET') {
-    const token = csrfToken();
-    if (token) headers['x-csrf-token'] = token;
-  }
-  let response: Response;
-  try {
-    response = await fetch(`/api/v1${path}`, {
-      method,
-      headers,
-      credentials: 'same-origin',
-      cache: 'no-store',
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-  } catch {
-    throw unreachable();
-  }
-  const text = await response.text();
-  let parsed: unknown = null;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    parsed = null;
-  }
-  if (!response.ok) throw failureOf(response.status, parsed, response.headers.get('retry-after'));
-  return ((parsed as { data?: T } | null)?.data ?? null) as T;
 }
 
 export function unreachable(): ApiError {

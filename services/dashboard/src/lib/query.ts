@@ -1,7 +1,7 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ClientPathsWithMethod, FetchResponse, MaybeOptionalInit } from 'openapi-fetch';
 import { useCallback, useState } from 'react';
-import { ApiError, api } from './api.ts';
+import { ApiError } from './api.ts';
 import type { paths } from './api-schema.d.ts';
 import { client, type DataOf, unwrap } from './client.ts';
 
@@ -98,63 +98,6 @@ export function usePagedRead<P extends PagedPath>(
     reload,
     hasMore: list.hasNextPage,
     loadingMore: list.isFetchingNextPage,
-    loadMore: () => void fetchNextPage(),
-  };
-}
-
-/**
- * A GET of the API through the query cache, for screens not yet on the typed client (going: every caller moves to useApi): keyed like
- * the typed queries (path, then the query string), so invalidating a path reaches both.
- */
-export function useApi<T>(path: string | null): {
-  data: T | undefined;
-  error: ApiError | null;
-  loading: boolean;
-  reload: () => Promise<void>;
-} {
-  const [pathname = '', search = ''] = (path ?? '').split('?');
-  const query = useQuery({
-    queryKey: [`/api/v1${pathname}`, search],
-    queryFn: () => api<T>('GET', path ?? ''),
-    enabled: path !== null,
-  });
-  const { refetch } = query;
-  const reload = useCallback(async () => {
-    await refetch();
-  }, [refetch]);
-  return { data: query.data, error: query.error, loading: query.isFetching, reload };
-}
-
-/**
- * A list route (`{items, nextCursor}`) read through the cache one page at a time: the first page
- * on mount, the next (`after=`, or `cursor=` for the routes that name it so) on `loadMore`.
- * Reloading or invalidating its path refetches the pages loaded.
- */
-export function usePagedApi<T>(path: string, cursorParam: 'after' | 'cursor' = 'after'): PagedList<T> {
-  const [pathname = '', search = ''] = path.split('?');
-  const query = useInfiniteQuery({
-    queryKey: [`/api/v1${pathname}`, search, 'pages'],
-    queryFn: ({ pageParam }) =>
-      api<{ items: T[]; nextCursor: string | null }>(
-        'GET',
-        pageParam
-          ? `${path}${path.includes('?') ? '&' : '?'}${cursorParam}=${encodeURIComponent(pageParam)}`
-          : path,
-      ),
-    initialPageParam: null as string | null,
-    getNextPageParam: (last) => last.nextCursor,
-  });
-  const { refetch, fetchNextPage } = query;
-  const reload = useCallback(async () => {
-    await refetch();
-  }, [refetch]);
-  return {
-    data: query.data ? { items: query.data.pages.flatMap((page) => page.items) } : undefined,
-    error: query.error,
-    loading: query.isFetching,
-    reload,
-    hasMore: query.hasNextPage,
-    loadingMore: query.isFetchingNextPage,
     loadMore: () => void fetchNextPage(),
   };
 }

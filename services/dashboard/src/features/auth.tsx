@@ -4,6 +4,7 @@ import { useAction } from '../lib/query.ts';
 import { Link, navigate, useLocation } from '../lib/router.tsx';
 import { useSession } from '../lib/session.tsx';
 import { Button, ErrorMessage, Field, Page } from '../lib/ui.tsx';
+import { TwoFactorCodeField } from './two-factor-code.tsx';
 
 /** Only same-site paths are followed after login, never another origin. */
 function safeNext(value: string | null): string {
@@ -84,10 +85,10 @@ export function LoginScreen() {
           required
         />
         {askCode ? (
-          <Field
+          <TwoFactorCodeField
             label="Authentication code"
             name="twoFactorCode"
-            autoComplete="one-time-code"
+            recovery
             value={twoFactorCode}
             onChange={setTwoFactorCode}
             error={login.error}

@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate } from '../lib/format.ts';
 import { Button, Card, ErrorMessage, Field } from '../lib/ui.tsx';
+import { TwoFactorCodeField } from './two-factor-code.tsx';
 
 const STATUS = ['/api/v1/me/two-factor'] as const;
 
@@ -68,11 +69,10 @@ function SetUp(props: { onEnabled: (codes: string[]) => void }) {
         Key: <code className="secret-key">{enrolment.secret}</code>
       </p>
       <ErrorMessage error={confirm.error} fields={['code']} />
-      <Field
+      <TwoFactorCodeField
         label="Code from the app"
         name="code"
-        inputMode="numeric"
-        autoComplete="one-time-code"
+        recovery={false}
         value={code}
         onChange={setCode}
         error={confirm.error}
@@ -129,10 +129,10 @@ function TurnOff(props: { status: Schemas['TwoFactorStatus'] }) {
         onChange={setPassword}
         error={disable.error}
       />
-      <Field
+      <TwoFactorCodeField
         label="Code from the app, or a recovery code"
         name="code"
-        autoComplete="one-time-code"
+        recovery
         value={code}
         onChange={setCode}
         error={disable.error}

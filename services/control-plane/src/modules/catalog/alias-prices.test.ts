@@ -1,9 +1,12 @@
-import { GatewayCatalog } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { internalApi, seedCatalog } from '../../../test/billing.ts';
-import { createClient, type TestClient, uniqueEmail } from '../../../test/client.ts';
-import { createTestContext, type TestContext } from '../../../test/context.ts';
-import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
+import {
+  closeCatalogFixture,
+  createCatalogFixture,
+  gatewayAlias,
+  publicModel,
+} from '../../../test/catalog.ts';
+import type { TestClient } from '../../../test/client.ts';
+import type { TestContext } from '../../../test/context.ts';
 import { syncCatalog } from './catalog.service.ts';
 import { CatalogFileError, parseCatalog } from './catalog-file.ts';
 
@@ -11,19 +14,9 @@ let context: TestContext;
 let admin: TestClient;
 
 beforeAll(async () => {
-  context = await createTestContext('alias-prices');
-  await seedCatalog(context);
-  admin = createClient(context);
-  const email = uniqueEmail('prices-admin');
-  await admin.signUp(email, 'a long enough password');
-  const account = (await findAccountByEmail(context.deps.db, email))!;
-  await setAccountRoles(context.deps.db, account.id, { admin: true });
-  expect((await admin.logIn(email, 'a long enough password')).status).toBe(200);
+  ({ context, admin } = await createCatalogFixture('alias-prices'));
 });
-afterAll(async () => {
-  await context.publicApp.mailer.drain();
-  await context.close();
-});
+afterAll(() => closeCatalogFixture(context));
 
 const alias = {
   providerId: 'up-anthropic',
@@ -34,15 +27,8 @@ const alias = {
   maxOutputTokens: 1000,
 };
 
-async function publicPrice(name: string) {
-  const models = await createClient(context).request('GET', '/catalog/models');
-  return models.body.data.find((model: { alias: string }) => model.alias === name)?.price;
-}
-
-async function gatewayPrice(name: string) {
-  const catalog = await internalApi(context).call<unknown>('/catalog');
-  return GatewayCatalog.parse(catalog.body).aliases.find((entry) => entry.alias === name)?.price;
-}
+const publicPrice = async (name: string) => (await publicModel(context, name))?.price;
+const gatewayPrice = async (name: string) => (await gatewayAlias(context, name))?.price;
 
 describe('alias prices per usage part', () => {
   it('saves every part from the admin API and shows them to customers, admins and gateways', async () => {

@@ -1,28 +1,17 @@
-import { GatewayCatalog } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { internalApi, seedCatalog, TEST_CATALOG } from '../../../test/billing.ts';
+import { TEST_CATALOG } from '../../../test/billing.ts';
+import { closeCatalogFixture, createCatalogFixture, gatewayAlias } from '../../../test/catalog.ts';
 import { createClient, type TestClient, uniqueEmail } from '../../../test/client.ts';
-import { createTestContext, type TestContext } from '../../../test/context.ts';
-import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
+import type { TestContext } from '../../../test/context.ts';
 import { parseCatalog } from './catalog-file.ts';
 
 let context: TestContext;
 let admin: TestClient;
 
 beforeAll(async () => {
-  context = await createTestContext('alias-upstreams');
-  await seedCatalog(context);
-  admin = createClient(context);
-  const email = uniqueEmail('routing-admin');
-  await admin.signUp(email, 'a long enough password');
-  const account = (await findAccountByEmail(context.deps.db, email))!;
-  await setAccountRoles(context.deps.db, account.id, { admin: true });
-  expect((await admin.logIn(email, 'a long enough password')).status).toBe(200);
+  ({ context, admin } = await createCatalogFixture('alias-upstreams'));
 });
-afterAll(async () => {
-  await context.publicApp.mailer.drain();
-  await context.close();
-});
+afterAll(() => closeCatalogFixture(context));
 
 const alias = {
   protocols: ['chat_completions'],
@@ -31,11 +20,6 @@ const alias = {
   defaultMaxOutputTokens: 100,
   maxOutputTokens: 1000,
 };
-
-async function gatewayAlias(name: string) {
-  const catalog = await internalApi(context).call<unknown>('/catalog');
-  return GatewayCatalog.parse(catalog.body).aliases.find((entry) => entry.alias === name);
-}
 
 describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
   it('saves the list; gateways and admins read it, the first of the lowest priority is the primary', async () => {
@@ -72,7 +56,7 @@ describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
       },
       { providerId: 'up-anthropic', upstreamModel: 'second-main', priority: 0, weight: 1 },
     ];
-    expect(await gatewayAlias('routed')).toMatchObject({
+    expect(await gatewayAlias(context, 'routed')).toMatchObject({
       providerId: 'up-openai',
       upstreamModel: 'main-model',
       upstreams: expected,
@@ -96,7 +80,7 @@ describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
     await admin.request('PUT', '/admin/catalog/aliases/routed', {
       body: { ...alias, providerId: 'up-openai', upstreamModel: 'only-model' },
     });
-    expect((await gatewayAlias('routed'))?.upstreams).toEqual([
+    expect((await gatewayAlias(context, 'routed'))?.upstreams).toEqual([
       { providerId: 'up-openai', upstreamModel: 'only-model', priority: 0, weight: 1 },
     ]);
   });
@@ -143,7 +127,7 @@ describe('PUT /admin/catalog/aliases/{alias} with upstreams', () => {
       });
       expect(Object.keys(refused.body.errors ?? {})).toContain(field);
     }
-    expect(await gatewayAlias('refused')).toBeUndefined();
+    expect(await gatewayAlias(context, 'refused')).toBeUndefined();
   });
 
   it('is for admins only', async () => {

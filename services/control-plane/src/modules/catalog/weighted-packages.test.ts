@@ -1,9 +1,13 @@
-import { GatewayCatalog } from '@tollgate/schemas';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { balancesOf, createFundedKey, internalApi, reserveItem, seedCatalog } from '../../../test/billing.ts';
-import { createClient, type TestClient, uniqueEmail } from '../../../test/client.ts';
-import { createTestContext, type TestContext } from '../../../test/context.ts';
-import { findAccountByEmail, setAccountRoles } from '../accounts/accounts.service.ts';
+import { balancesOf, createFundedKey, internalApi, reserveItem } from '../../../test/billing.ts';
+import {
+  closeCatalogFixture,
+  createCatalogFixture,
+  gatewayAlias,
+  publicModel,
+} from '../../../test/catalog.ts';
+import { createClient, type TestClient } from '../../../test/client.ts';
+import type { TestContext } from '../../../test/context.ts';
 import { syncCatalog } from './catalog.service.ts';
 import { CatalogFileError, parseCatalog } from './catalog-file.ts';
 
@@ -13,19 +17,9 @@ let context: TestContext;
 let admin: TestClient;
 
 beforeAll(async () => {
-  context = await createTestContext('weighted-packages');
-  await seedCatalog(context);
-  admin = createClient(context);
-  const email = uniqueEmail('weighted-admin');
-  await admin.signUp(email, 'a long enough password');
-  const account = (await findAccountByEmail(context.deps.db, email))!;
-  await setAccountRoles(context.deps.db, account.id, { admin: true });
-  expect((await admin.logIn(email, 'a long enough password')).status).toBe(200);
+  ({ context, admin } = await createCatalogFixture('weighted-packages'));
 });
-afterAll(async () => {
-  await context.publicApp.mailer.drain();
-  await context.close();
-});
+afterAll(() => closeCatalogFixture(context));
 
 const FILE = `
 providers:
@@ -40,26 +34,18 @@ packages:
   - { id: file-raw, name: Raw, tokens: 10000, price: { amount: "4900", currency: USD, exponent: 2 } }
 `;
 
-async function publicModel(name: string) {
-  const models = await createClient(context).request('GET', '/catalog/models');
-  return models.body.data.find((model: { alias: string }) => model.alias === name);
-}
-
 async function publicPackage(id: string) {
   const packages = await createClient(context).request('GET', '/catalog/packages');
   return packages.body.data.find((pack: { id: string }) => pack.id === id);
 }
 
-async function gatewayRate(name: string) {
-  const catalog = await internalApi(context).call<unknown>('/catalog');
-  return GatewayCatalog.parse(catalog.body).aliases.find((entry) => entry.alias === name)?.packageRate;
-}
+const gatewayRate = async (name: string) => (await gatewayAlias(context, name))?.packageRate;
 
 describe('weighted packages', () => {
   it('reads package rates and counting from the catalogue file and shows them to customers and gateways', async () => {
     await syncCatalog(context.deps, parseCatalog(FILE, 'catalog.yaml', {}));
-    expect(await publicModel('file-dear')).toMatchObject({ packageRate: '15' });
-    expect(await publicModel('file-cheap')).toMatchObject({ packageRate: '1' });
+    expect(await publicModel(context, 'file-dear')).toMatchObject({ packageRate: '15' });
+    expect(await publicModel(context, 'file-cheap')).toMatchObject({ packageRate: '1' });
     expect(await gatewayRate('file-dear')).toBe('15');
     expect(await publicPackage('file-team')).toMatchObject({ tokens: '10000', counts: 'weighted' });
     expect(await publicPackage('file-raw')).toMatchObject({ counts: 'tokens' });
@@ -107,10 +93,10 @@ describe('weighted packages', () => {
         })
       ).status,
     ).toBe(200);
-    expect(await publicModel('admin-dear')).toMatchObject({ packageRate: '5' });
+    expect(await publicModel(context, 'admin-dear')).toMatchObject({ packageRate: '5' });
     // Not given: 1, as every alias before package rates.
     await admin.request('PUT', '/admin/catalog/aliases/admin-dear', { body: alias });
-    expect(await publicModel('admin-dear')).toMatchObject({ packageRate: '1' });
+    expect(await publicModel(context, 'admin-dear')).toMatchObject({ packageRate: '1' });
     for (const packageRate of ['0', '-2', '1.5', '1000000001']) {
       const refused = await admin.request('PUT', '/admin/catalog/aliases/admin-dear', {
         body: { ...alias, packageRate },

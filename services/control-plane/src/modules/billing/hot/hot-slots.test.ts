@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { LimiterSettings, RenewSlotsResponse, ReserveItem } from '@tollgate/schemas';
 import { limiterKeys } from '@tollgate/service-kit';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   createFundedKey,
   endItem,
   expectLedgerConsistent,
   type FundedKey,
-  internalApi,
   reserveItem,
-  seedCatalog,
   settleItem,
 } from '../../../../test/billing.ts';
-import { createTestContext, type TestContext } from '../../../../test/context.ts';
+import type { TestContext } from '../../../../test/context.ts';
+import { closeHotTierFixture, createHotTierFixture, type HotTierFixture } from '../../../../test/hot-tier.ts';
 
 /**
  * The hot tier owns a call's concurrency slot (docs/decisions/one-owner-of-the-slot.md): it takes
@@ -23,7 +22,7 @@ import { createTestContext, type TestContext } from '../../../../test/context.ts
  */
 
 let context: TestContext;
-let api: ReturnType<typeof internalApi>;
+let api: HotTierFixture['api'];
 let redis: Redis;
 const LEASE_TTL_MS = 3_000;
 const limiter: LimiterSettings = {
@@ -33,16 +32,10 @@ const limiter: LimiterSettings = {
 };
 
 beforeAll(async () => {
-  context = await createTestContext('hot-slots', {}, { hotTier: true });
-  await seedCatalog(context);
-  api = internalApi(context);
-  redis = new Redis(context.redisUrl);
+  ({ context, api, redis } = await createHotTierFixture('hot-slots'));
 });
 afterEach(() => expectLedgerConsistent(context));
-afterAll(async () => {
-  redis.disconnect();
-  await context.close();
-});
+afterAll(() => closeHotTierFixture({ context, redis }));
 
 /** A call of `key` at one slot for the key and one for its package. */
 function limitedCall(key: FundedKey, planId: string): ReserveItem {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   balancesOf,
@@ -7,12 +7,11 @@ import {
   endItem,
   expectLedgerConsistent,
   type FundedKey,
-  internalApi,
   reserveItem,
-  seedCatalog,
   settleItem,
 } from '../../../../test/billing.ts';
-import { createTestContext, type TestContext } from '../../../../test/context.ts';
+import type { TestContext } from '../../../../test/context.ts';
+import { closeHotTierFixture, createHotTierFixture, type HotTierFixture } from '../../../../test/hot-tier.ts';
 import { changeKeyStatus } from '../../api-keys/api-keys.service.ts';
 import { changeCredit, grantPackage } from '../billing.service.ts';
 import { changeBalances } from '../engines.ts';
@@ -30,26 +29,17 @@ import { openHotTier } from './hot-tier.ts';
  */
 
 let context: TestContext;
-let api: ReturnType<typeof internalApi>;
+let api: HotTierFixture['api'];
 let redis: Redis;
 
 beforeAll(async () => {
-  context = await createTestContext(
-    'hot-tier',
-    { HOT_WRITE_GRACE_SECONDS: '5', HOT_LEASE_IDLE_SECONDS: '60' },
-    {
-      hotTier: true,
-    },
-  );
-  await seedCatalog(context);
-  api = internalApi(context);
-  redis = new Redis(context.redisUrl);
+  ({ context, api, redis } = await createHotTierFixture('hot-tier', {
+    HOT_WRITE_GRACE_SECONDS: '5',
+    HOT_LEASE_IDLE_SECONDS: '60',
+  }));
 });
 afterEach(() => expectLedgerConsistent(context));
-afterAll(async () => {
-  redis.disconnect();
-  await context.close();
-});
+afterAll(() => closeHotTierFixture({ context, redis }));
 
 const hot = () => (context.deps.billing as HotEngine).tier;
 const keysOf = (accountId: string) => hot().store.keysOf(accountId);

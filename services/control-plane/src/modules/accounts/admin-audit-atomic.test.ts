@@ -3,8 +3,8 @@
  * row cannot be written (a trigger of this test's database refuses it), the change is rolled back
  * and the admin sees an error; once the row can be written, the same change goes through.
  */
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditRefusal } from '../../../test/audit-refusal.ts';
 import { createTestContext, type TestContext } from '../../../test/context.ts';
 import { balancesOf } from '../../../test/kit.ts';
 import { type Member, member, seedCatalog } from '../../../test/resellers.ts';
@@ -18,24 +18,13 @@ const ENGINES = [
 describe.each(ENGINES)('an admin change and its audit row commit together (%s)', (_engine, hotTier) => {
   let context: TestContext;
   let admin: Member;
+  let refusal: Awaited<ReturnType<typeof auditRefusal>>;
 
   beforeAll(async () => {
     context = await createTestContext('admin-audit-atomic', { TRUST_PROXY: 'true' }, { hotTier });
     await seedCatalog(context);
     admin = await member(context, 'auditor', { admin: true });
-    // Audit rows naming a listed target fail to insert, as a full disk or a broken row would.
-    await sql`
-      create table refused_audit_targets (target_id text primary key);
-      create function refuse_listed_audit() returns trigger language plpgsql as $$
-      begin
-        if exists (select 1 from refused_audit_targets where target_id = new.target_id) then
-          raise exception 'audit row refused by the test';
-        end if;
-        return new;
-      end $$;
-      create trigger refuse_listed_audit before insert on audit_log
-        for each row execute function refuse_listed_audit();
-    `.execute(context.deps.db);
+    refusal = await auditRefusal(context);
   });
   afterAll(async () => {
     await context.publicApp.mailer.drain();
@@ -43,10 +32,8 @@ describe.each(ENGINES)('an admin change and its audit row commit together (%s)',
     await context.close();
   });
 
-  const refuseAuditOf = (targetId: string) =>
-    sql`insert into refused_audit_targets values (${targetId})`.execute(context.deps.db);
-  const allowAuditOf = (targetId: string) =>
-    sql`delete from refused_audit_targets where target_id = ${targetId}`.execute(context.deps.db);
+  const refuseAuditOf = (subject: string) => refusal.refuse(subject);
+  const allowAuditOf = (subject: string) => refusal.allow(subject);
   const auditActions = async (targetId: string) =>
     (
       await context.deps.db

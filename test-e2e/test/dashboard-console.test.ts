@@ -25,6 +25,8 @@ const adminPassword = `correct horse ${randomBytes(5).toString('hex')}`;
 const customerEmail = `customer-${randomBytes(4).toString('hex')}@example.test`;
 const customerPassword = `correct horse ${randomBytes(5).toString('hex')}`;
 const ALIAS = 'console-e2e';
+/** What the customer's call cost, in credits (set by the call's step). */
+let callCost = 0;
 
 beforeAll(async () => {
   await ensureDashboardBuilt();
@@ -178,6 +180,7 @@ describe('operator console', () => {
     const requestId = response.headers.get('x-request-id') ?? '';
     const cost = (message.usage as unknown as { cost: number }).cost;
     expect(cost).toBeGreaterThan(0);
+    callCost = cost;
     // With the hot tier, a finished call reaches Postgres (which the log reads) in a batch.
     for (
       let round = 0;
@@ -204,6 +207,55 @@ describe('operator console', () => {
     await page.goto(`${base}/`);
     await page.getByTestId('activity').getByText(ALIAS).first().waitFor();
     await expect(page.getByTestId('getting-started').count()).resolves.toBe(0);
+  });
+
+  it('the operator sees the customer’s balance, spend and last call, and usage by customer, day and key', async () => {
+    expect(callCost).toBeGreaterThan(0);
+    const spent = `${callCost.toLocaleString('en-US')} credits`;
+    await admin.goto(`${base}/admin`);
+    await admin.getByLabel('Search by email').fill(customerEmail);
+    await admin.getByRole('button', { name: 'Search' }).click();
+    const row = admin.getByTestId('accounts').getByRole('row').filter({ hasText: customerEmail });
+    // Granted 1,000,000 credits, less the call.
+    await row
+      .getByText((1_000_000 - callCost).toLocaleString('en-US'))
+      .first()
+      .waitFor();
+    await row.getByTestId('account-spent').getByText(spent).waitFor();
+    await row.getByText('1 call', { exact: true }).waitFor();
+    await expect(row.getByText('never').count()).resolves.toBe(0);
+    await admin.getByLabel('Spend over').selectOption('7');
+    await admin.getByRole('columnheader', { name: 'Spent, last 7 days' }).waitFor();
+    await screenshot(admin, 'console-accounts-spend');
+    await expectAccessible(admin, 'accounts with balance and spend');
+
+    await admin.getByRole('navigation').getByRole('link', { name: 'Usage and spend' }).click();
+    const report = admin.getByTestId('usage-report');
+    await report.getByRole('button', { name: `Per day for ${customerEmail}` }).waitFor();
+    await report
+      .getByRole('row')
+      .filter({ hasText: customerEmail })
+      .getByText(callCost.toLocaleString('en-US'))
+      .first()
+      .waitFor();
+    await screenshot(admin, 'console-usage-by-customer');
+    await expectAccessible(admin, 'usage by customer');
+    await report.getByRole('button', { name: `Per day for ${customerEmail}` }).click();
+    await admin.getByRole('columnheader', { name: 'Day' }).waitFor();
+    await admin.getByLabel('Per').selectOption('key');
+    await admin.getByTestId('usage-report').getByText('console key').waitFor();
+    await screenshot(admin, 'console-usage-by-key');
+    await expectAccessible(admin, 'usage of one customer by key');
+
+    // The customer's own usage, per day and key, in its timezone (UTC: it set none).
+    const page = await signedInPage(customerEmail, customerPassword);
+    await page.getByRole('navigation').getByRole('link', { name: 'Usage' }).click();
+    await page.getByLabel('Per').selectOption('key');
+    const own = page.getByTestId('usage-table');
+    await own.getByText(callCost.toLocaleString('en-US')).first().waitFor();
+    await page.getByRole('columnheader', { name: 'Day (UTC)' }).waitFor();
+    await screenshot(page, 'console-customer-usage-by-key');
+    await expectAccessible(page, 'customer usage by key');
   });
 });
 

@@ -4,6 +4,7 @@ import { AdminAccountScreen, AdminAccountsScreen } from './features/admin-accoun
 import { AdminCatalogScreen } from './features/admin-catalog.tsx';
 import { AdminOrdersScreen, AdminPromotionsScreen } from './features/admin-commerce.tsx';
 import { AdminOperationsScreen } from './features/admin-ops.tsx';
+import { AdminUsageScreen } from './features/admin-usage.tsx';
 import {
   AcceptInvitationScreen,
   ForgotPasswordScreen,
@@ -55,6 +56,7 @@ const PRIVATE: Record<string, () => JSX.Element> = {
   '/reseller/keys': ManagementKeysScreen,
   '/admin': AdminAccountsScreen,
   '/admin/orders': AdminOrdersScreen,
+  '/admin/usage': AdminUsageScreen,
   '/admin/promotions': AdminPromotionsScreen,
   '/admin/operations': AdminOperationsScreen,
   '/admin/catalog': AdminCatalogScreen,

@@ -23,6 +23,7 @@ const RESELLER_LINKS = [
 const ADMIN_LINKS = [
   ['/admin', 'Accounts'],
   ['/admin/orders', 'All orders'],
+  ['/admin/usage', 'Usage and spend'],
   ['/admin/promotions', 'Promotions'],
   ['/admin/catalog', 'Catalogue'],
   ['/admin/operations', 'Operations'],

@@ -169,11 +169,14 @@ export function AdminAccountsScreen() {
                     </td>
                     <td>{groupDigits(balance.remaining.tokens)}</td>
                     <td data-testid="account-spent">
-                      {groupDigits(spent.credits)} credits <CreditMoney credits={spent.credits} />
+                      {groupDigits(spent.credits)} credits{' '}
+                      <CreditMoney credits={spent.credits} precision="exact" />
                       {spent.tokens !== '0' ? (
                         <div className="hint">{groupDigits(spent.tokens)} tokens</div>
                       ) : null}
-                      <div className="hint">{groupDigits(spent.requests)} calls</div>
+                      <div className="hint">
+                        {groupDigits(spent.requests)} {spent.requests === '1' ? 'call' : 'calls'}
+                      </div>
                     </td>
                     <td>{lastCallAt ? formatDate(lastCallAt) : 'never'}</td>
                     <td>

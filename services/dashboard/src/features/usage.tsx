@@ -33,6 +33,8 @@ export function UsageScreen() {
   const [by, setBy] = useState<'alias' | 'key'>('alias');
   const valid = /^\d{4}-\d{2}-\d{2}$/.test(from) && /^\d{4}-\d{2}-\d{2}$/.test(to) && from <= to;
   const usage = useRead(valid ? '/api/v1/me/usage/summary' : null, { params: { query: { from, to, by } } });
+  // Days are counted in the account's timezone (the one of its spend caps).
+  const zone = useRead('/api/v1/me/spend-caps').data?.timeZone ?? 'UTC';
 
   function exportCsv() {
     if (!usage.data) return;
@@ -55,7 +57,7 @@ export function UsageScreen() {
     >
       <form className="card row wrap" onSubmit={(event) => event.preventDefault()}>
         <div className="field">
-          <label htmlFor="usage-from">From (UTC)</label>
+          <label htmlFor="usage-from">From ({zone})</label>
           <input
             id="usage-from"
             type="date"
@@ -65,7 +67,7 @@ export function UsageScreen() {
           />
         </div>
         <div className="field">
-          <label htmlFor="usage-to">To (UTC)</label>
+          <label htmlFor="usage-to">To ({zone})</label>
           <input
             id="usage-to"
             type="date"
@@ -104,7 +106,7 @@ export function UsageScreen() {
               <caption className="sr-only">Usage per day and {by === 'key' ? 'key' : 'model alias'}</caption>
               <thead>
                 <tr>
-                  <th scope="col">Day (UTC)</th>
+                  <th scope="col">Day ({zone})</th>
                   <th scope="col">{by === 'key' ? 'Key' : 'Model'}</th>
                   <th scope="col">Requests</th>
                   <th scope="col">Input tokens</th>

@@ -30,7 +30,13 @@ import { type CollectedMemory, collectedMemory } from './src/inspector-memory.ts
 import { portkeyHeaders, startPortkey } from './src/portkey.ts';
 import { format } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
-import { type BenchStack, PORTS, parseEnvChanges, startBenchStack } from './src/stack.ts';
+import {
+  type BenchStack,
+  GATEWAY_NODE_OPTIONS,
+  PORTS,
+  parseEnvChanges,
+  startBenchStack,
+} from './src/stack.ts';
 
 const levels = (process.env.BENCH_STREAM_LEVELS ?? '500,2000,5000').split(',').map(Number);
 const seconds = Number(process.env.BENCH_STREAM_SECONDS ?? 30);
@@ -351,7 +357,7 @@ async function main(): Promise<void> {
       METRICS_PORT: String(PORTS.metrics),
       ...(inspectPort
         ? {
-            NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}${snapshots ? ' --heapsnapshot-signal=SIGUSR2' : ''}`,
+            NODE_OPTIONS: `${GATEWAY_NODE_OPTIONS} --inspect=127.0.0.1:${inspectPort}${snapshots ? ' --heapsnapshot-signal=SIGUSR2' : ''}`,
           }
         : {}),
       ...parseEnvChanges(process.env.BENCH_GATEWAY_ENV),

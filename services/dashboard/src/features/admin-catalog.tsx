@@ -12,7 +12,8 @@ const PROTOCOLS = [
   ['responses', 'OpenAI Responses'],
 ] as const;
 
-const PRICE_PARTS = [
+/** The priced parts of a call, with their labels (docs/pricing.md). */
+export const PRICE_PARTS = [
   ['input', 'Input token'],
   ['output', 'Output token (reasoning included)'],
   ['cacheRead', 'Cache read token'],
@@ -21,7 +22,7 @@ const PRICE_PARTS = [
   ['request', 'Call'],
 ] as const;
 type PricePart = (typeof PRICE_PARTS)[number][0];
-type AliasPrice = Record<PricePart, string>;
+export type AliasPrice = Record<PricePart, string>;
 const NO_PRICE: AliasPrice = {
   input: '',
   output: '',

@@ -3,6 +3,7 @@ import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { formatDate, groupDigits } from '../lib/format.ts';
 import { useAction, useRead } from '../lib/query.ts';
 import { Button, Card, Confirm, ErrorMessage, Field, Loading, Page } from '../lib/ui.tsx';
+import { type AliasPrice, PRICE_PARTS } from './admin-catalog.tsx';
 import { AuditLog } from './audit-log.tsx';
 
 function AccountEmail(props: { id: string }) {
@@ -11,17 +12,6 @@ function AccountEmail(props: { id: string }) {
 }
 
 type Held = Schemas['HeldReservation'];
-
-const PRICE_PARTS = [
-  ['input', 'Input token'],
-  ['output', 'Output token (reasoning included)'],
-  ['cacheRead', 'Cache read token'],
-  ['cacheWrite', 'Cache write token (5 minutes)'],
-  ['cacheWrite1h', 'Cache write token (1 hour)'],
-  ['request', 'Call'],
-] as const;
-type PricePart = (typeof PRICE_PARTS)[number][0];
-type AliasPrice = Record<PricePart, string>;
 
 type AdminCatalog = Schemas['AdminCatalog'];
 type AdminAlias = AdminCatalog['aliases'][number];

@@ -242,7 +242,7 @@ describe('operator console', () => {
     await expectAccessible(admin, 'usage by customer');
     await report.getByRole('button', { name: `Per day for ${customerEmail}` }).click();
     await admin.getByRole('columnheader', { name: 'Day' }).waitFor();
-    await admin.getByLabel('Per').selectOption('key');
+    await admin.getByLabel('Per', { exact: true }).selectOption('key');
     await admin.getByTestId('usage-report').getByText('console key').waitFor();
     await screenshot(admin, 'console-usage-by-key');
     await expectAccessible(admin, 'usage of one customer by key');
@@ -250,7 +250,7 @@ describe('operator console', () => {
     // The customer's own usage, per day and key, in its timezone (UTC: it set none).
     const page = await signedInPage(customerEmail, customerPassword);
     await page.getByRole('navigation').getByRole('link', { name: 'Usage' }).click();
-    await page.getByLabel('Per').selectOption('key');
+    await page.getByLabel('Per', { exact: true }).selectOption('key');
     const own = page.getByTestId('usage-table');
     await own.getByText(callCost.toLocaleString('en-US')).first().waitFor();
     await page.getByRole('columnheader', { name: 'Day (UTC)' }).waitFor();

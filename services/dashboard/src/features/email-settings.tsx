@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { client, type Schemas, unwrap } from '../lib/client.ts';
 import { Card, ErrorMessage } from '../lib/ui.tsx';
 
@@ -18,15 +19,14 @@ export function EmailSettingsCard() {
     queryKey: SETTINGS,
     queryFn: () => unwrap(client.GET('/api/v1/me/email-settings')),
   });
-  // The box changes at once (optimistically); the service's answer, or a failure, sets it right.
+  // The box changes at once, in the click's own render (the mutation's callbacks run later); the
+  // service's answer, or a failure, then sets it right.
+  const [shown, setShown] = useState<Change>({});
   const change = useMutation({
     mutationFn: (body: Change) => unwrap(client.PATCH('/api/v1/me/email-settings', { body })),
-    onMutate: (body) => {
-      const before = queryClient.getQueryData<Schemas['EmailSettings']>(SETTINGS);
-      if (before) queryClient.setQueryData(SETTINGS, { ...before, ...body });
-    },
     onSuccess: (next) => queryClient.setQueryData(SETTINGS, next),
     onError: () => queryClient.invalidateQueries({ queryKey: SETTINGS }),
+    onSettled: () => setShown({}),
   });
   return (
     <Card title="Emails">
@@ -40,9 +40,13 @@ export function EmailSettingsCard() {
                 <input
                   type="checkbox"
                   name={field}
-                  checked={settings.data[field]}
+                  checked={shown[field] ?? settings.data[field]}
                   disabled={change.isPending}
-                  onChange={(event) => change.mutate({ [field]: event.target.checked })}
+                  onChange={(event) => {
+                    const body = { [field]: event.target.checked };
+                    setShown(body);
+                    change.mutate(body);
+                  }}
                 />
                 {label}
               </label>

@@ -415,6 +415,16 @@ export const RequestBudget = z.object({
 });
 export type RequestBudget = z.infer<typeof RequestBudget>;
 
+/**
+ * One leg of a reservation (docs/billing/rules.md R5): units of an entitlement at the tokens-to-units
+ * rate of reservation time (1 for a package of raw tokens), or credits at the prices fixed then.
+ */
+export const ReservedLeg = z.discriminatedUnion('source', [
+  z.object({ source: z.literal('entitlement'), amount: QuantityString, rate: QuantityString }),
+  z.object({ source: z.literal('credit'), amount: QuantityString, price: AliasPrice }),
+]);
+export type ReservedLeg = z.infer<typeof ReservedLeg>;
+
 export const ReserveResult = z.discriminatedUnion('ok', [
   z.object({
     ok: z.literal(true),
@@ -425,6 +435,11 @@ export const ReserveResult = z.discriminatedUnion('ok', [
     providerId: Id,
     upstreamModel: z.string().min(1),
     reserved: Amounts,
+    /**
+     * The legs in draw order, when the engine tells them (the hot tier does): with them the gateway
+     * knows what a settle within the reservation charges (chargeWithinLegs) without waiting for it.
+     */
+    legs: z.array(ReservedLeg).optional(),
     /**
      * The item's limits were checked and its concurrency slot taken, to be freed by the call's
      * finish (false: not checked here; the gateway checks them and owns the slot).

@@ -5,4 +5,5 @@ export * from './money.ts';
 export * from './provider-credential.ts';
 export * from './provider-kinds.ts';
 export * from './quantity.ts';
+export * from './settlement.ts';
 export * from './status.ts';

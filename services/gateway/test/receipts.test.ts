@@ -180,7 +180,51 @@ async function startExtraGateway(env: Record<string, string>): Promise<RunningGa
 }
 
 describe('a settlement that does not answer in time', () => {
-  it('ends the answer within the wait, cost unconfirmed, and is charged unchanged once it lands', async () => {
+  it('does not delay a call within its reservation: its cost is told from the reservation at once', async () => {
+    const relay = await startStallableRelay(new URL(t.stack.controlPlane.internalServer.url));
+    const gateway = await startExtraGateway({
+      CONTROL_PLANE_INTERNAL_URL: relay.url,
+      RECEIPT_WAIT_MS: '300',
+    });
+    const key = await t.key({ credits: 1_000_000n });
+    await t.stack.eventsDelivered([gateway]);
+    for (const stream of [false, true]) {
+      const tag = uniqueTag();
+      // Less input than the prompt's estimate: the usage fits the reservation's credit leg.
+      const body = bodyFor(
+        '/v1/messages',
+        'claude-test',
+        `tag=${tag},delay=200,input_tokens=2,output_tokens=4`,
+      );
+      const pending = t.post('/v1/messages', key.secret, stream ? streamed('/v1/messages', body) : body, {
+        baseUrl: gateway.server.url,
+      });
+      const started = Date.now();
+      while (t.tagged(tag) === 0 && Date.now() - started < 5_000) await new Promise((r) => setImmediate(r));
+      relay.stall();
+      const reply = await pending;
+      expect(reply.status, reply.text).toBe(200);
+      const usage = toldUsage(reply, stream);
+      expect(usage).toMatchObject({ output_tokens: 4, cost: 2 * 3 + 4 * 15 });
+      expect(usage.cost_details).toEqual({
+        status: 'settled',
+        credits: 2 * 3 + 4 * 15,
+        entitlement_tokens: 0,
+        written_off_credits: 0,
+        written_off_tokens: 0,
+        request_id: reply.headers.get('x-request-id'),
+      });
+      relay.resume();
+    }
+    expect(await gateway.drainBilling(10_000)).toBe(true);
+    const rows = await t.stack.reservations(key.accountId);
+    expect(rows.map((row) => [row.status, row.charged_credits])).toEqual([
+      ['settled', 2n * 3n + 4n * 15n],
+      ['settled', 2n * 3n + 4n * 15n],
+    ]);
+  });
+
+  it('ends the answer of a call beyond its reservation within the wait, cost unconfirmed, charged unchanged once it lands', async () => {
     const relay = await startStallableRelay(new URL(t.stack.controlPlane.internalServer.url));
     const gateway = await startExtraGateway({
       CONTROL_PLANE_INTERNAL_URL: relay.url,
@@ -191,12 +235,13 @@ describe('a settlement that does not answer in time', () => {
     const baseUrl = gateway.server.url;
 
     for (const stream of [false, true]) {
-      // The provider answers after 200 ms; the control plane stops answering meanwhile.
+      // The provider answers after 200 ms, reporting more input than was reserved for (only the
+      // settlement knows what that costs); the control plane stops answering meanwhile.
       const tag = uniqueTag();
       const body = bodyFor(
         '/v1/messages',
         'claude-test',
-        `tag=${tag},delay=200,input_tokens=20,output_tokens=4`,
+        `tag=${tag},delay=200,input_tokens=5000,output_tokens=4`,
       );
       const pending = t.post('/v1/messages', key.secret, stream ? streamed('/v1/messages', body) : body, {
         baseUrl,
@@ -212,7 +257,11 @@ describe('a settlement that does not answer in time', () => {
       expect(waited).toBeLessThan(200 + 300 + 400);
       const usage = toldUsage(reply, stream);
       // A messages stream tells its input in message_start, its output beside the cost.
-      expect(usage).toMatchObject({ ...(stream ? {} : { input_tokens: 20 }), output_tokens: 4, cost: null });
+      expect(usage).toMatchObject({
+        ...(stream ? {} : { input_tokens: 5000 }),
+        output_tokens: 4,
+        cost: null,
+      });
       expect(usage.cost_details).toEqual({
         status: 'unconfirmed',
         request_id: reply.headers.get('x-request-id'),
@@ -222,21 +271,21 @@ describe('a settlement that does not answer in time', () => {
     expect(await gateway.drainBilling(10_000)).toBe(true);
     const rows = await t.stack.reservations(key.accountId);
     expect(rows.map((row) => [row.status, row.charged_credits])).toEqual([
-      ['settled', 20n * 3n + 4n * 15n],
-      ['settled', 20n * 3n + 4n * 15n],
+      ['settled', 5000n * 3n + 4n * 15n],
+      ['settled', 5000n * 3n + 4n * 15n],
     ]);
   });
 });
 
 describe('RECEIPT_WAIT_MS=0', () => {
-  it('answers without waiting, every cost unconfirmed, and the receipt then reads the charge', async () => {
+  it('answers a call beyond its reservation without waiting, cost unconfirmed, and the receipt then reads the charge', async () => {
     const gateway = await startExtraGateway({ RECEIPT_WAIT_MS: '0' });
     const key = await t.key({ credits: 1_000_000n });
     await t.stack.eventsDelivered([gateway]);
     const reply = await t.post(
       '/v1/responses',
       key.secret,
-      bodyFor('/v1/responses', 'gpt-test', `tag=${uniqueTag()},input_tokens=9,output_tokens=2`),
+      bodyFor('/v1/responses', 'gpt-test', `tag=${uniqueTag()},input_tokens=5000,output_tokens=2`),
       { baseUrl: gateway.server.url },
     );
     expect(reply.status, reply.text).toBe(200);
@@ -249,7 +298,7 @@ describe('RECEIPT_WAIT_MS=0', () => {
     const receipt = await t.get(`/v1/key/usage/${requestId}`, key.secret, { baseUrl: gateway.server.url });
     expect(JSON.parse(receipt.text)).toMatchObject({
       state: 'settled',
-      charged: { credits: String(9 * 2 + 2 * 8) },
+      charged: { credits: String(5000 * 2 + 2 * 8) },
     });
   });
 });

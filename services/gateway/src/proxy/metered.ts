@@ -1,13 +1,17 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError, toAppError } from '@tollgate/errors';
-import type {
-  FinishItem,
-  GatewayAlias,
-  MeteredSurface,
-  PlanCeilings,
-  RequestBudget,
-  ReserveItem,
-  ReserveResult,
-  ResolvedKey,
+import {
+  type Amounts,
+  chargeWithinLegs,
+  type FinishItem,
+  type GatewayAlias,
+  type MeteredSurface,
+  type PlanCeilings,
+  type RequestBudget,
+  type ReservedLeg,
+  type ReserveItem,
+  type ReserveResult,
+  type ResolvedKey,
 } from '@tollgate/schemas';
 import { mayHaveReserved } from '../billing/reserve-batcher.ts';
 import type { GatewayDependencies } from '../deps.ts';
@@ -161,6 +165,7 @@ export async function handleMetered(
     }
     // The one place a reservation is finished: one decision, then the slot is freed.
     ended = finishWhenDecided(deps, context, forwarded, lease, {
+      legs: reservation.legs ?? [],
       slotAtControlPlane,
       routed: alias.upstreams.length > 1,
       showsUsage,
@@ -206,6 +211,8 @@ function finishWhenDecided(
   forwarded: Forwarded,
   lease: Lease | null,
   options: {
+    /** The reservation's legs, when the control plane told them (a cost within them is known now). */
+    legs: readonly ReservedLeg[];
     slotAtControlPlane: boolean;
     routed: boolean;
     showsUsage: boolean;
@@ -220,8 +227,14 @@ function finishWhenDecided(
       const item = finishItemOf(context, decided, options.routed ? route : null);
       void lease?.release();
       if (showsUsage && decided.action === 'settle' && decided.outcome === 'ok') {
-        // The receipt's wait covers the slot's release.
-        toldReceipt(receiptOf(deps, item));
+        // Usage within the reservation costs what its legs say (R9): told now, settled with the
+        // next batch. Beyond them only the settlement knows; its answer is awaited, and that wait
+        // covers the slot's release.
+        const charged = item.action === 'settle' ? chargeWithinLegs(options.legs, item.usage) : null;
+        if (charged) {
+          deps.billing.finish(item);
+          toldReceipt(Promise.resolve(withinReservation(context.reservationId, charged)));
+        } else toldReceipt(receiptOf(deps, item));
       } else if (options.slotAtControlPlane) {
         toldReceipt(null);
         return receiptOf(deps, item).then(() => {});
@@ -296,6 +309,20 @@ function receiptOf(deps: GatewayDependencies, item: FinishItem): Promise<Receipt
   });
 }
 
+/** The receipt of a settle within its reservation: what the legs charge, nothing written off. */
+function withinReservation(reservationId: string, charged: Amounts): Receipt {
+  return {
+    confirmed: true,
+    result: {
+      reservationId,
+      status: 'settled',
+      replay: false,
+      charged,
+      writtenOff: { tokens: '0', credits: '0' },
+    },
+  };
+}
+
 /** The release of a reservation whose call failed before reaching the upstream. */
 function releaseOf(error: unknown): Decision {
   const appError = toAppError(error);
@@ -345,6 +372,13 @@ async function reserve(
       attempt.reservation.code === 'insufficient_tokens') &&
     (await deps.billing.settledFor(key.accountId, deps.config.billing.timeoutMs))
   ) {
+    attempt = await reserveOnce(deps, key, request);
+  } else if (!attempt.reservation.ok && attempt.reservation.code === 'concurrency_limit_exceeded') {
+    // A call answered with its cost already known frees its slot with its settlement, which may
+    // still be queued, here or on another gateway: sent (here) or waited for (one flush interval
+    // and a round trip there), then asked once more, so a client's next call finds it free.
+    if (!(await deps.billing.settledFor(key.accountId, deps.config.billing.timeoutMs)))
+      await sleep(2 * deps.config.billing.finishFlushMs + 10);
     attempt = await reserveOnce(deps, key, request);
   }
   const { reservationId, reservation } = attempt;

@@ -167,6 +167,9 @@ export async function keyUsage(
       new URL(request.url, 'http://gateway').pathname.split('/').at(-1) ?? '',
     );
     if (!REQUEST_ID.test(requestId)) throw noSuchCall();
+    // A call told its cost at once may still have its settlement queued here: sent first, so
+    // the receipt reads it settled.
+    await deps.billing.settledFor(key.accountId, deps.config.billing.timeoutMs);
     try {
       return Response.json(await deps.billing.receipt(digest, requestId));
     } catch (error) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { chargeWithinLegs, type ReservedLeg } from '@tollgate/schemas';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -106,6 +107,8 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
     }),
   }),
   fc.record({ kind: fc.constant('settle' as const), call: fc.nat(), usage: usage(300) }),
+  // Usage that mostly fits the reservation: the gateway tells such a cost at once (chargeWithinLegs).
+  fc.record({ kind: fc.constant('settle' as const), call: fc.nat(), usage: usage(40) }),
   fc.record({ kind: fc.constant('settleForgotten' as const), alias, usage: usage(100) }),
   fc.record({
     kind: fc.constant('end' as const),
@@ -135,6 +138,8 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
   let api: ReturnType<typeof internalApi>;
   let sequences = 0;
   let operations = 0;
+  /** Settles whose cost chargeWithinLegs told from the reserve's answer alone. */
+  let toldAtOnce = 0;
 
   beforeAll(async () => {
     context = await createTestContext(`billing-differential-${hotTier ? 'hot' : 'pg'}`, {}, { hotTier });
@@ -159,7 +164,7 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
     const cover = BigInt(context.deps.config.billing.overrunCoverPercent);
     const model = new MoneyModel(cover, prices, !hotTier, new Map(Object.entries(rates)));
     const key: FundedKey = await createFundedKey(context);
-    const calls: Array<{ id: string; alias: string }> = [];
+    const calls: Array<{ id: string; alias: string; legs?: ReservedLeg[] | undefined }> = [];
     sequences += 1;
     for (const [step, op] of ops.entries()) {
       operations += 1;
@@ -175,7 +180,7 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
     op: Op,
     model: MoneyModel,
     key: FundedKey,
-    calls: Array<{ id: string; alias: string }>,
+    calls: Array<{ id: string; alias: string; legs?: ReservedLeg[] | undefined }>,
     prices: Map<string, Price>,
     where: string,
   ): Promise<void> {
@@ -227,7 +232,11 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
               ok: true,
               reserved: { tokens: String(expected.tokens), credits: String(expected.credits) },
             });
-            calls.push({ id: item.reservationId, alias: call.alias });
+            calls.push({
+              id: item.reservationId,
+              alias: call.alias,
+              legs: actual.ok ? actual.legs : undefined,
+            });
           } else {
             expect(actual, where).toMatchObject({ ok: false, code: expected.code });
           }
@@ -238,10 +247,23 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
       case 'settleForgotten': {
         const call = op.kind === 'settle' ? callAt(op.call) : { id: randomUUID(), alias: op.alias as string };
         if (!call) return;
+        const open = ['reserved', 'held'].includes(model.reservations.get(call.id)?.status ?? '');
         const expected = model.settle(call.id, call.alias, op.usage);
         const { input, output, ...cache } = op.usage;
-        const response = await api.finish([settleItem(key, call.id, call.alias, input, output, cache)]);
+        const item = settleItem(key, call.id, call.alias, input, output, cache);
+        const response = await api.finish([item]);
         expect(response.body.results[0], where).toMatchObject(finishShape(expected));
+        // What the gateway tells the caller at once, from the legs the reserve answered, is what
+        // the engine charged (docs/receipts.md), whenever it can tell.
+        const told =
+          open && call.legs && item.action === 'settle' ? chargeWithinLegs(call.legs, item.usage) : null;
+        if (told) {
+          toldAtOnce += 1;
+          expect(response.body.results[0], where).toMatchObject({
+            charged: told,
+            writtenOff: { tokens: '0', credits: '0' },
+          });
+        }
         return;
       }
       case 'end': {
@@ -323,7 +345,8 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
       { numRuns: RUNS, seed: SEED, verbose: 0 },
     );
     console.info(
-      `money: ${engine}: ${sequences} sequences (${operations} operations), seed ${SEED}: agreed with the model`,
+      `money: ${engine}: ${sequences} sequences (${operations} operations), seed ${SEED}: agreed with the model` +
+        ` (${toldAtOnce} costs told from the reserve's legs)`,
     );
   });
 });

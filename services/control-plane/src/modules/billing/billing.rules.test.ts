@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { chargeWithinLegs } from '@tollgate/schemas';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -488,6 +489,37 @@ describe.each(ENGINES)('%s', (_engine, hotTier) => {
       expect(await spentOf(context, key.accountId)).toEqual({ [pack]: 70n });
       expect(await balancesOf(context, key.accountId)).toMatchObject({ tokens: 930n, reservedTokens: 0n });
     });
+
+    it.runIf(hotTier)(
+      'the legs of the reserve answer tell what a settle within them charges (R9; receipts)',
+      async () => {
+        const key = await createFundedKey(context, { credits: 10_000n });
+        await grantEntitlement(context, key.accountId, { tokens: 12n, weighted: true });
+        await withRate('priced', 5n, async () => {
+          const item = reserveItem(key, 'priced', 3n, 4n);
+          const reserved = await reserveOne(item);
+          expect(reserved).toMatchObject({
+            ok: true,
+            legs: [
+              { source: 'entitlement', amount: '10', rate: '5' },
+              { source: 'credit', amount: '22', price: { input: '2', output: '5', request: '0' } },
+            ],
+          });
+          const legs = reserved.ok ? (reserved.legs ?? []) : [];
+          const settle = settleItem(key, item.reservationId, 'priced', 2n, 2n, { cacheRead: 1n });
+          const told = settle.action === 'settle' ? chargeWithinLegs(legs, settle.usage) : null;
+          // 2 tokens from the package (10 units); 1 cache read at 2 and 2 output at 5 from credit.
+          expect(told).toEqual({ tokens: '10', credits: '12' });
+          const settled = await api.finish([settle]);
+          expect(settled.body.results[0]).toMatchObject({
+            charged: told,
+            writtenOff: { tokens: '0', credits: '0' },
+          });
+          // Beyond the legs the settlement decides: nothing is told.
+          expect(chargeWithinLegs(legs, { inputTokens: '3', outputTokens: '5' })).toBeNull();
+        });
+      },
+    );
   });
 
   describe('found by the differential test', () => {

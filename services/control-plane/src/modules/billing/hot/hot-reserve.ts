@@ -3,6 +3,7 @@ import type {
   RequestBudget,
   ReserveBatchRequest,
   ReserveBatchResponse,
+  ReservedLeg,
   ReserveItem,
   ReserveRefusalCode,
   ReserveResult,
@@ -14,6 +15,7 @@ import * as repository from '../engine.repository.ts';
 import type { AliasInfo } from './hot-aliases.ts';
 import { loadEntries } from './hot-entries.ts';
 import { LEASE_CAP } from './hot-leases.ts';
+import { parseLegs } from './hot-records.ts';
 import { type HotParts, MAX_ROUNDS, type Reply, sleep, waitForLease } from './hot-shared.ts';
 import type { HotStore } from './hot-store.ts';
 
@@ -222,6 +224,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       providerId: alias.providerId,
       upstreamModel: alias.upstreamModel,
       reserved: { tokens: reply[2] ?? '0', credits: reply[3] ?? '0' },
+      legs: reservedLegsOf(reply[1] ?? ''),
       limited: item.limits !== undefined && request.limiter !== undefined,
       ...budgetOf(reply[4]),
     };
@@ -289,4 +292,24 @@ function budgetOf(text: string | undefined): { budget?: RequestBudget } {
   if (!text) return {};
   const [limit, remaining, resetMs] = text.split(':').map(Number) as [number, number, number];
   return { budget: { limit, remaining, resetSeconds: Math.ceil(resetMs / 1000) } };
+}
+
+/** The record's legs as the gateway reads them (its receipts: chargeWithinLegs). */
+function reservedLegsOf(text: string): ReservedLeg[] {
+  return parseLegs(text).map((leg) =>
+    leg.source === 'entitlement'
+      ? { source: 'entitlement', amount: leg.amount, rate: leg.rate ?? '1' }
+      : {
+          source: 'credit',
+          amount: leg.amount,
+          price: {
+            input: leg.inputPrice ?? '0',
+            output: leg.outputPrice ?? '0',
+            cacheRead: leg.cacheReadPrice ?? '0',
+            cacheWrite: leg.cacheWritePrice ?? '0',
+            cacheWrite1h: leg.cacheWrite1hPrice ?? '0',
+            request: leg.requestPrice ?? '0',
+          },
+        },
+  );
 }

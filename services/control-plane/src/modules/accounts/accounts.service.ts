@@ -182,13 +182,15 @@ export type StatusAudit = (trx: Transaction<Database>, account: Account) => Prom
 
 /**
  * Holds every spending of an account whose payment is disputed: suspended as an admin suspends
- * (an admin reinstates it), by the service itself on the payment provider's word.
+ * (an admin reinstates it), by the service itself on the payment provider's word; its audit row
+ * is written in the suspension's transaction.
  */
 export async function suspendForDispute(
   deps: Pick<Dependencies, 'db' | 'clock' | 'events' | 'billing'>,
   accountId: string,
+  audit: StatusAudit,
 ): Promise<void> {
-  await writeAccountStatus(deps, accountId, 'suspended');
+  await writeAccountStatus(deps, accountId, 'suspended', audit);
 }
 
 async function writeAccountStatus(

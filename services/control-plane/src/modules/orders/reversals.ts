@@ -31,7 +31,16 @@ export async function reverseOrder(
 ): Promise<'refunded' | 'disputed' | 'reported' | 'unchanged'> {
   const found = await repository.findOrder(deps.db, orderId);
   if (!found) return 'unchanged';
-  if (reversal.kind === 'dispute_opened') await suspendForDispute(deps, found.account_id);
+  if (reversal.kind === 'dispute_opened') {
+    await suspendForDispute(deps, found.account_id, (trx) =>
+      recordServiceAudit(trx, {
+        action: 'account.suspended_for_dispute',
+        targetType: 'account',
+        targetId: found.account_id,
+        detail: { orderId, reference: reversal.reference },
+      }),
+    );
+  }
   const takesBack = reversal.kind === 'refund' || reversal.kind === 'dispute_opened';
   const now = deps.clock.now();
   const taken = await deps.db.transaction().execute(async (trx) => {

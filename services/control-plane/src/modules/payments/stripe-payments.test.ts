@@ -1,5 +1,6 @@
 import { type StripeFake, startStripeFake } from '@tollgate/test-harness';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditRefusal } from '../../../test/audit-refusal.ts';
 import {
   commerceEnv,
   createPromotionAs,
@@ -421,6 +422,7 @@ describe('refunds and disputes made at Stripe', () => {
     const account = await admin.client.request('GET', `/admin/accounts/${buyer.accountId}`);
     expect(account.body.data.status).toBe('suspended');
     expect(await reported(id)).toEqual([['order.dispute_opened', null]]);
+    expect(await reported(buyer.accountId)).toEqual([['account.suspended_for_dispute', null]]);
     // Delivered twice: taken back once.
     await deliverWebhook(context, fake.chargeEventFor('charge.dispute.created', paid));
     expect(await adjustments(buyer.accountId)).toHaveLength(1);
@@ -431,5 +433,25 @@ describe('refunds and disputes made at Stripe', () => {
       'suspended',
     );
     await expectLedgerConsistent(context);
+  });
+
+  it('suspends for a dispute only with its audit row: a refused row leaves the account and order as they were', async () => {
+    const { buyer, id, paid } = await paidOrder();
+    const audit = await auditRefusal(context);
+    await audit.refuse(buyer.accountId);
+    try {
+      const delivered = await deliverWebhook(context, fake.chargeEventFor('charge.dispute.created', paid));
+      expect(delivered.status).toBe(500);
+      expect((await admin.client.request('GET', `/admin/accounts/${buyer.accountId}`)).body.data.status).toBe(
+        'active',
+      );
+      expect((await admin.client.request('GET', `/admin/orders/${id}`)).body.data.status).toBe('paid');
+    } finally {
+      await audit.allow(buyer.accountId);
+    }
+    // Stripe delivers it again: now it suspends, with its row.
+    const again = await deliverWebhook(context, fake.chargeEventFor('charge.dispute.created', paid));
+    expect(again.body.data.outcome).toBe('disputed');
+    expect(await reported(buyer.accountId)).toEqual([['account.suspended_for_dispute', null]]);
   });
 });

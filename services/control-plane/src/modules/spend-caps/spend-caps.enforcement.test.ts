@@ -110,6 +110,27 @@ describe.each(ENGINES.filter(([name]) => process.env.CAPS_ENGINES?.includes(name
       expect(admitted(later)).toHaveLength(Number(CALLS));
     }, 60_000);
 
+    it('stops counting a call the rolling window passed while it ran: its settlement changes nothing there', async () => {
+      const key = await createFundedKey(context, { credits: 1_000_000n });
+      await cap(
+        'customer',
+        { accountId: key.accountId, keyId: key.keyId },
+        { unit: 'credits', period: '5h', limit: CALL_CREDITS * CALLS },
+      );
+      const early = (await api.reserve([call(key)])).body.results[0] as Extract<ReserveResult, { ok: true }>;
+      expect(early.ok).toBe(true);
+      context.clock.advance(5 * HOUR + 2000);
+      const results = await burst([key], 20);
+      expect(admitted(results)).toHaveLength(Number(CALLS));
+      // Settled far above its estimate, after its window passed: the window does not count it.
+      await api.finish([settleItem(key, early.reservationId, 'priced', 1000n, 1000n)]);
+      await api.finish(
+        admitted(results).map((result) => settleItem(key, result.reservationId, 'priced', 0n, 0n)),
+      );
+      // Every call in the window used nothing: the whole cap is free again, and no more.
+      expect(admitted(await burst([key], 20))).toHaveLength(Number(CALLS));
+    }, 60_000);
+
     it('bounds a calendar day in the account timezone and opens again at its midnight', async () => {
       const key = await createFundedKey(context, { credits: 1_000_000n });
       await setCapTimeZone(context.deps, key.accountId, 'America/New_York');

@@ -50,8 +50,9 @@ export async function reserveCappedHot(
       const windows = callWindows(account.timeZone, now);
       const clock = {
         now,
-        keepAfter: capWindow('5h', account.timeZone, now).start,
-        ...countsSince(account.caps, account.timeZone, now),
+        // A rolling cap's window starts here too (capWindow), so its sums are the window's.
+        rollingSince: capWindow('5h', account.timeZone, now).start,
+        countersSince: countsSince(account.caps, account.timeZone, now).countersSince,
         pruneBefore: now - MONTH_AND_MORE_MS,
         expireAt: Math.max(...windows.map((window) => window.end)) + MONTH_AND_MORE_MS,
         windows,

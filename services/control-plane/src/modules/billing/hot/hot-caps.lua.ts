@@ -10,11 +10,15 @@
  *                 (state r: in flight, s: settled, x: released, h: held), windows as the starts
  *                 of the day, week and month it counts in (`day,week,month`, ms)
  *   capn (hash)   `period|window start|subject|c or t` -> the window's running sum of credits (c)
- *                 or tokens (t) of one subject (a key id, '' = the whole account); HINCRBY only
+ *                 or tokens (t) of one subject (a key id, '' = the whole account); HINCRBY only.
+ *                 `5h|subject|c or t`: the rolling window's running sums, of the calls counted at
+ *                 or after `5h|through` (ms); a call leaves them when the window passes its instant
  *   capw (hash)   `period|window start` -> window end (ms): the windows capn has sums for
  *
  * A call's record is kept while the rolling window may count it or until it finishes; the sums
- * until 32 days after their window ended (capn and capw expire with the latest window).
+ * until 32 days after their window ended (capn and capw expire with the latest window). Judging a
+ * call reads sums only: the calls of the rolling window are read when it moves past them (each
+ * once), and when a rolling cap refuses (to tell when enough of it frees).
  * One call's amounts are Lua numbers (exact below 2^53); the sums are Redis's 64-bit integers.
  */
 const CAP_COMMON = `
@@ -30,6 +34,20 @@ local function negate(text)
   return '-' .. text
 end
 local PERIODS = {'day', 'week', 'month'}
+local ROLLING_THROUGH = '5h|through'
+-- Adds to the rolling window's sums (KEYS[3]) of the account and of the call's key.
+local function addToRolling(keyId, credits, tokens)
+  for _, subject in ipairs({'', keyId}) do
+    if credits ~= '0' then redis.call('HINCRBY', KEYS[3], '5h|' .. subject .. '|c', credits) end
+    if tokens ~= '0' then redis.call('HINCRBY', KEYS[3], '5h|' .. subject .. '|t', tokens) end
+  end
+end
+-- Whether a counted call is still in the rolling window's sums (read before it is removed).
+local function inRolling(id)
+  local at = redis.call('ZSCORE', KEYS[1], id)
+  local through = redis.call('HGET', KEYS[3], ROLLING_THROUGH)
+  return at ~= false and at ~= nil and through ~= false and through ~= nil and tonumber(at) >= tonumber(through)
+end
 -- Adds to the calendar sums (KEYS[3]) a call counts in; f: its record's fields.
 local function addToSums(f, credits, tokens)
   if f[6] == nil or f[6] == '' then return end
@@ -47,24 +65,58 @@ end
 
 /**
  * Judges a batch of one account's calls against its caps and counts each one that fits.
- * KEYS: capt, capc, capn, capw. ARGV: now ms, keep-after ms (older finished calls are dropped),
- * calls-since ms ('' = no rolling cap: no call is read), sums-since ms (sums of windows ending
- * before are not read), prune-before ms (windows ending before are dropped), expire-at ms, the
- * current day, week and month (start, end each), n, then per call: id, key id, credits, tokens,
- * prices, m caps, then per cap (6): key id ('' = the account), unit (credits|tokens), period,
- * start ms, end ms ('' = rolling), limit.
+ * KEYS: capt, capc, capn, capw. ARGV: now ms, the rolling window's start ms (older calls leave
+ * its sums, older finished calls are dropped), sums-since ms (sums of windows ending before are
+ * not read), prune-before ms (windows ending before are dropped), expire-at ms, the current day,
+ * week and month (start, end each), n, then per call: id, key id, credits, tokens, prices, m caps,
+ * then per cap (6): key id ('' = the account), unit (credits|tokens), period, start ms, end ms
+ * ('' = rolling: its start is the rolling window's), limit.
  * Returns per call {'ok'} | {'no', cap index (1-based), used, free at ms ('' = never)}.
  */
 export const CAP_RESERVE_LUA = `${CAP_COMMON}
-local now, keepAfter, callsSince, sumsSince = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local pruneBefore, expireAt, count = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[13])
+local now, since, sumsSince = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local pruneBefore, expireAt, count = tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[12])
 local ROLLING = 5 * 3600000
 local current = {}
 for j, period in ipairs(PERIODS) do
-  current[j] = { period = period, start = ARGV[5 + 2 * j], stop = ARGV[6 + 2 * j] }
+  current[j] = { period = period, start = ARGV[4 + 2 * j], stop = ARGV[5 + 2 * j] }
+end
+-- The calls counted at or after from (and before to, when given), oldest first; released ones
+-- count nothing and are left out. Amounts stay text (HINCRBY takes them as they are).
+local function callsBetween(from, to)
+  local listed = redis.call('ZRANGEBYSCORE', KEYS[1], from, to and ('(' .. to) or '+inf', 'WITHSCORES')
+  local calls = {}
+  -- Read in chunks: one HMGET per 500 calls rather than one HGET each.
+  for first = 1, #listed, 1000 do
+    local ids = {}
+    for i = first, math.min(first + 998, #listed - 1), 2 do ids[#ids + 1] = listed[i] end
+    local raws = redis.call('HMGET', KEYS[2], unpack(ids))
+    for j, raw in ipairs(raws) do
+      if raw then
+        local f = fields(raw)
+        if f[5] ~= 'x' then
+          calls[#calls + 1] = { key = f[1], credits = f[2], tokens = f[3],
+                                at = tonumber(listed[first + (j - 1) * 2 + 1]) }
+        end
+      end
+    end
+  end
+  return calls
+end
+-- The rolling window moved: the calls it passed leave its sums (each once). Without a mark (first
+-- use, or the sums expired) they are summed afresh from the calls it reaches.
+local through = tonumber(redis.call('HGET', KEYS[3], ROLLING_THROUGH) or '')
+if through == nil then
+  for _, call in ipairs(callsBetween(since)) do addToRolling(call.key, call.credits, call.tokens) end
+  redis.call('HSET', KEYS[3], ROLLING_THROUGH, since)
+elseif through < since then
+  for _, call in ipairs(callsBetween(through, since)) do
+    addToRolling(call.key, negate(call.credits), negate(call.tokens))
+  end
+  redis.call('HSET', KEYS[3], ROLLING_THROUGH, since)
 end
 -- Finished calls the rolling window no longer reaches.
-local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. keepAfter)
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. since)
 for _, id in ipairs(old) do
   local raw = redis.call('HGET', KEYS[2], id)
   local state = raw and fields(raw)[5]
@@ -98,38 +150,13 @@ for _, w in ipairs(current) do
   end
 end
 local starts = current[1].start .. ',' .. current[2].start .. ',' .. current[3].start
--- The rolling window's calls, oldest first (only with a rolling cap).
-local calls = {}
-if callsSince ~= '' then
-  local listed = redis.call('ZRANGEBYSCORE', KEYS[1], callsSince, '+inf', 'WITHSCORES')
-  -- Read in chunks: one HMGET per 500 calls rather than one HGET each.
-  for first = 1, #listed, 1000 do
-    local ids = {}
-    for i = first, math.min(first + 998, #listed - 1), 2 do ids[#ids + 1] = listed[i] end
-    local raws = redis.call('HMGET', KEYS[2], unpack(ids))
-    for j, raw in ipairs(raws) do
-      if raw then
-        local f = fields(raw)
-        if f[5] ~= 'x' then
-          calls[#calls + 1] = { key = f[1], credits = tonumber(f[2]), tokens = tonumber(f[3]),
-                                at = tonumber(listed[first + (j - 1) * 2 + 1]) }
-        end
-      end
-    end
-  end
-end
+-- The rolling window's calls, read only when a rolling cap refuses (to tell when it frees).
+local calls = nil
 
 local function usedBy(cap)
   local used = 0
-  if cap.stop == nil then
-    for _, call in ipairs(calls) do
-      if call.at >= cap.start and (cap.key == '' or cap.key == call.key) then
-        used = used + (cap.unit == 'credits' and call.credits or call.tokens)
-      end
-    end
-    return used
-  end
   local unit = cap.unit == 'credits' and 'c' or 't'
+  if cap.stop == nil then return tonumber(redis.call('HGET', KEYS[3], '5h|' .. cap.key .. '|' .. unit) or '0') end
   for _, w in ipairs(windows) do
     if w.period == cap.period and w.start < cap.stop and w.stop > cap.start then
       used = used + tonumber(redis.call('HGET', KEYS[3], w.period .. '|' .. w.text .. '|' .. cap.key .. '|' .. unit) or '0')
@@ -142,10 +169,11 @@ end
 local function freeAt(cap, used, amount)
   if cap.stop ~= nil then return cap.stop end
   if amount > cap.limit then return nil end
+  calls = calls or callsBetween(since)
   local left = used
   for _, call in ipairs(calls) do
-    if call.at >= cap.start and (cap.key == '' or cap.key == call.key) then
-      left = left - (cap.unit == 'credits' and call.credits or call.tokens)
+    if cap.key == '' or cap.key == call.key then
+      left = left - tonumber(cap.unit == 'credits' and call.credits or call.tokens)
       if left + amount <= cap.limit then return call.at + ROLLING end
     end
   end
@@ -154,7 +182,7 @@ end
 
 local results = {}
 local counted = false
-local a = 13
+local a = 12
 for i = 1, count do
   local id, keyId, credits, tokens = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   local prices, m = ARGV[a + 5], tonumber(ARGV[a + 6])
@@ -184,10 +212,9 @@ for i = 1, count do
       redis.call('ZADD', KEYS[1], now, id)
       redis.call('HSET', KEYS[2], id, table.concat(f, '|'))
       addToSums(f, credits, tokens)
+      addToRolling(keyId, credits, tokens)
       counted = true
-      if callsSince ~= '' then
-        calls[#calls + 1] = { key = keyId, credits = tonumber(credits), tokens = tonumber(tokens), at = now }
-      end
+      if calls then calls[#calls + 1] = { key = keyId, credits = credits, tokens = tokens, at = now } end
     end
     results[i] = {'ok'}
   end
@@ -208,7 +235,10 @@ for i = 1, #ARGV do
   local raw = redis.call('HGET', KEYS[2], ARGV[i])
   if raw then
     local f = fields(raw)
-    if f[5] == 'r' or f[5] == 'h' then addToSums(f, negate(f[2]), negate(f[3])) end
+    if f[5] == 'r' or f[5] == 'h' then
+      addToSums(f, negate(f[2]), negate(f[3]))
+      if inRolling(ARGV[i]) then addToRolling(f[1], negate(f[2]), negate(f[3])) end
+    end
   end
   redis.call('HDEL', KEYS[2], ARGV[i])
   redis.call('ZREM', KEYS[1], ARGV[i])
@@ -252,7 +282,9 @@ for i = 1, count do
       end
       f[5] = state
       redis.call('HSET', KEYS[2], id, table.concat(f, '|'))
-      addToSums(f, fmt(tonumber(f[2]) - tonumber(credits)), fmt(tonumber(f[3]) - tonumber(tokens)))
+      local moreCredits, moreTokens = fmt(tonumber(f[2]) - tonumber(credits)), fmt(tonumber(f[3]) - tonumber(tokens))
+      addToSums(f, moreCredits, moreTokens)
+      if inRolling(id) then addToRolling(f[1], moreCredits, moreTokens) end
     end
   end
 end

@@ -31,10 +31,8 @@ export type HotCapVerdict =
 /** What one script needs of the clock: the instant, the current calendar windows, how far back to read and keep. */
 export interface HotCapClock {
   now: number;
-  /** Finished calls counted before are dropped (the rolling window's start). */
-  keepAfter: number;
-  /** Null: no rolling cap, no call is read. */
-  callsSince: number | null;
+  /** The rolling window's start: calls counted before leave its sums; finished ones are dropped. */
+  rollingSince: number;
   /** Sums of windows ending before are not read. */
   countersSince: number;
   /** Sums of windows ending before are dropped. */
@@ -56,8 +54,7 @@ export function createHotCaps(store: HotStore) {
         [keys.capTimes, keys.capCalls, keys.capCounters, keys.capWindows],
         [
           clock.now,
-          clock.keepAfter,
-          clock.callsSince ?? '',
+          clock.rollingSince,
           clock.countersSince,
           clock.pruneBefore,
           clock.expireAt,

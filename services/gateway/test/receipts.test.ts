@@ -180,7 +180,13 @@ async function startExtraGateway(env: Record<string, string>): Promise<RunningGa
 }
 
 describe('a settlement that does not answer in time', () => {
-  it('does not delay a call within its reservation: its cost is told from the reservation at once', async () => {
+  /**
+   * One messages call, streamed and then not, through a gateway whose way to the control plane
+   * stalls once the call is under way (its reservation answered); the provider answers after
+   * 200 ms with this input and 4 output tokens. Each reply with how long it took after the stall,
+   * then the calls' ledger rows once the way is open again.
+   */
+  async function callsWhileStalled(inputTokens: number) {
     const relay = await startStallableRelay(new URL(t.stack.controlPlane.internalServer.url));
     const gateway = await startExtraGateway({
       CONTROL_PLANE_INTERNAL_URL: relay.url,
@@ -188,13 +194,13 @@ describe('a settlement that does not answer in time', () => {
     });
     const key = await t.key({ credits: 1_000_000n });
     await t.stack.eventsDelivered([gateway]);
+    const replies: Array<{ stream: boolean; reply: Reply; waited: number }> = [];
     for (const stream of [false, true]) {
       const tag = uniqueTag();
-      // Less input than the prompt's estimate: the usage fits the reservation's credit leg.
       const body = bodyFor(
         '/v1/messages',
         'claude-test',
-        `tag=${tag},delay=200,input_tokens=2,output_tokens=4`,
+        `tag=${tag},delay=200,input_tokens=${inputTokens},output_tokens=4`,
       );
       const pending = t.post('/v1/messages', key.secret, stream ? streamed('/v1/messages', body) : body, {
         baseUrl: gateway.server.url,
@@ -202,7 +208,20 @@ describe('a settlement that does not answer in time', () => {
       const started = Date.now();
       while (t.tagged(tag) === 0 && Date.now() - started < 5_000) await new Promise((r) => setImmediate(r));
       relay.stall();
+      const sent = Date.now();
       const reply = await pending;
+      replies.push({ stream, reply, waited: Date.now() - sent });
+      relay.resume();
+    }
+    expect(await gateway.drainBilling(10_000)).toBe(true);
+    const rows = await t.stack.reservations(key.accountId);
+    return { replies, charged: rows.map((row) => [row.status, row.charged_credits]) };
+  }
+
+  it('does not delay a call within its reservation: its cost is told from the reservation at once', async () => {
+    // Less input than the prompt's estimate: the usage fits the reservation's credit leg.
+    const { replies, charged } = await callsWhileStalled(2);
+    for (const { stream, reply } of replies) {
       expect(reply.status, reply.text).toBe(200);
       const usage = toldUsage(reply, stream);
       expect(usage).toMatchObject({ output_tokens: 4, cost: 2 * 3 + 4 * 15 });
@@ -214,45 +233,17 @@ describe('a settlement that does not answer in time', () => {
         written_off_tokens: 0,
         request_id: reply.headers.get('x-request-id'),
       });
-      relay.resume();
     }
-    expect(await gateway.drainBilling(10_000)).toBe(true);
-    const rows = await t.stack.reservations(key.accountId);
-    expect(rows.map((row) => [row.status, row.charged_credits])).toEqual([
+    expect(charged).toEqual([
       ['settled', 2n * 3n + 4n * 15n],
       ['settled', 2n * 3n + 4n * 15n],
     ]);
   });
 
   it('ends the answer of a call beyond its reservation within the wait, cost unconfirmed, charged unchanged once it lands', async () => {
-    const relay = await startStallableRelay(new URL(t.stack.controlPlane.internalServer.url));
-    const gateway = await startExtraGateway({
-      CONTROL_PLANE_INTERNAL_URL: relay.url,
-      RECEIPT_WAIT_MS: '300',
-    });
-    const key = await t.key({ credits: 1_000_000n });
-    await t.stack.eventsDelivered([gateway]);
-    const baseUrl = gateway.server.url;
-
-    for (const stream of [false, true]) {
-      // The provider answers after 200 ms, reporting more input than was reserved for (only the
-      // settlement knows what that costs); the control plane stops answering meanwhile.
-      const tag = uniqueTag();
-      const body = bodyFor(
-        '/v1/messages',
-        'claude-test',
-        `tag=${tag},delay=200,input_tokens=5000,output_tokens=4`,
-      );
-      const pending = t.post('/v1/messages', key.secret, stream ? streamed('/v1/messages', body) : body, {
-        baseUrl,
-      });
-      // Stalled once the call is under way (its reservation answered).
-      const started = Date.now();
-      while (t.tagged(tag) === 0 && Date.now() - started < 5_000) await new Promise((r) => setImmediate(r));
-      relay.stall();
-      const sent = Date.now();
-      const reply = await pending;
-      const waited = Date.now() - sent;
+    // More input than was reserved for: only the settlement knows what that costs.
+    const { replies, charged } = await callsWhileStalled(5000);
+    for (const { stream, reply, waited } of replies) {
       expect(reply.status, reply.text).toBe(200);
       expect(waited).toBeLessThan(200 + 300 + 400);
       const usage = toldUsage(reply, stream);
@@ -266,11 +257,8 @@ describe('a settlement that does not answer in time', () => {
         status: 'unconfirmed',
         request_id: reply.headers.get('x-request-id'),
       });
-      relay.resume();
     }
-    expect(await gateway.drainBilling(10_000)).toBe(true);
-    const rows = await t.stack.reservations(key.accountId);
-    expect(rows.map((row) => [row.status, row.charged_credits])).toEqual([
+    expect(charged).toEqual([
       ['settled', 5000n * 3n + 4n * 15n],
       ['settled', 5000n * 3n + 4n * 15n],
     ]);

@@ -482,28 +482,24 @@ describe('prompt-cache affinity', () => {
       ];
       // Alternate gateways: the record is shared through Redis.
       const client = turn % 2 === 0 ? openai : cooling;
-      const answer = await client.chat.completions.create({ model: 'even-e2e', max_tokens: 16, messages });
+      const { data: answer, response } = await client.chat.completions
+        .create({ model: 'even-e2e', max_tokens: 16, messages })
+        .withResponse();
       expect(answer.choices[0]?.message.content).toMatch(/^Hello/);
       history.push(asked, { role: 'assistant', content: answer.choices[0]!.message.content ?? '' });
       if (turn === 1) {
-        const { rows } = await stack.db.query<{ upstream_model: string }>(
-          `select r.upstream_model from reservation_routes r join reservations v on v.id = r.reservation_id
-           where v.account_id = $1 order by v.created_at desc limit 1`,
-          [customer.accountId],
-        );
-        // The route is written with the settlement: wait for it like the ledger.
-        for (let tries = 0; rows.length === 0 && tries < 200; tries++) {
-          // Polls, bounded: the route row lands with the settlement, which announces nothing here.
-          await new Promise((resolve) => setTimeout(resolve, 25));
-          rows.push(
-            ...(
-              await stack.db.query<{ upstream_model: string }>(
-                `select r.upstream_model from reservation_routes r join reservations v on v.id = r.reservation_id
-                 where v.account_id = $1 order by v.created_at desc limit 1`,
-                [customer.accountId],
-              )
-            ).rows,
+        // The call's id names its route, which is written with its settlement (after the answer,
+        // when the cost was told from the reservation): wait for it like the ledger.
+        const routeOf = () =>
+          stack.db.query<{ upstream_model: string }>(
+            'select upstream_model from reservation_routes where reservation_id = $1',
+            [response.headers.get('x-request-id')],
           );
+        let { rows } = await routeOf();
+        // Polls, bounded: the route row lands with the settlement, which announces nothing here.
+        for (let tries = 0; rows.length === 0 && tries < 200; tries++) {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          ({ rows } = await routeOf());
         }
         pinned = rows[0]!.upstream_model;
       }

@@ -32,7 +32,6 @@ import { format } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
 import {
   type BenchStack,
-  GATEWAY_NODE_OPTIONS,
   PORTS,
   parseEnvChanges,
   startBenchStack,
@@ -357,7 +356,7 @@ async function main(): Promise<void> {
       METRICS_PORT: String(PORTS.metrics),
       ...(inspectPort
         ? {
-            NODE_OPTIONS: `${GATEWAY_NODE_OPTIONS} --inspect=127.0.0.1:${inspectPort}${snapshots ? ' --heapsnapshot-signal=SIGUSR2' : ''}`,
+            NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}${snapshots ? ' --heapsnapshot-signal=SIGUSR2' : ''}`,
           }
         : {}),
       ...parseEnvChanges(process.env.BENCH_GATEWAY_ENV),

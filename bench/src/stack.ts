@@ -29,12 +29,6 @@ export const PORTS = {
   instantBilling: 18193,
 };
 
-/**
- * The gateway's Node options as deployed: a young generation of at most 2 MiB per semi-space
- * (docs/decisions/gateway-young-generation.md). Benchmarks that add options of their own keep these.
- */
-export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=2';
-
 export interface BenchStackOptions {
   adminUrl: string;
   redisUrl: string;
@@ -166,9 +160,8 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       ]);
       await waitListening(PORTS.instantBilling);
     }
+    // The gateway runs as deployed (deploy/docker-compose.yml, deploy/kubernetes): Node's defaults.
     const gatewayChanges: Record<string, string> = {
-      // The gateway runs as deployed (deploy/docker-compose.yml, deploy/kubernetes).
-      NODE_OPTIONS: [GATEWAY_NODE_OPTIONS, env.NODE_OPTIONS].filter(Boolean).join(' '),
       ...(options.instantBilling
         ? { CONTROL_PLANE_INTERNAL_URL: `http://127.0.0.1:${PORTS.instantBilling}` }
         : {}),

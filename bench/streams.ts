@@ -30,12 +30,7 @@ import { type CollectedMemory, collectedMemory } from './src/inspector-memory.ts
 import { portkeyHeaders, startPortkey } from './src/portkey.ts';
 import { format } from './src/report.ts';
 import { startScript, waitListening } from './src/scripts.ts';
-import {
-  type BenchStack,
-  PORTS,
-  parseEnvChanges,
-  startBenchStack,
-} from './src/stack.ts';
+import { type BenchStack, PORTS, parseEnvChanges, startBenchStack } from './src/stack.ts';
 
 const levels = (process.env.BENCH_STREAM_LEVELS ?? '500,2000,5000').split(',').map(Number);
 const seconds = Number(process.env.BENCH_STREAM_SECONDS ?? 30);

@@ -496,8 +496,8 @@ describe('prompt-cache affinity', () => {
             [response.headers.get('x-request-id')],
           );
         let { rows } = await routeOf();
-        // Polls, bounded: the route row lands with the settlement, which announces nothing here.
         for (let tries = 0; rows.length === 0 && tries < 200; tries++) {
+          // Polls, bounded: the route row lands with the settlement, which announces nothing here.
           await new Promise((resolve) => setTimeout(resolve, 25));
           ({ rows } = await routeOf());
         }

@@ -124,6 +124,9 @@ const opArbitrary: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('refund' as const), entitlement: fc.nat() }),
 );
 
+/** A call reserved in a sequence, with the legs the engine answered (the hot tier tells them). */
+type Call = { id: string; alias: string; legs?: ReservedLeg[] | undefined };
+
 /** The reserve ops weigh more: most interesting states need calls in flight. */
 const sequenceArbitrary = fc.array(
   fc.oneof({ arbitrary: opArbitrary, weight: 3 }, { arbitrary: opArbitrary.filter(isCall), weight: 2 }),
@@ -164,7 +167,7 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
     const cover = BigInt(context.deps.config.billing.overrunCoverPercent);
     const model = new MoneyModel(cover, prices, !hotTier, new Map(Object.entries(rates)));
     const key: FundedKey = await createFundedKey(context);
-    const calls: Array<{ id: string; alias: string; legs?: ReservedLeg[] | undefined }> = [];
+    const calls: Call[] = [];
     sequences += 1;
     for (const [step, op] of ops.entries()) {
       operations += 1;
@@ -180,7 +183,7 @@ describe.each(ENGINES)('%s', (engine, hotTier) => {
     op: Op,
     model: MoneyModel,
     key: FundedKey,
-    calls: Array<{ id: string; alias: string; legs?: ReservedLeg[] | undefined }>,
+    calls: Call[],
     prices: Map<string, Price>,
     where: string,
   ): Promise<void> {

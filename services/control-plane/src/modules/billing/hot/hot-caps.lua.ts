@@ -42,11 +42,12 @@ local function addToRolling(keyId, credits, tokens)
     if tokens ~= '0' then redis.call('HINCRBY', KEYS[3], '5h|' .. subject .. '|t', tokens) end
   end
 end
--- Whether a counted call is still in the rolling window's sums (read before it is removed).
+-- Where the rolling window's sums start (ms; nil: no sums yet), read once per script.
+local rollingThrough = tonumber(redis.call('HGET', KEYS[3], ROLLING_THROUGH) or '')
+-- Whether a counted call is still in the rolling window's sums (asked before it is removed).
 local function inRolling(id)
   local at = redis.call('ZSCORE', KEYS[1], id)
-  local through = redis.call('HGET', KEYS[3], ROLLING_THROUGH)
-  return at ~= false and at ~= nil and through ~= false and through ~= nil and tonumber(at) >= tonumber(through)
+  return at and rollingThrough and tonumber(at) >= rollingThrough
 end
 -- Adds to the calendar sums (KEYS[3]) a call counts in; f: its record's fields.
 local function addToSums(f, credits, tokens)
@@ -105,15 +106,17 @@ local function callsBetween(from, to)
 end
 -- The rolling window moved: the calls it passed leave its sums (each once). Without a mark (first
 -- use, or the sums expired) they are summed afresh from the calls it reaches.
-local through = tonumber(redis.call('HGET', KEYS[3], ROLLING_THROUGH) or '')
+local through = rollingThrough
 if through == nil then
   for _, call in ipairs(callsBetween(since)) do addToRolling(call.key, call.credits, call.tokens) end
   redis.call('HSET', KEYS[3], ROLLING_THROUGH, since)
+  rollingThrough = since
 elseif through < since then
   for _, call in ipairs(callsBetween(through, since)) do
     addToRolling(call.key, negate(call.credits), negate(call.tokens))
   end
   redis.call('HSET', KEYS[3], ROLLING_THROUGH, since)
+  rollingThrough = since
 end
 -- Finished calls the rolling window no longer reaches.
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. since)

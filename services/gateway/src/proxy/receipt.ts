@@ -1,5 +1,5 @@
 import type { FinishResult, MeteredSurface } from '@tollgate/schemas';
-import { readTopLevelValue, setTopLevelFields } from '../request/index.ts';
+import { editTopLevelValue, readTopLevelValue, setTopLevelFields } from '../request/index.ts';
 import { SseParser } from '../upstream/sse.ts';
 
 /**
@@ -30,9 +30,9 @@ export function costMembers(receipt: Receipt, requestId: string): Record<string,
 
 /** A JSON object text with its `usage` object given these members; unchanged without one. */
 function withCostInUsage(objectText: string, members: Record<string, string>): string | null {
-  const usage = readTopLevelValue(objectText, 'usage');
-  if (usage === undefined || usage.charCodeAt(0) !== 123 /* { */) return null;
-  return setTopLevelFields(objectText, { usage: setTopLevelFields(usage, members) });
+  return editTopLevelValue(objectText, 'usage', (usage) =>
+    usage.charCodeAt(0) === 123 /* { */ ? setTopLevelFields(usage, members) : null,
+  );
 }
 
 /**
@@ -64,10 +64,9 @@ function withCostInEvent(
       return name === 'message_delta' ? withCostInUsage(data, members) : null;
     case 'responses': {
       if (name !== 'response.completed' && name !== 'response.incomplete') return null;
-      const response = readTopLevelValue(data, 'response');
-      if (response === undefined || response.charCodeAt(0) !== 123) return null;
-      const priced = withCostInUsage(response, members);
-      return priced === null ? null : setTopLevelFields(data, { response: priced });
+      return editTopLevelValue(data, 'response', (response) =>
+        response.charCodeAt(0) === 123 ? withCostInUsage(response, members) : null,
+      );
     }
   }
 }

@@ -5,4 +5,9 @@ export { parseJsonObject } from './json-object.ts';
 export { resolveMaxOutput } from './max-output.ts';
 export { assertSupportedParameters } from './parameters.ts';
 export { readBodyWithLimit, readStreamWithLimit } from './read-body.ts';
-export { readTopLevelValue, setTopLevelFields, withIncludeUsage } from './top-level-json.ts';
+export {
+  editTopLevelValue,
+  readTopLevelValue,
+  setTopLevelFields,
+  withIncludeUsage,
+} from './top-level-json.ts';

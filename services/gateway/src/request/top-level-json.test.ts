@@ -1,6 +1,7 @@
 import { AppError } from '@tollgate/errors';
 import { describe, expect, it } from 'vitest';
 import {
+  editTopLevelValue,
   readTopLevelSpans,
   readTopLevelValue,
   setTopLevelFields,
@@ -269,6 +270,25 @@ describe('readTopLevelValue', () => {
     const raw = '{"stream_options":{"a":1},"stream_options" : { "include_obfuscation" : false } }';
     expect(readTopLevelValue(raw, 'stream_options')).toBe('{ "include_obfuscation" : false }');
     expect(readTopLevelValue(raw, 'missing')).toBeUndefined();
+  });
+});
+
+describe('editTopLevelValue', () => {
+  it('gives the last occurrence to the edit and writes its answer over every duplicate', () => {
+    const raw = '{"usage":{"a":1}, "id":"x","usage" : {"b":2} }';
+    const seen: string[] = [];
+    const edited = editTopLevelValue(raw, 'usage', (value) => {
+      seen.push(value);
+      return '{"c":3}';
+    });
+    expect(seen).toEqual(['{"b":2}']);
+    expect(edited).toBe('{"usage":{"c":3}, "id":"x","usage" : {"c":3} }');
+    expect(JSON.parse(edited!)).toEqual({ usage: { c: 3 }, id: 'x' });
+  });
+
+  it('answers null when the member is absent or the edit declines, and adds nothing', () => {
+    expect(editTopLevelValue('{"id":"x"}', 'usage', () => '{}')).toBeNull();
+    expect(editTopLevelValue('{"usage":null}', 'usage', () => null)).toBeNull();
   });
 });
 

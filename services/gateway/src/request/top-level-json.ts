@@ -151,7 +151,29 @@ export function readTopLevelValue(raw: string, key: string): string | undefined 
 export function setTopLevelFields(raw: string, fields: Record<string, string>): string {
   const wanted = new Map(Object.entries(fields));
   if (wanted.size === 0) return raw;
-  const { members, closeBrace } = readTopLevelSpans(raw);
+  return withMembers(raw, readTopLevelSpans(raw), wanted);
+}
+
+/**
+ * The object text with its member `key` given `edit`'s answer for the member's value (the last
+ * one, as JSON.parse reads, and written over every duplicate); null when the member is absent or
+ * `edit` answers null. One pass over the text, however long: receipts edit whole answers.
+ */
+export function editTopLevelValue(
+  raw: string,
+  key: string,
+  edit: (value: string) => string | null,
+): string | null {
+  const spans = readTopLevelSpans(raw);
+  const last = spans.members.findLast((member) => member.key === key);
+  if (last === undefined) return null;
+  const replacement = edit(raw.slice(last.valueStart, last.valueEnd));
+  return replacement === null ? null : withMembers(raw, spans, new Map([[key, replacement]]));
+}
+
+/** The text with every member in `wanted` replaced, the rest appended before the closing brace. */
+function withMembers(raw: string, spans: TopLevelSpans, wanted: Map<string, string>): string {
+  const { members, closeBrace } = spans;
   const parts: string[] = [];
   const replaced = new Set<string>();
   let cursor = 0;

@@ -34,7 +34,7 @@ export function createCooldowns(options: {
     },
     /** A success ends the upstream's cooldown at once. */
     succeeded(target: UpstreamTarget): void {
-      until.delete(upstreamKey(target));
+      if (until.size > 0) until.delete(upstreamKey(target));
     },
   };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { apiKeyDigest, generateApiKeySecret } from '@tollgate/schemas';
 import { describe, expect, it } from 'vitest';
-import { decryptSecret, encryptSecret, lookupHashOf } from './key-crypto.ts';
+import { decryptSecret, encryptSecret, lookupHashHexOf, lookupHashOf } from './key-crypto.ts';
 
 describe('lookupHashOf', () => {
   it('depends on the pepper: the same key under another pepper does not match', () => {
@@ -10,6 +10,16 @@ describe('lookupHashOf', () => {
     expect(lookupHashOf(pepper, digest).equals(lookupHashOf(pepper, digest))).toBe(true);
     expect(lookupHashOf(pepper, digest).equals(lookupHashOf('q'.repeat(32), digest))).toBe(false);
     expect(lookupHashOf(pepper, digest).toString('hex')).not.toBe(digest);
+  });
+});
+
+describe('lookupHashHexOf', () => {
+  it('remembers per pepper: the same digest under two peppers gives each its own hash', () => {
+    const digest = apiKeyDigest(generateApiKeySecret());
+    for (const pepper of ['p'.repeat(32), 'q'.repeat(32), 'p'.repeat(32)]) {
+      expect(lookupHashHexOf(pepper, digest)).toBe(lookupHashOf(pepper, digest).toString('hex'));
+      expect(lookupHashHexOf(pepper, digest)).toBe(lookupHashOf(pepper, digest).toString('hex'));
+    }
   });
 });
 

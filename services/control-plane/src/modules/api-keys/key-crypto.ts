@@ -9,6 +9,29 @@ export function lookupHashOf(pepper: string, digestHex: string): Buffer {
   return createHmac('sha256', pepper).update(digestHex).digest();
 }
 
+const LOOKUP_MEMO_LIMIT = 10_000;
+const lookupMemos = new Map<string, Map<string, string>>();
+
+/**
+ * lookupHashOf in hex, remembered per pepper for the last LOOKUP_MEMO_LIMIT digests: every
+ * metered call's reservation looks its key up, mostly the same few keys, and the HMAC costs more
+ * than the rest of the reservation's own work.
+ */
+export function lookupHashHexOf(pepper: string, digestHex: string): string {
+  let memo = lookupMemos.get(pepper);
+  if (!memo) {
+    memo = new Map();
+    lookupMemos.set(pepper, memo);
+  }
+  let hex = memo.get(digestHex);
+  if (hex === undefined) {
+    if (memo.size >= LOOKUP_MEMO_LIMIT) memo.clear();
+    hex = lookupHashOf(pepper, digestHex).toString('hex');
+    memo.set(digestHex, hex);
+  }
+  return hex;
+}
+
 const VERSION = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;

@@ -1,6 +1,6 @@
 import { ERROR_CATALOG } from '@tollgate/errors';
 import type { FinishItem, FinishResult, ReserveItem, ReserveResult } from '@tollgate/schemas';
-import { lookupHashOf } from '../api-keys/key-crypto.ts';
+import { lookupHashHexOf } from '../api-keys/key-crypto.ts';
 import type { FinishRow, FinishRowResult, ReserveRow, ReserveRowResult } from './engine.repository.ts';
 
 /** The internal API's items as the SQL functions take them, and their rows as the API answers. */
@@ -11,7 +11,7 @@ export function reserveRowOf(
 ): ReserveRow {
   return {
     reservation_id: item.reservationId,
-    lookup_hash: lookupHashOf(settings.keyPepper, item.keyDigest).toString('hex'),
+    lookup_hash: lookupHashHexOf(settings.keyPepper, item.keyDigest),
     alias: item.alias,
     surface: item.surface,
     estimate_input: item.estimate.inputTokens,

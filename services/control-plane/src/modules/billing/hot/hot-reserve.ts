@@ -9,7 +9,7 @@ import type {
   ReserveResult,
 } from '@tollgate/schemas';
 import { limiterKeys } from '@tollgate/service-kit';
-import { lookupHashOf } from '../../api-keys/key-crypto.ts';
+import { lookupHashHexOf } from '../../api-keys/key-crypto.ts';
 import { reserveResultOf, reserveRowOf } from '../billing.rows.ts';
 import * as repository from '../engine.repository.ts';
 import type { AliasInfo } from './hot-aliases.ts';
@@ -190,7 +190,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     return {
       id: item.reservationId,
       keyId: item.keyId,
-      lookupHash: lookupHashOf(deps.keyPepper, item.keyDigest).toString('hex'),
+      lookupHash: lookupHashHexOf(deps.keyPepper, item.keyDigest),
       alias: item.alias,
       aliasState,
       surface: item.surface,

@@ -10,7 +10,9 @@
  *
  * Environment: BENCH_DATABASE_URL (admin URL of a Postgres whose user may create databases;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_REDIS_URL (redis://127.0.0.1:6379),
- * BENCH_SECONDS (per run, default 3; longer runs, e.g. 10, give steadier numbers),
+ * BENCH_SECONDS (per run, default 3; longer runs, e.g. 10, give steadier numbers), BENCH_ROUNDS
+ * (default 1: how many times the interleaved targets run at each level; each row is then the
+ * target's median round, and the ratios of every round to Portkey's are listed with their median),
  * BENCH_CONNECTIONS (default "1,10,50"), BENCH_TTFB_COUNT (streamed calls per target, default 300),
  * BENCH_WARMUP_SECONDS (per target and mode before measuring, default 2), BENCH_MODES
  * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway,routed,translated") to run a subset, and
@@ -42,6 +44,8 @@ import { requireWrk, runWrk } from './src/wrk.ts';
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+/** Interleaved rounds per level: on a box whose neighbours come and go, one round is a sample of one. */
+const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1));
 const ttfbCount = Number(process.env.BENCH_TTFB_COUNT ?? 300);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 2);
 const connectionLevels = (process.env.BENCH_CONNECTIONS ?? '1,10,50').split(',').map(Number);
@@ -168,27 +172,33 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
       });
     }
   const rows: Row[] = [];
+  const roundRatios: string[] = [];
   for (const stream of modes) {
     for (const connections of connectionLevels) {
-      // Interleaved: the targets back to back at each level, so a noisy neighbour hits all alike.
-      for (const target of ROW_ORDER) {
-        const { url, headers, model } = targets[target];
-        const body = chatBody(stream, model);
-        await runWrk({ url, body, headers, connections, seconds: 1, scriptDir: work });
-        const before = snapshot(groups);
-        const result = await runWrk({ url, body, headers, connections, seconds, scriptDir: work });
-        const cpu = cpuSince(groups, before);
-        const cpuPerRequestUs = Object.fromEntries(
-          Object.entries(cpu).map(([name, ms]) => [
-            name,
-            result.requests > 0 ? (ms * 1000) / result.requests : 0,
-          ]),
-        );
-        rows.push({ target, stream, connections, result, cpuPerRequestUs });
-        console.error(
-          `${stream ? 'stream' : 'json'} c=${connections} ${target}: ${format(result.rps, 0)} req/s, p50 ${format(result.p50, 3)} ms, p99 ${format(result.p99, 3)} ms, errors ${result.errors}`,
-        );
+      const runs = new Map<Target, Row[]>(ROW_ORDER.map((target) => [target, []]));
+      for (let round = 0; round < rounds; round += 1) {
+        // Interleaved: the targets back to back at each level, so a noisy neighbour hits all alike.
+        for (const target of ROW_ORDER) {
+          const { url, headers, model } = targets[target];
+          const body = chatBody(stream, model);
+          await runWrk({ url, body, headers, connections, seconds: 1, scriptDir: work });
+          const before = snapshot(groups);
+          const result = await runWrk({ url, body, headers, connections, seconds, scriptDir: work });
+          const cpu = cpuSince(groups, before);
+          const cpuPerRequestUs = Object.fromEntries(
+            Object.entries(cpu).map(([name, ms]) => [
+              name,
+              result.requests > 0 ? (ms * 1000) / result.requests : 0,
+            ]),
+          );
+          runs.get(target)!.push({ target, stream, connections, result, cpuPerRequestUs });
+          console.error(
+            `${stream ? 'stream' : 'json'} c=${connections} ${target}: ${format(result.rps, 0)} req/s, p50 ${format(result.p50, 3)} ms, p99 ${format(result.p99, 3)} ms, errors ${result.errors}`,
+          );
+        }
       }
+      for (const target of ROW_ORDER) rows.push(medianRun(runs.get(target)!));
+      if (rounds > 1) roundRatios.push(...ratiosOfRounds(runs, stream, connections));
     }
   }
   const ttfb: Record<string, Ttfb> = {};
@@ -212,6 +222,13 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
       `Tollgate benchmark: ${seconds}s per run after 1s warm-up, wrk, everything on one box; interleaved targets`,
       '',
       ...renderTable(rows),
+      ...(roundRatios.length > 0
+        ? [
+            '',
+            `Each row is its target's median of ${rounds} interleaved rounds. Ratios to Portkey by round:`,
+            ...roundRatios,
+          ]
+        : []),
       '',
       ...renderTtfb(ttfb),
       '',
@@ -222,6 +239,24 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
       '',
     ].join('\n'),
   );
+}
+
+/** The run with the median requests per second (the lower middle one of an even count). */
+function medianRun(runs: Row[]): Row {
+  const sorted = [...runs].sort((a, b) => a.result.rps - b.result.rps);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+/** Each target's req/s over Portkey's in the same round, then their median. */
+function ratiosOfRounds(runs: Map<Target, Row[]>, stream: boolean, connections: number): string[] {
+  const portkey = runs.get('portkey');
+  if (!portkey) return [];
+  return ROW_ORDER.filter((target) => target !== 'portkey').map((target) => {
+    const ratios = runs.get(target)!.map((row, round) => row.result.rps / portkey[round]!.result.rps);
+    const median = [...ratios].sort((a, b) => a - b)[Math.floor((ratios.length - 1) / 2)]!;
+    const listed = ratios.map((ratio) => format(ratio, 2)).join(', ');
+    return `  ${stream ? 'stream' : 'json'} c=${connections} ${target}: ${listed}; median ${format(median, 2)}x`;
+  });
 }
 
 await main();

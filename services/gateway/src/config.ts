@@ -114,9 +114,9 @@ export const GatewayEnv = z.object({
   BILLING_CONNECTIONS: withDefault(positiveInt, 16).describe(
     'Keep-alive connections to the internal billing API.',
   ),
-  // One: with the hot tier a larger batch costs less than a second round trip saves
-  // (docs/decisions/one-reservation-batch-in-flight.md).
-  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 1).describe(
+  // Two: a second batch overlaps the round trip most of a call's wait is
+  // (docs/decisions/reservation-batches-in-flight.md).
+  RESERVE_MAX_IN_FLIGHT: withDefault(positiveInt, 2).describe(
     'Reservation calls under way at once; reservations queued behind them leave as one batch.',
   ),
   FINISH_FLUSH_MS: withDefault(positiveInt, 20).describe(

@@ -134,12 +134,13 @@ export function readTopLevelSpans(raw: string): TopLevelSpans {
 
 /** The raw text of a top-level member's value; with duplicates the last one, as JSON.parse reads. */
 export function readTopLevelValue(raw: string, key: string): string | undefined {
-  const { members } = readTopLevelSpans(raw);
-  for (let index = members.length - 1; index >= 0; index -= 1) {
-    const member = members[index]!;
-    if (member.key === key) return raw.slice(member.valueStart, member.valueEnd);
-  }
-  return undefined;
+  const member = lastMember(readTopLevelSpans(raw), key);
+  return member && raw.slice(member.valueStart, member.valueEnd);
+}
+
+/** The member JSON.parse reads for `key`: the last of its duplicates. */
+function lastMember(spans: TopLevelSpans, key: string): TopLevelMember | undefined {
+  return spans.members.findLast((member) => member.key === key);
 }
 
 /**
@@ -165,7 +166,7 @@ export function editTopLevelValue(
   edit: (value: string) => string | null,
 ): string | null {
   const spans = readTopLevelSpans(raw);
-  const last = spans.members.findLast((member) => member.key === key);
+  const last = lastMember(spans, key);
   if (last === undefined) return null;
   const replacement = edit(raw.slice(last.valueStart, last.valueEnd));
   return replacement === null ? null : withMembers(raw, spans, new Map([[key, replacement]]));

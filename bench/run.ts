@@ -241,10 +241,15 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
   );
 }
 
-/** The run with the median requests per second (the lower middle one of an even count). */
-function medianRun(runs: Row[]): Row {
-  const sorted = [...runs].sort((a, b) => a.result.rps - b.result.rps);
+/** The item with the median value (the lower middle one of an even count). */
+function median<T>(items: readonly T[], value: (item: T) => number): T {
+  const sorted = [...items].sort((a, b) => value(a) - value(b));
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
+/** The run with the median requests per second. */
+function medianRun(runs: Row[]): Row {
+  return median(runs, (row) => row.result.rps);
 }
 
 /** Each target's req/s over Portkey's in the same round, then their median. */
@@ -253,9 +258,9 @@ function ratiosOfRounds(runs: Map<Target, Row[]>, stream: boolean, connections: 
   if (!portkey) return [];
   return ROW_ORDER.filter((target) => target !== 'portkey').map((target) => {
     const ratios = runs.get(target)!.map((row, round) => row.result.rps / portkey[round]!.result.rps);
-    const median = [...ratios].sort((a, b) => a - b)[Math.floor((ratios.length - 1) / 2)]!;
     const listed = ratios.map((ratio) => format(ratio, 2)).join(', ');
-    return `  ${stream ? 'stream' : 'json'} c=${connections} ${target}: ${listed}; median ${format(median, 2)}x`;
+    const middle = median(ratios, (ratio) => ratio);
+    return `  ${stream ? 'stream' : 'json'} c=${connections} ${target}: ${listed}; median ${format(middle, 2)}x`;
   });
 }
 

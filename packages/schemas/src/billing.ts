@@ -350,6 +350,12 @@ export const ReserveItem = z.object({
   /** input = local count of the request's tokens; output = the clamped maximum output. */
   estimate: Estimate,
   limits: ReserveLimits.optional(),
+  /**
+   * The conversation's prompt-cache affinity record in the gateway's Redis (docs/routing.md), under
+   * the account's hash tag: an engine that reserves in Redis reads and renews it in the same step
+   * and answers `pinned`; any other leaves it to the gateway.
+   */
+  affinity: z.object({ record: z.string().min(1).max(500), ttlMs: z.number().int().positive() }).optional(),
 });
 export type ReserveItem = z.infer<typeof ReserveItem>;
 
@@ -447,6 +453,11 @@ export const ReserveResult = z.discriminatedUnion('ok', [
     limited: z.boolean(),
     /** When `limited`: the request budget left. */
     budget: RequestBudget.optional(),
+    /**
+     * When the engine read the item's affinity record: the upstream it names (null: none). Absent:
+     * not read here.
+     */
+    pinned: z.string().min(1).max(500).nullable().optional(),
   }),
   z.object({
     ok: z.literal(false),

@@ -67,7 +67,7 @@ export async function handleMetered(
   ).catch((error: unknown) => countRefusal(deps, key, error));
   const stream = body.stream === true;
   const translation = native ? null : translationFor(deps, surface, alias, body, maxOutput.value);
-  const affinity = affinityOf(deps, key.keyId, alias, surface, body, request);
+  const affinity = affinityOf(deps, key, alias, surface, body, request);
 
   // With Redis the control plane checks the limits in the step that reserves (and, with its hot
   // tier, owns the slot); without, here first. A gateway without its Redis refuses all the same.
@@ -96,6 +96,7 @@ export async function handleMetered(
       surface,
       estimate,
       ...(deferred ? { limits: reserveLimitsOf(key, plan) } : {}),
+      ...(affinity?.record ? { affinity: affinity.record } : {}),
     });
     log.reservationId = reservationId;
     // The request id the caller gets (x-request-id) names the call's receipt (GET /v1/key/usage/{id}).
@@ -112,7 +113,7 @@ export async function handleMetered(
     const receipt = new Promise<Promise<Receipt> | null>((resolve) => {
       toldReceipt = resolve;
     });
-    const pinned = affinity ? await affinity.pinned : null;
+    const pinned = affinity ? await pinnedOf(deps, affinity, reservation) : null;
     const candidates = candidatesFor(deps, {
       alias,
       first: { providerId: reservation.providerId, upstreamModel: reservation.upstreamModel },
@@ -461,24 +462,48 @@ function nativeBody(
   return setTopLevelFields(text, fields);
 }
 
+interface Affinity {
+  key: string;
+  /** Where the reservation may read it in the same step; null when it lives in this process. */
+  record: ReserveItem['affinity'] | null;
+  /** The gateway's own lookup, started at once, unless the reservation is expected to read it. */
+  early: Promise<string | null> | null;
+}
+
 /**
  * The conversation's affinity record, for an alias with several upstreams (docs/routing.md): its
- * name, and the lookup of the upstream that served the previous turn (started at once, read when
- * the upstreams are ordered).
+ * name, sent with the reservation (the control plane's hot tier reads it in the same Redis step),
+ * and the gateway's own lookup when no reservation is expected to read it.
  */
 function affinityOf(
   deps: GatewayDependencies,
-  keyId: string,
+  key: ResolvedKey,
   alias: GatewayAlias,
   surface: MeteredSurface,
   body: Record<string, unknown>,
   request: InboundRequest,
-): { key: string; pinned: Promise<string | null> } | null {
+): Affinity | null {
   if (alias.upstreams.length < 2) return null;
   const conversation = conversationOf(surface, body, request.headers);
   if (conversation === null) return null;
-  const key = affinityKey(keyId, alias.alias, conversation);
-  return { key, pinned: deps.affinity.get(key) };
+  const name = affinityKey(key.accountId, key.keyId, alias.alias, conversation);
+  const record = deps.affinity.recordOf(name);
+  const early = record && deps.affinity.readByReservation ? null : deps.affinity.get(name);
+  return { key: name, record, early };
+}
+
+/**
+ * The upstream that served the conversation's previous turn: as the reservation read it, else
+ * looked up here (an engine that reserves in Postgres does not read it).
+ */
+function pinnedOf(
+  deps: GatewayDependencies,
+  affinity: Affinity,
+  reservation: Extract<ReserveResult, { ok: true }>,
+): Promise<string | null> {
+  if (affinity.record) deps.affinity.readByReservation = reservation.pinned !== undefined;
+  if (reservation.pinned !== undefined) return Promise.resolve(reservation.pinned);
+  return affinity.early ?? deps.affinity.get(affinity.key);
 }
 
 function isIncludeUsage(options: unknown): boolean {

@@ -9,6 +9,16 @@ import { connectRedis, type Logger, type RedisConnection, type RedisTarget } fro
 export interface AffinityStore {
   readonly kind: 'redis' | 'memory';
   /**
+   * The record as a reservation may read it in the same step (the control plane's hot tier, in
+   * Redis): its name and how long a read renews it; null when it lives in this process.
+   */
+  recordOf(key: string): { record: string; ttlMs: number } | null;
+  /**
+   * Whether the last reservation that was asked read the record (then a call waits for that
+   * answer instead of reading it itself at once). Learnt from each answer.
+   */
+  readByReservation: boolean;
+  /**
    * The upstream (routing's upstreamKey) that served the conversation last, its record renewed
    * for another `ttlMs`; null when unknown.
    */
@@ -31,6 +41,8 @@ export function createMemoryAffinityStore(options: {
   const entries = new Map<string, { upstream: string; until: number }>();
   return {
     kind: 'memory',
+    recordOf: () => null,
+    readByReservation: false,
     async get(key) {
       const entry = entries.get(key);
       if (!entry) return null;
@@ -70,6 +82,8 @@ export function createRedisAffinityStore(
   const name = (key: string) => `${options.prefix}affinity:${key}`;
   return {
     kind: 'redis',
+    recordOf: (key) => ({ record: name(key), ttlMs: options.ttlMs }),
+    readByReservation: false,
     async get(key) {
       let timer: NodeJS.Timeout | undefined;
       try {

@@ -58,11 +58,12 @@ describe('conversationOf', () => {
     ).toBeNull();
   });
 
-  it('names the record per key and alias, without the conversation in clear', () => {
-    const key = affinityKey('key-1', 'alias', 'cache-key:secret-topic');
+  it('names the record per key and alias under the account, without the conversation in clear', () => {
+    const key = affinityKey('acct-1', 'key-1', 'alias', 'cache-key:secret-topic');
     expect(key).not.toContain('secret');
-    expect(affinityKey('key-2', 'alias', 'cache-key:secret-topic')).not.toBe(key);
-    expect(affinityKey('key-1', 'other', 'cache-key:secret-topic')).not.toBe(key);
+    expect(key).toMatch(/^\{a:acct-1\}:[A-Za-z0-9_-]{43}$/);
+    expect(affinityKey('acct-1', 'key-2', 'alias', 'cache-key:secret-topic')).not.toBe(key);
+    expect(affinityKey('acct-1', 'key-1', 'other', 'cache-key:secret-topic')).not.toBe(key);
   });
 });
 

@@ -53,7 +53,9 @@ export const SCRIPT_LAYOUTS = {
     common: true,
     keys: ['lease', 'calls', 'account'],
     args: ['clockOffsetMs', 'topupAllowed', 'coverPercent', 'leaseTtlMs', 'topupEveryMs', 'count'],
-    itemKeys: ['key', 'keyRate', 'planRate', 'keyLeases', 'planLeases'],
+    // affinity: the gateway's record of the conversation's last upstream (docs/routing.md), read
+    // and renewed for affinityTtlMs with a granted call; '' ttl = none (the key is then a stand-in).
+    itemKeys: ['key', 'keyRate', 'planRate', 'keyLeases', 'planLeases', 'affinity'],
     // aliasState: ok, unknown, unpublished, protocol. Prices '' = unpriced. keyRpm '' = limits
     // checked by the gateway. packageRate: units of a weighted entitlement per token (R2b).
     itemArgs: [
@@ -73,6 +75,7 @@ export const SCRIPT_LAYOUTS = {
       'planConcurrency',
       'windowMs',
       'packageRate',
+      'affinityTtlMs',
     ],
   }),
   /** A batch of one account's settles, releases and holds (R9 to R14). */

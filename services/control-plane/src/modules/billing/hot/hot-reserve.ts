@@ -8,7 +8,7 @@ import type {
   ReserveRefusalCode,
   ReserveResult,
 } from '@tollgate/schemas';
-import { limiterKeys } from '@tollgate/service-kit';
+import { accountTag, limiterKeys } from '@tollgate/service-kit';
 import { lookupHashHexOf } from '../../api-keys/key-crypto.ts';
 import { reserveResultOf, reserveRowOf } from '../billing.rows.ts';
 import * as repository from '../engine.repository.ts';
@@ -174,6 +174,8 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       planRate: limits.planRate,
       keyLeases: limits.keyLeases,
       planLeases: limits.planLeases,
+      // A record of another slot cannot be read in this script (Redis Cluster): the lease stands in.
+      affinity: affinityOf(item)?.record ?? names.lease,
     };
   }
 
@@ -204,6 +206,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       planRpm: limits?.plan?.requestsPerMinute ?? '',
       planConcurrency: limits?.plan?.concurrency ?? '',
       windowMs: request.limiter?.windowMs ?? 0,
+      affinityTtlMs: affinityOf(item)?.ttlMs ?? '',
     };
   }
 
@@ -227,6 +230,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       legs: reservedLegsOf(reply[1] ?? ''),
       limited: item.limits !== undefined && request.limiter !== undefined,
       ...budgetOf(reply[4]),
+      ...(affinityOf(item) ? { pinned: reply[5] || null } : {}),
     };
   }
 
@@ -286,6 +290,22 @@ function refusal(item: ReserveItem, code: ReserveRefusalCode, retryMs = 0, budge
     ...budgetOf(budget),
   };
 }
+
+/**
+ * The item's affinity record when the reserve script may read it: an affinity record (a SHA-256
+ * name, routing/conversation.ts in the gateway) under the account's hash tag, so in the script's
+ * slot and never one of the hot tier's own keys.
+ */
+function affinityOf(item: ReserveItem): ReserveItem['affinity'] {
+  const affinity = item.affinity;
+  if (!affinity) return undefined;
+  const suffix = `affinity:${accountTag(item.accountId)}:`;
+  const at = affinity.record.lastIndexOf(suffix);
+  return at !== -1 && AFFINITY_HASH.test(affinity.record.slice(at + suffix.length)) ? affinity : undefined;
+}
+
+/** A SHA-256 digest in base64url. */
+const AFFINITY_HASH = /^[A-Za-z0-9_-]{43}$/;
 
 /** The script's `limit:remaining:ms` (empty when it checked no limits). */
 function budgetOf(text: string | undefined): { budget?: RequestBudget } {

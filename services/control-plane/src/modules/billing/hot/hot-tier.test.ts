@@ -428,3 +428,66 @@ describe('a finished call once Postgres has it', () => {
     });
   });
 });
+
+describe("a conversation's affinity record sent with a reservation", () => {
+  const hash = (seed: string) => seed.repeat(43).slice(0, 43);
+  const recordOf = (accountId: string, seed: string) => `test-gw:affinity:{a:${accountId}}:${hash(seed)}`;
+
+  it('is read and renewed in the reserving step, answered as pinned (null when there is none)', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const record = recordOf(key.accountId, 'a');
+    await redis.set(record, 'mock-openai/mock-gpt-2', 'PX', 1_000);
+    const pinned = { ...reserveItem(key, 'priced', 10n, 10n), affinity: { record, ttlMs: 600_000 } };
+    const none = {
+      ...reserveItem(key, 'priced', 10n, 10n),
+      affinity: { record: recordOf(key.accountId, 'b'), ttlMs: 600_000 },
+    };
+    const plain = reserveItem(key, 'priced', 10n, 10n);
+    const { results } = (await api.reserve([pinned, none, plain])).body;
+    expect(results[0]).toMatchObject({ ok: true, pinned: 'mock-openai/mock-gpt-2' });
+    expect(results[1]).toMatchObject({ ok: true, pinned: null });
+    expect(results[2]).toMatchObject({ ok: true });
+    expect(results[2]).not.toHaveProperty('pinned');
+    // Renewed for the item's time to live, not left to expire after the 1 s it was set for.
+    expect(await redis.pttl(record)).toBeGreaterThan(500_000);
+    // A repeat of the reservation answers it too.
+    expect((await api.reserve([pinned])).body.results[0]).toMatchObject({
+      ok: true,
+      pinned: 'mock-openai/mock-gpt-2',
+    });
+    await api.finish(
+      [pinned, none, plain].map((item) =>
+        endItem(key, item.reservationId, 'priced', 'release', 'client_disconnected'),
+      ),
+    );
+  });
+
+  it("is left to the gateway when it is not an affinity record of the call's own account", async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const other = await createFundedKey(context, { credits: 10_000n });
+    const lease = keysOf(key.accountId).lease;
+    const items = [
+      // Another account's record (another slot), one of the hot tier's own keys, a malformed name.
+      recordOf(other.accountId, 'c'),
+      lease,
+      `test-gw:affinity:{a:${key.accountId}}:short`,
+    ].map((record) => ({ ...reserveItem(key, 'priced', 10n, 10n), affinity: { record, ttlMs: 600_000 } }));
+    const { results } = (await api.reserve(items)).body;
+    for (const result of results) {
+      expect(result).toMatchObject({ ok: true });
+      expect(result).not.toHaveProperty('pinned');
+    }
+    await api.finish(
+      items.map((item) => endItem(key, item.reservationId, 'priced', 'release', 'client_disconnected')),
+    );
+  });
+
+  it('costs the call nothing but its affinity when the record is not a string', async () => {
+    const key = await createFundedKey(context, { credits: 10_000n });
+    const record = recordOf(key.accountId, 'd');
+    await redis.hset(record, 'field', 'value');
+    const item = { ...reserveItem(key, 'priced', 10n, 10n), affinity: { record, ttlMs: 600_000 } };
+    expect((await api.reserve([item])).body.results[0]).toMatchObject({ ok: true, pinned: null });
+    await api.finish([endItem(key, item.reservationId, 'priced', 'release', 'client_disconnected')]);
+  });
+});

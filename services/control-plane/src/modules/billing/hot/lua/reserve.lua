@@ -1,6 +1,6 @@
 -- Reserves a batch of one account's calls (R3 to R8): checks the key (entry), the account, the
 -- alias, the limits, then draws from the lease, all or nothing per call. KEYS and ARGV: hot-layout.ts.
--- Returns per call: {'ok', legs, tokens, credits, budget} | {'no', code, retry ms, budget} |
+-- Returns per call: {'ok', legs, tokens, credits, budget, pinned} | {'no', code, retry ms, budget} |
 -- {'miss'} (a key or account entry to load) | {'cold'} (no lease) | {'topup', lease id} (short;
 -- Postgres may hold more) | {'postgres'} (short, and the account has more than the lease's bound:
 -- made in Postgres).
@@ -36,6 +36,16 @@ local function anyCovering(alias)
   return false
 end
 
+-- The upstream the conversation's affinity record names, renewed ('' when none or not asked): read
+-- here so that a routed call costs no Redis round trip of its own (docs/routing.md).
+local function pinnedOf(a, k)
+  local ttl = ARGV[a + ITEM_ARG.affinityTtlMs]
+  if ttl == '' then return '' end
+  -- pcall: a record of the wrong type costs the call its affinity, never the batch its answer.
+  local value = redis.pcall('GETEX', KEYS[k + ITEM_KEY.affinity], 'PX', ttl)
+  return type(value) == 'string' and value or ''
+end
+
 -- a, k: where the call's arguments and keys start (ARGV[a + ITEM_ARG.x], KEYS[k + ITEM_KEY.x]).
 local function reserveOne(a, k)
   local id, keyId, lookupHash = ARGV[a + ITEM_ARG.id], ARGV[a + ITEM_ARG.keyId], ARGV[a + ITEM_ARG.lookupHash]
@@ -46,9 +56,9 @@ local function reserveOne(a, k)
   local existing = redis.call('HGET', KEYS[KEY.calls], id)
   if existing then
     -- R8: a repeat answers what it holds; one finished before this reserve arrived, nothing.
-    if string.sub(existing, 1, 1) ~= 'R' then return {'ok', '', '0', '0'} end
+    if string.sub(existing, 1, 1) ~= 'R' then return {'ok', '', '0', '0', '', pinnedOf(a, k)} end
     local f = fields(string.sub(existing, 3))
-    return {'ok', f[CALL.legs], f[CALL.reservedTokens], f[CALL.reservedCredits]}
+    return {'ok', f[CALL.legs], f[CALL.reservedTokens], f[CALL.reservedCredits], '', pinnedOf(a, k)}
   end
   local keyRaw = redis.call('GET', KEYS[k + ITEM_KEY.key])
   if not keyRaw or not account or account[ACCOUNT_ENTRY.state] == 'changing' then return {'miss'} end
@@ -190,7 +200,7 @@ local function reserveOne(a, k)
     created = createdUs, estIn = fmt(estIn), estOut = fmt(estOut), reservedTokens = fmt(units),
     reservedCredits = fmt(credit), legs = legText, slots = slots }))
   reserved = reserved + 1
-  return {'ok', legText, fmt(units), fmt(credit), limits and budgetText(limits) or ''}
+  return {'ok', legText, fmt(units), fmt(credit), limits and budgetText(limits) or '', pinnedOf(a, k)}
 end
 
 local results = {}

@@ -28,6 +28,25 @@ export function accountTag(accountId: string): string {
   return `{a:${accountId}}`;
 }
 
+/** A SHA-256 digest in base64url: what names one conversation's affinity record. */
+const AFFINITY_HASH = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * The name of a conversation's prompt-cache affinity record (docs/routing.md), after the
+ * gateway's key prefix: under the account's hash tag, so that the control plane's reserve script,
+ * which runs in that tag's slot, can read it with the reservation.
+ */
+export function affinityRecordName(accountId: string, hash: string): string {
+  return `affinity:${accountTag(accountId)}:${hash}`;
+}
+
+/** Whether `name` (any prefix before it) is an affinity record of this account, as named above. */
+export function isAffinityRecordOf(name: string, accountId: string): boolean {
+  const head = affinityRecordName(accountId, '');
+  const at = name.lastIndexOf(head);
+  return at !== -1 && AFFINITY_HASH.test(name.slice(at + head.length));
+}
+
 /**
  * Lua functions both scripts include. `l` is one call's limits: keyRate/planRate (key prefixes,
  * the window's number appended), keyLeases/planLeases (sorted sets of leases scored by expiry),

@@ -79,7 +79,8 @@ export function createRedisAffinityStore(
   redis.on('ready', () => {
     warned = false;
   });
-  const name = (key: string) => `${options.prefix}affinity:${key}`;
+  // The key is the record's whole name after the prefix (affinityKey).
+  const name = (key: string) => `${options.prefix}${key}`;
   return {
     kind: 'redis',
     recordOf: (key) => ({ record: name(key), ttlMs: options.ttlMs }),

@@ -61,7 +61,7 @@ describe('conversationOf', () => {
   it('names the record per key and alias under the account, without the conversation in clear', () => {
     const key = affinityKey('acct-1', 'key-1', 'alias', 'cache-key:secret-topic');
     expect(key).not.toContain('secret');
-    expect(key).toMatch(/^\{a:acct-1\}:[A-Za-z0-9_-]{43}$/);
+    expect(key).toMatch(/^affinity:\{a:acct-1\}:[A-Za-z0-9_-]{43}$/);
     expect(affinityKey('acct-1', 'key-2', 'alias', 'cache-key:secret-topic')).not.toBe(key);
     expect(affinityKey('acct-1', 'key-1', 'other', 'cache-key:secret-topic')).not.toBe(key);
   });

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import type { MeteredSurface } from '@tollgate/schemas';
-import { accountTag } from '@tollgate/service-kit';
+import { affinityRecordName } from '@tollgate/service-kit';
 import type { HeaderReader } from '../request/inbound.ts';
 
 /** Claude Code names its session in this header on every call of one conversation. */
@@ -56,8 +56,12 @@ export function conversationOf(
 
 /**
  * The affinity record's name: one key's conversation on one alias, hashed (no content kept), under
- * its account's hash tag, so that the control plane's reserve script can read it (docs/routing.md).
+ * its account's hash tag (affinityRecordName), so that the control plane's reserve script can read
+ * it (docs/routing.md).
  */
 export function affinityKey(accountId: string, keyId: string, alias: string, conversation: string): string {
-  return `${accountTag(accountId)}:${hash('sha256', `${keyId}\u0000${alias}\u0000${conversation}`, 'base64url')}`;
+  return affinityRecordName(
+    accountId,
+    hash('sha256', `${keyId}\u0000${alias}\u0000${conversation}`, 'base64url'),
+  );
 }

@@ -8,7 +8,7 @@ import type {
   ReserveRefusalCode,
   ReserveResult,
 } from '@tollgate/schemas';
-import { accountTag, limiterKeys } from '@tollgate/service-kit';
+import { isAffinityRecordOf, limiterKeys } from '@tollgate/service-kit';
 import { lookupHashHexOf } from '../../api-keys/key-crypto.ts';
 import { reserveResultOf, reserveRowOf } from '../billing.rows.ts';
 import * as repository from '../engine.repository.ts';
@@ -40,6 +40,8 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     const results: ReserveResult[] = new Array(request.items.length);
     const byAccount = new Map<string, number[]>();
     const inPostgres: number[] = [];
+    // Checked once per call, whatever the rounds its account's script takes.
+    const affinities = request.items.map(readableAffinity);
     request.items.forEach((item, index) => {
       const estimate = BigInt(item.estimate.inputTokens) + BigInt(item.estimate.outputTokens);
       if (estimate >= HOT_MAX_ESTIMATE) inPostgres.push(index);
@@ -47,7 +49,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     });
     await Promise.all([
       ...[...byAccount].map(([accountId, indexes]) =>
-        reserveForAccount(accountId, indexes, request, catalog, results),
+        reserveForAccount(accountId, indexes, request, catalog, results, affinities),
       ),
       inPostgres.length > 0 ? reserveInPostgres(inPostgres, request, results) : null,
     ]);
@@ -60,6 +62,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     request: ReserveBatchRequest,
     catalog: Map<string, AliasInfo>,
     results: ReserveResult[],
+    affinities: ReadonlyArray<ReserveItem['affinity']>,
   ): Promise<void> {
     const names = store.keysOf(accountId);
     let pending = indexes;
@@ -90,10 +93,13 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
               leaseTtlMs: request.limiter?.leaseTtlMs ?? 0,
               topupEveryMs: TOPUP_EVERY_MS,
             },
-            items: items.map((item) => ({
-              keys: reserveKeys(names, item, request),
-              args: reserveArgs(item, request, catalog),
-            })),
+            items: pending.map((index) => {
+              const item = request.items[index]!;
+              return {
+                keys: reserveKeys(names, item, request, affinities[index]),
+                args: reserveArgs(item, request, catalog, affinities[index]),
+              };
+            }),
           });
         } catch (error) {
           fail(items, pending, results, error, 'reservation');
@@ -108,7 +114,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
           const item = request.items[index]!;
           switch (reply[0]) {
             case 'ok':
-              results[index] = granted(item, reply, catalog, request);
+              results[index] = granted(item, reply, catalog, request, affinities[index]);
               break;
             case 'no':
               results[index] = refusal(item, reply[1] as ReserveRefusalCode, Number(reply[2]), reply[3]);
@@ -161,6 +167,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     names: ReturnType<HotStore['keysOf']>,
     item: ReserveItem,
     request: ReserveBatchRequest,
+    affinity: ReserveItem['affinity'],
   ) {
     const limits = limiterKeys(
       request.limiter?.prefix ?? '',
@@ -175,11 +182,16 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       keyLeases: limits.keyLeases,
       planLeases: limits.planLeases,
       // A record of another slot cannot be read in this script (Redis Cluster): the lease stands in.
-      affinity: affinityOf(item)?.record ?? names.lease,
+      affinity: affinity?.record ?? names.lease,
     };
   }
 
-  function reserveArgs(item: ReserveItem, request: ReserveBatchRequest, catalog: Map<string, AliasInfo>) {
+  function reserveArgs(
+    item: ReserveItem,
+    request: ReserveBatchRequest,
+    catalog: Map<string, AliasInfo>,
+    affinity: ReserveItem['affinity'],
+  ) {
     const alias = catalog.get(item.alias);
     const aliasState = !alias
       ? 'unknown'
@@ -206,7 +218,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       planRpm: limits?.plan?.requestsPerMinute ?? '',
       planConcurrency: limits?.plan?.concurrency ?? '',
       windowMs: request.limiter?.windowMs ?? 0,
-      affinityTtlMs: affinityOf(item)?.ttlMs ?? '',
+      affinityTtlMs: affinity?.ttlMs ?? '',
     };
   }
 
@@ -215,6 +227,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
     reply: Reply,
     catalog: Map<string, AliasInfo>,
     request: ReserveBatchRequest,
+    affinity: ReserveItem['affinity'],
   ): ReserveResult {
     const alias = catalog.get(item.alias);
     // A repeat of an id already finished (its alias since removed): nothing is held for it.
@@ -230,7 +243,7 @@ export function createHotReserve({ deps, store, leases, aliases }: HotParts) {
       legs: reservedLegsOf(reply[1] ?? ''),
       limited: item.limits !== undefined && request.limiter !== undefined,
       ...budgetOf(reply[4]),
-      ...(affinityOf(item) ? { pinned: reply[5] || null } : {}),
+      ...(affinity ? { pinned: reply[5] || null } : {}),
     };
   }
 
@@ -292,20 +305,14 @@ function refusal(item: ReserveItem, code: ReserveRefusalCode, retryMs = 0, budge
 }
 
 /**
- * The item's affinity record when the reserve script may read it: an affinity record (a SHA-256
- * name, routing/conversation.ts in the gateway) under the account's hash tag, so in the script's
- * slot and never one of the hot tier's own keys.
+ * The item's affinity record when the reserve script may read it: one of the call's own account
+ * (in the script's slot; never one of the hot tier's own keys).
  */
-function affinityOf(item: ReserveItem): ReserveItem['affinity'] {
-  const affinity = item.affinity;
-  if (!affinity) return undefined;
-  const suffix = `affinity:${accountTag(item.accountId)}:`;
-  const at = affinity.record.lastIndexOf(suffix);
-  return at !== -1 && AFFINITY_HASH.test(affinity.record.slice(at + suffix.length)) ? affinity : undefined;
+function readableAffinity(item: ReserveItem): ReserveItem['affinity'] {
+  return item.affinity && isAffinityRecordOf(item.affinity.record, item.accountId)
+    ? item.affinity
+    : undefined;
 }
-
-/** A SHA-256 digest in base64url. */
-const AFFINITY_HASH = /^[A-Za-z0-9_-]{43}$/;
 
 /** The script's `limit:remaining:ms` (empty when it checked no limits). */
 function budgetOf(text: string | undefined): { budget?: RequestBudget } {

@@ -81,3 +81,50 @@ describe('reserve batcher deadline', () => {
     expect(results.map((result) => result.ok)).toEqual([true, true]);
   });
 });
+
+describe('reserve batcher coalescing', () => {
+  /** A control plane that answers each batch when told to, and records what each batch held. */
+  function heldSend() {
+    const batches: string[][] = [];
+    const answers: Array<() => void> = [];
+    const send = (items: ReserveItem[]) => {
+      batches.push(items.map((one) => one.reservationId));
+      return new Promise<ReserveBatchResponse>((resolve) => {
+        answers.push(() => slowSend(0)(items).then(resolve));
+      });
+    };
+    const answerAll = () => {
+      for (const answer of answers.splice(0)) answer();
+    };
+    return { send, batches, answerAll };
+  }
+
+  it('sends a lone reservation at once', async () => {
+    const control = heldSend();
+    const batcher = createReserveBatcher(control.send, { maxInFlight: 2, maxBatch: 10, timeoutMs: 1_000 });
+    const lone = item();
+    const answered = batcher.reserve(lone);
+    await Promise.resolve(); // one microtask: no turn of the event loop is waited for
+    expect(control.batches).toEqual([[lone.reservationId]]);
+    control.answerAll();
+    expect((await answered).ok).toBe(true);
+  });
+
+  it('with a batch under way, sends what arrives in the same turn of the event loop as one batch', async () => {
+    const control = heldSend();
+    const batcher = createReserveBatcher(control.send, { maxInFlight: 2, maxBatch: 10, timeoutMs: 1_000 });
+    const first = item();
+    const pending = [batcher.reserve(first)];
+    await Promise.resolve();
+    // Two requests read from two sockets in one poll phase: each handler runs after the other's
+    // microtasks, within the same turn.
+    const [second, third] = [item(), item()];
+    pending.push(batcher.reserve(second));
+    await Promise.resolve();
+    pending.push(batcher.reserve(third));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(control.batches).toEqual([[first.reservationId], [second.reservationId, third.reservationId]]);
+    control.answerAll();
+    expect((await Promise.all(pending)).map((result) => result.ok)).toEqual([true, true, true]);
+  });
+});

@@ -20,7 +20,8 @@ function billingTimeout(code: string, message: string): AppError {
 
 /**
  * Coalesces reservations into batches without waiting on a timer: a reservation goes out at once
- * while fewer than `maxInFlight` calls are under way; under load, those that queue up behind them
+ * when no call is under way, and at the end of the event loop's turn while fewer than `maxInFlight`
+ * are (so the requests read in that turn share it); under load, those that queue up behind them
  * leave together in the next call. One request alone pays one round trip; many share them.
  * Each reservation gets `timeoutMs` in total, time in the queue included; past it the caller
  * gets billing_unavailable (the gateway then releases it by id in case it was committed).
@@ -100,8 +101,10 @@ export function createReserveBatcher(
         queue.push(waiting);
         if (!scheduled) {
           scheduled = true;
-          // Items queued in the same tick leave together.
-          queueMicrotask(pump);
+          // Items queued in the same tick leave together; with a batch already under way, so do
+          // those that arrive in this turn of the event loop (the other sockets' reads of it).
+          if (inFlight === 0) queueMicrotask(pump);
+          else setImmediate(pump);
         }
       });
     },

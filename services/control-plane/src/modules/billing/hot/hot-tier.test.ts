@@ -489,5 +489,7 @@ describe("a conversation's affinity record sent with a reservation", () => {
     const item = { ...reserveItem(key, 'priced', 10n, 10n), affinity: { record, ttlMs: 600_000 } };
     expect((await api.reserve([item])).body.results[0]).toMatchObject({ ok: true, pinned: null });
     await api.finish([endItem(key, item.reservationId, 'priced', 'release', 'client_disconnected')]);
+    // A hash has no time to live of its own: not left behind in the shared Redis.
+    await redis.del(record);
   });
 });

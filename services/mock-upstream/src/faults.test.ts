@@ -1,12 +1,43 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningMockUpstream, startMockUpstream } from './server.ts';
-import { dataOf, PROTOCOL_CASES, parseSse, postJson, readSse, readUntilBroken } from './test-support.ts';
+import {
+  dataOf,
+  PROTOCOL_CASES,
+  parseSse,
+  postJson,
+  readSse,
+  readUntilBroken,
+  type SseFrame,
+} from './test-support.ts';
 
 let mock: RunningMockUpstream;
 beforeAll(async () => {
   mock = await startMockUpstream();
 });
 afterAll(() => mock.close());
+
+/** Each frame of a stream with the time it arrived (ms). */
+async function timedFrames(response: Response): Promise<Array<{ frame: SseFrame; at: number }>> {
+  const frames: Array<{ frame: SseFrame; at: number }> = [];
+  const decoder = new TextDecoder();
+  let pending = '';
+  for await (const chunk of response.body!) {
+    const at = performance.now();
+    pending += decoder.decode(chunk, { stream: true });
+    const end = pending.lastIndexOf('\n\n') + 2;
+    for (const frame of parseSse(pending.slice(0, end))) frames.push({ frame, at });
+    pending = pending.slice(end);
+  }
+  return frames;
+}
+
+/** A chat chunk's name for the test: its finish reason, `usage`, `[DONE]`, or `delta`. */
+function chatFrameName(data: string): string {
+  if (data === '[DONE]') return data;
+  const chunk = JSON.parse(data) as { choices: Array<{ finish_reason: string | null }> };
+  if (chunk.choices.length === 0) return 'usage';
+  return chunk.choices[0]!.finish_reason ?? 'delta';
+}
 
 function isJson(text: string): boolean {
   try {
@@ -85,17 +116,39 @@ describe('timing directives', () => {
     expect(frames.at(-1)?.event).toBe('message_stop');
   });
 
-  it('chunk_delay spaces the events', async () => {
-    const started = performance.now();
-    // Role chunk, one word, finish chunk and [DONE]: three gaps.
-    const body = {
-      model: 'm',
-      stream: true,
-      messages: [{ role: 'user', content: '@mock(words=1,chunk_delay=60)' }],
-    };
-    const frames = await readSse(await postJson(mock.url, '/v1/chat/completions', body));
-    expect(frames).toHaveLength(4);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(170);
+  it.each([
+    {
+      name: 'messages',
+      path: '/v1/messages',
+      closing: ['content_block_stop', 'message_delta', 'message_stop'],
+    },
+    { name: 'chat completions', path: '/v1/chat/completions', closing: ['stop', 'usage', '[DONE]'] },
+    {
+      name: 'responses',
+      path: '/v1/responses',
+      closing: [
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ],
+    },
+  ])('chunk_delay spaces the events of $name, and its closing events come back to back', async (surface) => {
+    const protocol = PROTOCOL_CASES.find((item) => item.name === surface.name)!;
+    const response = await postJson(
+      mock.url,
+      surface.path,
+      protocol.request('@mock(words=3,chunk_delay=80)', { stream: true }),
+    );
+    const frames = await timedFrames(response);
+    const names = frames.map(({ frame }) => frame.event ?? chatFrameName(frame.data));
+    const firstClosing = frames.length - surface.closing.length;
+    expect(names.slice(firstClosing)).toEqual(surface.closing);
+    // Every event up to the first closing one waits its gap; the rest leave with it.
+    const gaps = frames.slice(1).map((item, index) => item.at - frames[index]!.at);
+    const waited = gaps.slice(0, firstClosing);
+    expect(waited.filter((gap) => gap >= 70).length).toBeGreaterThanOrEqual(4);
+    expect(gaps.slice(firstClosing).every((gap) => gap < 40)).toBe(true);
   });
 
   it('keeps serving after clients leave during a delay and during a slow stream', async () => {

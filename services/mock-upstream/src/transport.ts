@@ -75,18 +75,36 @@ function frame(event: StreamEvent): string {
   return event.event === undefined ? `data: ${data}\n\n` : `event: ${event.event}\ndata: ${data}\n\n`;
 }
 
+/** A stream's frames; from `backToBack` on each follows the one before it without a gap. */
+export interface Frames {
+  frames: string[] | Uint8Array[];
+  backToBack: number;
+}
+
 /**
  * Frames the events, applying `stream_error` and `invalid_json` at the first content delta. A
- * binary framing (Bedrock's) breaks that frame's CRC for `invalid_json`.
+ * binary framing (Bedrock's) breaks that frame's CRC for `invalid_json`. The answer's closing
+ * events (and the terminator) follow the first of them without a gap.
  */
-export function renderFrames(
+export function renderFrames(stream: StreamEvents, protocol: Protocol, directives: Directives): Frames {
+  const at = Math.min(stream.firstDelta, stream.events.length - 1);
+  let events = stream.events;
+  let closing = stream.closing;
+  if (directives.streamError) {
+    events = [...events.slice(0, at + 1), protocol.streamError(at + 1)];
+    closing = 0;
+  }
+  const backToBack = closing > 0 ? events.length - closing + 1 : events.length;
+  return { frames: encodeFrames(events, stream, protocol, directives, at), backToBack };
+}
+
+function encodeFrames(
+  events: StreamEvent[],
   stream: StreamEvents,
   protocol: Protocol,
   directives: Directives,
+  at: number,
 ): string[] | Uint8Array[] {
-  const at = Math.min(stream.firstDelta, stream.events.length - 1);
-  let events = stream.events;
-  if (directives.streamError) events = [...events.slice(0, at + 1), protocol.streamError(at + 1)];
   if (protocol.encodeFrame) {
     const binary = events.map((event) => protocol.encodeFrame!(event));
     if (directives.invalidJson && binary[at]) {
@@ -111,7 +129,7 @@ export function renderFrames(
  */
 export async function sendStream(
   response: ServerResponse,
-  frames: string[] | Uint8Array[],
+  { frames, backToBack }: Frames,
   directives: Directives,
   contentType?: string,
 ) {
@@ -125,7 +143,7 @@ export async function sendStream(
   if (firstByteDelay && !(await wait(response, firstByteDelay))) return;
   const limit = cutAfter === undefined ? frames.length : Math.min(cutAfter, frames.length);
   for (let index = 0; index < limit; index += 1) {
-    if (index > 0 && chunkDelay && !(await wait(response, chunkDelay))) return;
+    if (index > 0 && index < backToBack && chunkDelay && !(await wait(response, chunkDelay))) return;
     if (response.destroyed) return;
     response.write(frames[index]!);
   }

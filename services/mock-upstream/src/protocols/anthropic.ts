@@ -7,7 +7,7 @@ import {
   splitFragments,
 } from '../reply-plan.ts';
 import { anthropicChoice, chooseTool } from '../tool-choice.ts';
-import { type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
+import { closingCount, type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
 
 /** Anthropic Messages API: POST /v1/messages. */
 
@@ -173,8 +173,10 @@ export const anthropicProtocol: Protocol = {
       { event: 'message_delta', data: messageDelta },
       { event: 'message_stop', data: { type: 'message_stop' } },
     ];
-    // message_start, content_block_start, ping, then the first delta.
-    return { events, firstDelta: 3 };
+    // message_start, content_block_start, ping, then the first delta; closing: the last block's
+    // content_block_stop, message_delta and message_stop.
+    const closing = closingCount(events, (event) => event.event === 'content_block_delta');
+    return { events, firstDelta: 3, closing };
   },
 
   streamError() {

@@ -7,7 +7,7 @@ import {
   THINKING_TEXT,
 } from '../reply-plan.ts';
 import { chooseTool, type RequestedChoice } from '../tool-choice.ts';
-import { type Protocol, readNumber, type StreamEvent } from './protocol.ts';
+import { type Protocol, readNumber, type StreamEvents } from './protocol.ts';
 
 /**
  * Google's Gemini API: POST /v1beta/models/{model}:generateContent, :streamGenerateContent
@@ -155,7 +155,7 @@ function wholeAnswer(plan: ReplyPlan): Json {
 }
 
 /** The chunks of a streamed answer: thoughts, then each word (or the calls), the last one finishing. */
-function chunks(plan: ReplyPlan): { events: StreamEvent[]; firstDelta: number } {
+function chunks(plan: ReplyPlan): StreamEvents {
   const contents: Json[][] = [];
   if (plan.thinking !== undefined) contents.push([{ text: THINKING_TEXT, thought: true }]);
   const firstDelta = contents.length;
@@ -167,7 +167,8 @@ function chunks(plan: ReplyPlan): { events: StreamEvent[]; firstDelta: number } 
     const share = index < firstDelta ? 0 : (index - firstDelta + 1) / answerChunks;
     return { data: chunk(plan, parts, share, index === contents.length - 1) };
   });
-  return { events, firstDelta };
+  // The last chunk carries a word as well as the finish reason and usage: nothing closes apart.
+  return { events, firstDelta, closing: 0 };
 }
 
 export type Method = 'generateContent' | 'streamGenerateContent' | 'countTokens';

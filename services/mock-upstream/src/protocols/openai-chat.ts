@@ -155,7 +155,9 @@ export const openAiChatProtocol: Protocol = {
       chunk([choice({}, FINISH_REASONS[plan.stop])]),
     ];
     if (withUsage && plan.usage) events.push(chunk([], usageOf(plan.usage)));
-    return { events, firstDelta: 1, terminator: 'data: [DONE]\n\n' };
+    // Closing: the finish chunk and the usage chunk.
+    const closing = withUsage && plan.usage ? 2 : 1;
+    return { events, firstDelta: 1, terminator: 'data: [DONE]\n\n', closing };
   },
 
   streamError() {

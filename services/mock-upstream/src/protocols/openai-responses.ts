@@ -10,7 +10,7 @@ import {
 } from '../reply-plan.ts';
 import { chooseTool, openAiChoice } from '../tool-choice.ts';
 import { isBearer, openAiErrorBody, SERVER_ERROR_MESSAGE } from './openai-errors.ts';
-import { type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
+import { closingCount, type Protocol, readModel, readNumber, type StreamEvent } from './protocol.ts';
 
 /** OpenAI Responses: POST /v1/responses. */
 
@@ -194,7 +194,8 @@ export const openAiResponsesProtocol: Protocol = {
     }));
     // created, in_progress, item added, then (text or reasoning) a part added before the first delta.
     const firstIsCall = started[0]?.type === 'function_call';
-    return { events, firstDelta: firstIsCall ? 3 : 4 };
+    const closing = closingCount(events, (event) => event.event?.endsWith('.delta') === true);
+    return { events, firstDelta: firstIsCall ? 3 : 4, closing };
   },
 
   streamError(sequence) {

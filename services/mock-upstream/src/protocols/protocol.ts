@@ -14,6 +14,16 @@ export interface StreamEvents {
   firstDelta: number;
   /** A frame sent after the last event on a proper end (chat's `data: [DONE]`). */
   terminator?: string;
+  /**
+   * How many of the last events close the answer (those after its last content delta). Once the
+   * model stops, providers send them back to back, so `chunk_delay` spaces only the first of them.
+   */
+  closing: number;
+}
+
+/** The events after the last one `isDelta` picks out: an answer's closing events. */
+export function closingCount(events: StreamEvent[], isDelta: (event: StreamEvent) => boolean): number {
+  return events.length - 1 - events.findLastIndex(isDelta);
 }
 
 /** One upstream wire protocol: how to read its requests and render its answers and errors. */

@@ -89,22 +89,9 @@ export interface Frames {
 export function renderFrames(stream: StreamEvents, protocol: Protocol, directives: Directives): Frames {
   const at = Math.min(stream.firstDelta, stream.events.length - 1);
   let events = stream.events;
-  let closing = stream.closing;
-  if (directives.streamError) {
-    events = [...events.slice(0, at + 1), protocol.streamError(at + 1)];
-    closing = 0;
-  }
+  if (directives.streamError) events = [...events.slice(0, at + 1), protocol.streamError(at + 1)];
+  const closing = directives.streamError ? 0 : stream.closing;
   const backToBack = closing > 0 ? events.length - closing + 1 : events.length;
-  return { frames: encodeFrames(events, stream, protocol, directives, at), backToBack };
-}
-
-function encodeFrames(
-  events: StreamEvent[],
-  stream: StreamEvents,
-  protocol: Protocol,
-  directives: Directives,
-  at: number,
-): string[] | Uint8Array[] {
   if (protocol.encodeFrame) {
     const binary = events.map((event) => protocol.encodeFrame!(event));
     if (directives.invalidJson && binary[at]) {
@@ -112,7 +99,7 @@ function encodeFrames(
       broken.writeUInt8(broken.readUInt8(broken.length - 5) ^ 0xff, broken.length - 5);
       binary[at] = broken;
     }
-    return binary;
+    return { frames: binary, backToBack };
   }
   const frames = events.map(frame);
   if (directives.invalidJson) {
@@ -120,7 +107,7 @@ function encodeFrames(
     frames[at] = name === undefined ? `data: ${BROKEN_DATA}\n\n` : `event: ${name}\ndata: ${BROKEN_DATA}\n\n`;
   }
   if (stream.terminator && !directives.streamError) frames.push(stream.terminator);
-  return frames;
+  return { frames, backToBack };
 }
 
 /**

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   ACCOUNT_ENTRY_FIELDS,
   CALL_FIELDS,
+  compileLayout,
   encodeCall,
   joinFields,
   KEY_ENTRY_FIELDS,
-  luaPrelude,
   RECORD_FIELDS,
   SCRIPT_LAYOUTS,
   type ScriptCall,
@@ -31,21 +31,31 @@ afterAll(() => {
   redis.disconnect();
 });
 
-/** Every KEYS and ARGV value the script sees, by the names its prelude gives them. */
-const ECHO = `
-local out = {}
-local function put(name, value) out[#out + 1] = name; out[#out + 1] = value end
-for name, i in pairs(KEY) do put('key:' .. name, KEYS[i]) end
-for name, i in pairs(ARG) do put('arg:' .. name, ARGV[i]) end
-local count = ARG.count and tonumber(ARGV[ARG.count]) or 0
-for n = 1, count do
-  for name, i in pairs(ITEM_KEY) do put(n .. ':key:' .. name, KEYS[KEYS_HEAD + (n - 1) * ITEM_KEYS + i]) end
-  for name, i in pairs(ITEM_ARG) do put(n .. ':arg:' .. name, ARGV[ARGS_HEAD + (n - 1) * ITEM_ARGS + i]) end
-end
-put('keys', #KEYS)
-put('args', #ARGV)
-return out
-`;
+/** Every KEYS and ARGV value the script sees, by the names its layout gives them (compiled). */
+function echoSource(script: ScriptName): string {
+  const shape: ScriptLayout = SCRIPT_LAYOUTS[script];
+  return compileLayout(
+    script,
+    [
+      'local out = {}',
+      'local function put(name, value) out[#out + 1] = name; out[#out + 1] = value end',
+      ...shape.keys.map((name) => `put('key:${name}', KEYS[KEY.${name}])`),
+      ...shape.args.map((name) => `put('arg:${name}', ARGV[ARG.${name}])`),
+      `local count = ${shape.args.includes('count') ? 'tonumber(ARGV[ARG.count])' : '0'}`,
+      'for n = 1, count do',
+      ...shape.itemKeys.map(
+        (name) => `  put(n .. ':key:${name}', KEYS[KEYS_HEAD + (n - 1) * ITEM_KEYS + ITEM_KEY.${name}])`,
+      ),
+      ...shape.itemArgs.map(
+        (name) => `  put(n .. ':arg:${name}', ARGV[ARGS_HEAD + (n - 1) * ITEM_ARGS + ITEM_ARG.${name}])`,
+      ),
+      'end',
+      "put('keys', #KEYS)",
+      "put('args', #ARGV)",
+      'return out',
+    ].join('\n'),
+  );
+}
 
 const CLOCK_OFFSET_MS = -1234;
 
@@ -103,12 +113,17 @@ describe('each script’s KEYS and ARGV', () => {
       for (const items of [0, 1, 3]) {
         const call = sampleCall(script, items);
         const { keys, args } = encodeCall(script, call, CLOCK_OFFSET_MS);
-        expect(await evalPairs(`${luaPrelude(script)}${ECHO}`, keys, args)).toEqual(
-          expectedEcho(script, call),
-        );
+        expect(await evalPairs(echoSource(script), keys, args)).toEqual(expectedEcho(script, call));
       }
     });
   }
+
+  it('a name its layout lacks fails when the script is put together, not in Redis', () => {
+    expect(() => compileLayout('hotWritten', 'return ARGV[ITEM_ARG.estimateIn]')).toThrow(
+      'hotWritten uses ITEM_ARG.estimateIn, which its layout lacks',
+    );
+    expect(() => compileLayout('hotReserve', 'return RECORD.nothing')).toThrow(/RECORD\.nothing/);
+  });
 
   it('every script compiles in Redis', async () => {
     for (const source of Object.values(SCRIPT_SOURCES)) {
@@ -130,20 +145,26 @@ function sampleValues<T extends readonly string[]>(fields: T): Record<T[number],
 describe('the | texts', () => {
   it('a finished call written by the scripts’ record() is read field by field by parseRecord', async () => {
     const values = sampleValues(RECORD_FIELDS);
-    const source = `${COMMON_SOURCE}
+    const source = compileLayout(
+      'hotFinish',
+      `${COMMON_SOURCE}
 local r = {}
-for i, name in ipairs(RECORD_FIELDS) do r[name] = ARGV[i] end
-return record(r)`;
+${RECORD_FIELDS.map((name, index) => `r.${name} = ARGV[${index + 1}]`).join('\n')}
+return record(r)`,
+    );
     const text = (await redis.eval(source, 0, ...RECORD_FIELDS.map((field) => values[field]))) as string;
     expect(parseRecord(text)).toEqual(values);
   });
 
   it('a call in flight written by the scripts is read back by its CALL fields', async () => {
     const values = sampleValues(CALL_FIELDS);
-    const source = `${COMMON_SOURCE}
+    const source = compileLayout(
+      'hotFinish',
+      `${COMMON_SOURCE}
 local c = {}
-for i, name in ipairs(CALL_FIELDS) do c[name] = ARGV[i] end
-return inFlight(c)`;
+${CALL_FIELDS.map((name, index) => `c.${name} = ARGV[${index + 1}]`).join('\n')}
+return inFlight(c)`,
+    );
     const text = (await redis.eval(source, 0, ...CALL_FIELDS.map((field) => values[field]))) as string;
     expect(text.startsWith('R|')).toBe(true);
     expect(splitFields(CALL_FIELDS, text.slice(2))).toEqual(values);
@@ -157,14 +178,45 @@ return inFlight(c)`;
   ] as const) {
     it(`${name} written by the control plane is read by the scripts field by field (${index})`, async () => {
       const values = sampleValues(fields);
-      const source = `${COMMON_SOURCE}
+      const source = compileLayout(
+        'hotFinish',
+        `${COMMON_SOURCE}
 local f = fields(ARGV[1])
 local out = {}
-for name, i in pairs(${index}) do out[#out + 1] = name; out[#out + 1] = f[i] end
+${fields.map((name) => `out[#out + 1] = '${name}'; out[#out + 1] = f[${index}.${name}]`).join('\n')}
 out[#out + 1] = '#'; out[#out + 1] = #f
-return out`;
+return out`,
+      );
       const read = await evalPairs(source, [], [joinFields(fields, values)]);
       expect(read).toEqual({ ...values, '#': fields.length });
     });
   }
+});
+
+describe('hotWritten', () => {
+  it('reads a record’s action and forgotten where they stand: only an unseen release or hold stays, as a tombstone', async () => {
+    const calls = `test:written:${process.pid}:${Date.now()}`;
+    const text = (id: string, action: string, forgotten: string) =>
+      `D|${joinFields(RECORD_FIELDS, { ...sampleValues(RECORD_FIELDS), id, action, forgotten })}`;
+    await redis.hset(calls, {
+      'unseen-release': text('unseen-release', 'release', '1'),
+      'unseen-hold': text('unseen-hold', 'hold', '1'),
+      'unseen-settle': text('unseen-settle', 'settle', '1'),
+      'seen-release': text('seen-release', 'release', '0'),
+      'in-flight': 'R|key|alias|surface',
+    });
+    const ids = ['unseen-release', 'unseen-hold', 'unseen-settle', 'seen-release', 'in-flight'];
+    const { keys, args } = encodeCall('hotWritten', {
+      keys: { calls },
+      args: { tombstoneMs: 60_000 },
+      items: ids.map((id) => ({ keys: {}, args: { id } })),
+    });
+    await redis.eval(SCRIPT_SOURCES.hotWritten, keys.length, ...keys, ...args);
+    const left = await redis.hgetall(calls);
+    await redis.del(calls);
+    expect(Object.keys(left).sort()).toEqual(['in-flight', 'unseen-hold', 'unseen-release']);
+    expect(left['unseen-release']).toMatch(/^G\|\d+$/);
+    expect(left['unseen-hold']).toMatch(/^G\|\d+$/);
+    expect(left['in-flight']).toBe('R|key|alias|surface');
+  });
 });

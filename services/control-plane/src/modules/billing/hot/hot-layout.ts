@@ -295,43 +295,60 @@ export function splitFields<T extends readonly string[]>(fields: T, text: string
   return named as Fields<T>;
 }
 
-function luaIndex(name: string, fields: readonly string[]): string {
-  return `local ${name} = { ${fields.map((field, index) => `${field} = ${index + 1}`).join(', ')} }`;
-}
-
-function luaList(name: string, fields: readonly string[]): string {
-  return `local ${name} = { ${fields.map((field) => `'${field}'`).join(', ')} }`;
-}
+/** The `|` texts the scripts index by name (RECORD.x, CALL.x, ...), as the scripts spell them. */
+const RECORD_INDEXES: Record<string, readonly string[]> = {
+  RECORD: RECORD_FIELDS,
+  CALL: CALL_FIELDS,
+  KEY_ENTRY: KEY_ENTRY_FIELDS,
+  ACCOUNT_ENTRY: ACCOUNT_ENTRY_FIELDS,
+};
 
 /**
- * The Lua that names a script's KEYS and ARGV: KEY.x and ARG.x index the head; item i's key x is
- * KEYS[KEYS_HEAD + (i - 1) * ITEM_KEYS + ITEM_KEY.x], its argument ARGV[ARGS_HEAD + (i - 1) *
- * ITEM_ARGS + ITEM_ARG.x].
+ * A script's Lua with every name of its layout replaced by the number it stands for: KEY.x and
+ * ARG.x index the head of KEYS and ARGV; item i's key x is KEYS[KEYS_HEAD + (i - 1) * ITEM_KEYS +
+ * ITEM_KEY.x], its argument ARGV[ARGS_HEAD + (i - 1) * ITEM_ARGS + ITEM_ARG.x]; RECORD.x, CALL.x,
+ * KEY_ENTRY.x and ACCOUNT_ENTRY.x index the fields of a `|` text. Done here, once, rather than
+ * with tables the script would build and look up on every run (Redis runs a script's whole body
+ * each time); a name the layout lacks fails here, not in Redis.
  */
-export function luaPrelude(script: ScriptName): string {
+export function compileLayout(script: ScriptName, source: string): string {
   const shape: ScriptLayout = SCRIPT_LAYOUTS[script];
-  return [
+  const indexes: Record<string, readonly string[]> = {
+    KEY: shape.keys,
+    ARG: shape.args,
+    ITEM_KEY: shape.itemKeys,
+    ITEM_ARG: shape.itemArgs,
+    ...RECORD_INDEXES,
+  };
+  const heads = [
     `-- Generated from hot-layout.ts (SCRIPT_LAYOUTS.${script}).`,
-    luaIndex('KEY', shape.keys),
-    luaIndex('ARG', shape.args),
-    luaIndex('ITEM_KEY', shape.itemKeys),
-    luaIndex('ITEM_ARG', shape.itemArgs),
     `local KEYS_HEAD, ITEM_KEYS = ${shape.keys.length}, ${shape.itemKeys.length}`,
     `local ARGS_HEAD, ITEM_ARGS = ${shape.args.length}, ${shape.itemArgs.length}`,
     '',
   ].join('\n');
+  const body = source.replace(
+    /\b(KEY|ARG|ITEM_KEY|ITEM_ARG|RECORD|CALL|KEY_ENTRY|ACCOUNT_ENTRY)\.([A-Za-z]\w*)/g,
+    (_, table: string, name: string) => {
+      const index = indexes[table]!.indexOf(name);
+      if (index < 0) throw new Error(`hot tier: ${script} uses ${table}.${name}, which its layout lacks`);
+      return String(index + 1);
+    },
+  );
+  return `${heads}${body}`;
 }
 
-/** The Lua of the `|` texts (lua/common.lua uses them): field indexes and field order. */
-export function luaRecordLayout(): string {
+/**
+ * The Lua that writes the `|` texts (lua/common.lua uses them): record(r) for a finished call,
+ * inFlight(c) for a call in flight, each field by name in the layout's order. One concatenation,
+ * which fails on a missing field as a join would not.
+ */
+export function luaRecordCodecs(): string {
+  const concat = (table: string, fields: readonly string[]) =>
+    fields.map((field) => `${table}.${field}`).join(" .. '|' .. ");
   return [
     '-- Generated from hot-layout.ts: the `|` texts, field by field.',
-    luaIndex('RECORD', RECORD_FIELDS),
-    luaList('RECORD_FIELDS', RECORD_FIELDS),
-    luaIndex('CALL', CALL_FIELDS),
-    luaList('CALL_FIELDS', CALL_FIELDS),
-    luaIndex('KEY_ENTRY', KEY_ENTRY_FIELDS),
-    luaIndex('ACCOUNT_ENTRY', ACCOUNT_ENTRY_FIELDS),
+    `local function record(r) return ${concat('r', RECORD_FIELDS)} end`,
+    `local function inFlight(c) return 'R|' .. ${concat('c', CALL_FIELDS)} end`,
     '',
   ].join('\n');
 }

@@ -1,5 +1,7 @@
--- Helpers of the hot tier's scripts, after the generated layout (hot-layout.ts): RECORD, CALL,
--- KEY_ENTRY and ACCOUNT_ENTRY name the fields of the `|` texts kept in Redis.
+-- Helpers of the hot tier's scripts, after the generated writers of the `|` texts (record and
+-- inFlight, hot-layout.ts). The scripts name the fields of those texts (RECORD, CALL, KEY_ENTRY and
+-- ACCOUNT_ENTRY, dot, field) and their KEYS and ARGV; hot-layout.ts (compileLayout) turns each
+-- name into its number before Redis sees the script.
 --
 -- Amounts are Lua numbers (doubles): exact below 2^53. What a lease holds, all sources together,
 -- is kept at most 2^43 (R21), so every amount moved and every sum formed is exact, also times the
@@ -35,16 +37,6 @@ local function fields(text)
   local parts = {}
   for part in string.gmatch(text .. '|', '([^|]*)|') do parts[#parts + 1] = part end
   return parts
-end
--- The '|' text of a table's named fields, in the order of `names`.
-local function joinFields(names, values)
-  local parts = {}
-  for i, name in ipairs(names) do
-    local value = values[name]
-    if value == nil then error('hot tier: no value for field ' .. name) end
-    parts[i] = value
-  end
-  return table.concat(parts, '|')
 end
 local function loadHash(key)
   local flat = redis.call('HGETALL', key)
@@ -119,14 +111,6 @@ local function parseLegs(text)
     end
   end
   return legs
-end
--- A finished call's text (RECORD_FIELDS).
-local function record(r)
-  return joinFields(RECORD_FIELDS, r)
-end
--- A call in flight (CALL_FIELDS), as the calls hash keeps it.
-local function inFlight(c)
-  return 'R|' .. joinFields(CALL_FIELDS, c)
 end
 -- Frees the concurrency slot a call in flight holds (`call`: its fields, by CALL index). The
 -- lease sets share the account's hash tag with the calls hash, so this stays on one node.

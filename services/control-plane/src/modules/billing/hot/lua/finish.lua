@@ -31,7 +31,7 @@ if hot and ARGV[ARG.topupAllowed] == '1' and st['more'] == '1' then
   end
 end
 
--- a: where the call's arguments start (ARGV[a + ITEM_ARG.x]).
+-- a: where the call's arguments start (ARGV[a + ITEM_ARG.<name>]).
 local function finishOne(a)
   local id, action = ARGV[a + ITEM_ARG.id], ARGV[a + ITEM_ARG.action]
   local existing = redis.call('HGET', KEYS[KEY.calls], id)

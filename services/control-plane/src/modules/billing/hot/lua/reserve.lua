@@ -46,7 +46,7 @@ local function pinnedOf(a, k)
   return type(value) == 'string' and value or ''
 end
 
--- a, k: where the call's arguments and keys start (ARGV[a + ITEM_ARG.x], KEYS[k + ITEM_KEY.x]).
+-- a, k: where the call's arguments and keys start (ARGV[a + ITEM_ARG.<name>], KEYS[k + ITEM_KEY.<name>]).
 local function reserveOne(a, k)
   local id, keyId, lookupHash = ARGV[a + ITEM_ARG.id], ARGV[a + ITEM_ARG.keyId], ARGV[a + ITEM_ARG.lookupHash]
   local alias, aliasState, surface = ARGV[a + ITEM_ARG.alias], ARGV[a + ITEM_ARG.aliasState], ARGV[a + ITEM_ARG.surface]

@@ -17,8 +17,8 @@
  * BENCH_WARMUP_SECONDS (per target and mode before measuring, default 2), BENCH_MODES
  * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway,routed,translated") to run a subset, and
  * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there, and
- * BENCH_GATEWAY_ENV ("NAME=value,OTHER=" — an empty value unsets) to change the gateway's
- * environment for an A/B run. BENCH_INSTANT_BILLING=1 answers the gateway's reservations and
+ * BENCH_GATEWAY_ENV ("NAME=value,OTHER=" — an empty value unsets) and BENCH_CONTROL_PLANE_ENV to
+ * change the gateway's or the control plane's environment for an A/B run. BENCH_INSTANT_BILLING=1 answers the gateway's reservations and
  * settlements at once from a stand-in (bench/src/instant-billing.ts): the ceiling of any billing
  * design that keeps this gateway; its calls are not recorded, so the ledger line shows only the
  * few reservations the stand-in forwarded.
@@ -65,6 +65,7 @@ async function startStack(): Promise<BenchStack> {
     profileDir,
     instantBilling,
     gatewayEnv: parseEnvChanges(process.env.BENCH_GATEWAY_ENV),
+    controlPlaneEnv: parseEnvChanges(process.env.BENCH_CONTROL_PLANE_ENV),
   });
   // One call before measuring: a refusal here would make every number below meaningless.
   const probe = await fetch(`http://127.0.0.1:${PORTS.gateway}/v1/chat/completions`, {

@@ -38,6 +38,8 @@ export interface BenchStackOptions {
   instantBilling?: boolean;
   /** Changes to the gateway's environment; an empty value unsets. */
   gatewayEnv?: Record<string, string>;
+  /** Changes to the control plane's environment (an empty value unsets). */
+  controlPlaneEnv?: Record<string, string>;
   /** The key's concurrency ceiling (long-stream runs hold thousands of calls at once). */
   keyConcurrency?: number;
 }
@@ -149,7 +151,14 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       ...(options.profileDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${options.profileDir}` } : {}),
     };
     services.push(startService('mock-upstream', 'services/mock-upstream', env, work));
-    services.push(startService('control-plane', 'services/control-plane', env, work));
+    services.push(
+      startService(
+        'control-plane',
+        'services/control-plane',
+        withChanges(env, options.controlPlaneEnv ?? {}),
+        work,
+      ),
+    );
     await waitHealthy(`http://127.0.0.1:${PORTS.mock}/health`);
     await waitHealthy(`http://127.0.0.1:${PORTS.controlPlane}/api/v1/health`);
     if (options.instantBilling) {

@@ -18,10 +18,11 @@
  * ("json,stream") and BENCH_TARGETS ("direct,floor,portkey,gateway,routed,translated") to run a subset, and
  * BENCH_PROFILE_DIR to have gateway and control plane write CPU profiles there, and
  * BENCH_GATEWAY_ENV ("NAME=value,OTHER=" — an empty value unsets) and BENCH_CONTROL_PLANE_ENV to
- * change the gateway's or the control plane's environment for an A/B run. BENCH_INSTANT_BILLING=1 answers the gateway's reservations and
- * settlements at once from a stand-in (bench/src/instant-billing.ts): the ceiling of any billing
- * design that keeps this gateway; its calls are not recorded, so the ledger line shows only the
- * few reservations the stand-in forwarded.
+ * change the gateway's or the control plane's environment for an A/B run.
+ * BENCH_INSTANT_BILLING=1 answers the gateway's reservations and settlements at once from a
+ * stand-in (bench/src/instant-billing.ts): the ceiling of any billing design that keeps this
+ * gateway; its calls are not recorded, so the ledger line shows only the few reservations the
+ * stand-in forwarded.
  */
 import path from 'node:path';
 import { ROOT } from '@tollgate/test-harness';

@@ -339,8 +339,8 @@ export function compileLayout(script: ScriptName, source: string): string {
 
 /**
  * The Lua that writes the `|` texts (lua/common.lua uses them): record(r) for a finished call,
- * inFlight(c) for a call in flight, each field by name in the layout's order. One concatenation,
- * which fails on a missing field as a join would not.
+ * inFlight(c) for a call in flight, each field by name in the layout's order. One concatenation:
+ * a missing field fails it (Lua cannot concatenate nil), where table.concat would drop a trailing one.
  */
 export function luaRecordCodecs(): string {
   const concat = (table: string, fields: readonly string[]) =>

@@ -30,6 +30,7 @@ import { type CpuGroups, cpuSince, pidsNamed, snapshot } from './src/cpu.ts';
 import { portkeyHeaders, startPortkey } from './src/portkey.ts';
 import {
   format,
+  meteredCpuUs,
   type Row,
   renderGoals,
   renderTable,
@@ -175,6 +176,8 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
     }
   const rows: Row[] = [];
   const roundRatios: string[] = [];
+  /** Routed over one-upstream CPU per call, paired by round, at 10 connections: its median per mode. */
+  const routedCpu = new Map<boolean, number>();
   for (const stream of modes) {
     for (const connections of connectionLevels) {
       const runs = new Map<Target, Row[]>(ROW_ORDER.map((target) => [target, []]));
@@ -201,6 +204,13 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
       }
       for (const target of ROW_ORDER) rows.push(medianRun(runs.get(target)!));
       if (rounds > 1) roundRatios.push(...ratiosOfRounds(runs, stream, connections));
+      const paired = routedCpuOfRounds(runs);
+      if (rounds > 1 && paired) {
+        roundRatios.push(
+          `  ${stream ? 'stream' : 'json'} c=${connections} routed CPU per call over gateway's: ${paired.listed}; median ${format(paired.median, 3)}`,
+        );
+        if (connections === 10) routedCpu.set(stream, paired.median);
+      }
     }
   }
   const ttfb: Record<string, Ttfb> = {};
@@ -235,7 +245,7 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
       ...renderTtfb(ttfb),
       '',
       'Goals (docs/development/benchmarks.md), judged on this run:',
-      ...renderGoals(rows, ttfb),
+      ...renderGoals(rows, ttfb, routedCpu),
       '',
       `Metered calls recorded: ${counts}. Ledger consistent: ${ledger.consistent}${ledger.problems.length ? ` (${ledger.problems.slice(0, 3).join('; ')})` : ''}. Total time ${Math.round((Date.now() - started) / 1000)}s.`,
       '',
@@ -264,6 +274,21 @@ function ratiosOfRounds(runs: Map<Target, Row[]>, stream: boolean, connections: 
     const middle = median(ratios, (ratio) => ratio);
     return `  ${stream ? 'stream' : 'json'} c=${connections} ${target}: ${listed}; median ${format(middle, 2)}x`;
   });
+}
+
+/**
+ * The routed row's metered CPU per call over the one-upstream row's, round by round: the two run
+ * back to back, so the box's drift between rounds cancels out of each ratio.
+ */
+function routedCpuOfRounds(runs: Map<Target, Row[]>): { listed: string; median: number } | null {
+  const one = runs.get('gateway');
+  const two = runs.get('routed');
+  if (!one || !two) return null;
+  const ratios = two.map((row, round) => meteredCpuUs(row) / meteredCpuUs(one[round]));
+  return {
+    listed: ratios.map((ratio) => format(ratio, 3)).join(', '),
+    median: median(ratios, (ratio) => ratio),
+  };
 }
 
 await main();

@@ -203,13 +203,15 @@ async function measure(stack: BenchStack, started: number): Promise<void> {
         }
       }
       for (const target of ROW_ORDER) rows.push(medianRun(runs.get(target)!));
-      if (rounds > 1) roundRatios.push(...ratiosOfRounds(runs, stream, connections));
-      const paired = routedCpuOfRounds(runs);
-      if (rounds > 1 && paired) {
-        roundRatios.push(
-          `  ${stream ? 'stream' : 'json'} c=${connections} routed CPU per call over gateway's: ${paired.listed}; median ${format(paired.median, 3)}`,
-        );
-        if (connections === 10) routedCpu.set(stream, paired.median);
+      if (rounds > 1) {
+        roundRatios.push(...ratiosOfRounds(runs, stream, connections));
+        const paired = routedCpuOfRounds(runs);
+        if (paired) {
+          roundRatios.push(
+            `  ${stream ? 'stream' : 'json'} c=${connections} routed CPU per call over gateway's: ${paired.listed}; median ${format(paired.median, 3)}`,
+          );
+          if (connections === 10) routedCpu.set(stream, paired.median);
+        }
       }
     }
   }

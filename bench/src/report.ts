@@ -72,10 +72,10 @@ export function renderTable(rows: Row[]): string[] {
   return lines;
 }
 
-/** The issue's goal lines, each judged on this run's numbers. */
 /**
- * `routedCpu`: per mode, the median over rounds of the routed row's CPU per call over the
- * one-upstream row's in the same round (10 connections); without it, the two median rows compared.
+ * The issue's goal lines, each judged on this run's numbers. `routedCpu`: per mode, the median over
+ * rounds of the routed row's CPU per call over the one-upstream row's in the same round (10
+ * connections); without it, the two median rows are compared.
  */
 export function renderGoals(
   rows: Row[],
